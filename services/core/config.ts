@@ -1,0 +1,74 @@
+// One validated, frozen configuration per process. Nothing else in the codebase reads
+// `process.env`: every setting is declared here with its default and a one-line doc.
+import { z } from 'zod';
+
+const seconds = (def: number, doc: string) => z.coerce.number().positive().default(def).describe(doc);
+
+export const configSchema = z.object({
+  DATABASE_URL: z.string().url().describe('Postgres connection string (the ledger and all durable state).'),
+  REDIS_URL: z.string().url().describe('Redis connection string (BullMQ queues, pub/sub signals). Must use maxmemory-policy noeviction.'),
+  HERMES_PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('Gateway listen port.'),
+  HERMES_HOST: z.string().default('0.0.0.0').describe('Gateway listen address.'),
+  HERMES_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
+  HERMES_QUEUE_PREFIX: z.string().min(1).default('hermes').describe('BullMQ key prefix; isolates installs (and tests) sharing one Redis.'),
+  HERMES_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576).describe('Largest accepted HTTP request body.'),
+  HERMES_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(100_000).describe('Largest accepted message text.'),
+  HERMES_LEASE_TTL_SECONDS: seconds(300, 'Session turn lease TTL (SPEC: 300 s).'),
+  HERMES_LEASE_RENEW_SECONDS: seconds(60, 'Lease renewal interval (SPEC: 60 s).'),
+  HERMES_HEARTBEAT_SECONDS: seconds(10, 'Process heartbeat interval.'),
+  HERMES_INSTANCE_TTL_SECONDS: seconds(60, 'A process whose heartbeat is older than this is dead; its started turns become unknown.'),
+  HERMES_SWEEP_SECONDS: seconds(5, 'Outbox sweeper / recovery interval.'),
+  HERMES_SWEEP_GRACE_SECONDS: seconds(5, 'A queued admission younger than this is left to its own enqueue.'),
+  HERMES_TURN_CONCURRENCY: z.coerce.number().int().positive().default(64).describe('Turn jobs one worker process runs at once.'),
+  HERMES_DELIVERY_CONCURRENCY: z.coerce.number().int().positive().default(16).describe('Delivery jobs one worker process runs at once.'),
+  HERMES_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3).describe('Delivery attempts before abandoning (SPEC: 3).'),
+  HERMES_DELIVERY_MAX_AGE_SECONDS: seconds(86_400, 'Delivery obligations older than this are abandoned (SPEC: 24 h).'),
+  HERMES_MODEL_TIMEOUT_SECONDS: seconds(600, 'Upper bound on one model request.'),
+  HERMES_REPLY_WAIT_SECONDS: seconds(600, 'How long /v1/chat/completions waits for a turn before answering 504.'),
+  HERMES_SHUTDOWN_GRACE_SECONDS: seconds(30, 'On SIGTERM, how long running turns may finish before being handed back.'),
+  HERMES_DEV_API_KEY: z.string().min(8).optional().describe('hermes dev: the example agent API key (generated and printed when unset).'),
+  OPENAI_API_KEY: z.string().optional().describe('hermes dev: resolves Profile secret refs whose key is OPENAI_API_KEY.'),
+  OPENAI_BASE_URL: z.string().url().optional().describe('Default base URL for provider "openai" when the Profile sets none (any OpenAI-compatible server).'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP endpoint; traces are exported when set.'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP traces endpoint (overrides the generic one).'),
+  OTEL_SERVICE_NAME: z.string().optional().describe('service.name of exported spans (default: hermes-<component>).'),
+});
+
+export type Config = Readonly<z.infer<typeof configSchema>>;
+
+/** Settings of ours that nobody declared: a typo here would otherwise be silently ignored. */
+function unknownHermesSettings(env: NodeJS.ProcessEnv): string[] {
+  const known = new Set(Object.keys(configSchema.shape));
+  const passthrough = new Set(['HERMES_PG_PORT', 'HERMES_REDIS_PORT']); // read by hack/services.sh only
+  return Object.keys(env).filter((k) => k.startsWith('HERMES_') && !known.has(k) && !passthrough.has(k));
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Validates the environment once. Throws ConfigError with every problem listed, each actionable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof Config, unknown>> = {}): Config {
+  const problems: string[] = unknownHermesSettings(env).map((k) => `${k}: unknown setting (known: ${[...Object.keys(configSchema.shape)].filter((n) => n.startsWith('HERMES_')).join(', ')})`);
+  const input: Record<string, unknown> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const v = key in overrides ? overrides[key as keyof Config] : env[key];
+    if (v !== undefined && v !== '') input[key] = v;
+  }
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const key = issue.path.join('.');
+      const doc = configSchema.shape[key as keyof typeof configSchema.shape]?.description ?? '';
+      const shown = input[key] === undefined ? 'unset' : JSON.stringify(input[key]);
+      problems.push(`${key}: ${issue.message} (got ${shown}). ${doc}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  return Object.freeze(parsed.data!);
+}
+
+/** `--help` text listing every setting. */
+export function describeSettings(): string {
+  return Object.entries(configSchema.shape).map(([k, s]) => `  ${k.padEnd(36)} ${s.description ?? ''}`).join('\n');
+}

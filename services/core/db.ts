@@ -1,0 +1,48 @@
+// One pg Pool per process, shared by Prisma (through its driver adapter) and by the hot ledger
+// statements that run as raw SQL (FOR UPDATE SKIP LOCKED, conditional lease updates, NOTIFY).
+import pg from 'pg';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from './generated/prisma/client.js';
+
+export type { PrismaClient };
+export type Sql = Pick<pg.PoolClient, 'query'>;
+
+// int8 (sequence numbers, epochs) as JS numbers: our values stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
+
+export interface Db {
+  pool: pg.Pool;
+  prisma: PrismaClient;
+  /** Runs `fn` in one transaction on a dedicated connection; rolls back on throw. */
+  tx<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export function openDb(databaseUrl: string, opts: { max?: number; applicationName?: string } = {}): Db {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: opts.max ?? 20, application_name: opts.applicationName ?? 'hermes', connectionTimeoutMillis: 5_000 });
+  // An idle client that errors (server restart) must not crash the process.
+  pool.on('error', () => undefined);
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    pool,
+    prisma,
+    async tx(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const out = await fn(client);
+        await client.query('COMMIT');
+        return out;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    async close() {
+      await prisma.$disconnect();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,49 @@
+// The transcript: append-only, one sequence per session (the session row is the counter, so
+// appends to one session serialise on its row lock and sequence numbers never repeat).
+import type { Sql } from '../db.js';
+
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface NewMessage {
+  role: Role;
+  content: string;
+  admissionId?: string | null;
+  interrupted?: boolean;
+  usage?: unknown;
+  toolCalls?: unknown;
+  toolCallId?: string | null;
+  effectDisposition?: 'applied' | 'none' | 'unknown' | null;
+}
+
+export interface StoredMessage {
+  id: number;
+  seq: number;
+  role: Role;
+  content: string;
+  admissionId: string | null;
+  interrupted: boolean;
+  createdAt: Date;
+}
+
+export async function appendMessage(sql: Sql, sessionId: string, m: NewMessage): Promise<{ id: number; seq: number }> {
+  const { rows } = await sql.query<{ id: number; seq: number }>(
+    `WITH next AS (UPDATE sessions SET last_seq = last_seq + 1, updated_at = now() WHERE id = $1 RETURNING last_seq)
+     INSERT INTO messages (session_id, seq, role, content, admission_id, interrupted, usage, tool_calls, tool_call_id, effect_disposition)
+     SELECT $1, next.last_seq, $2, $3, $4, $5, $6, $7, $8, $9 FROM next
+     RETURNING id, seq`,
+    [sessionId, m.role, m.content, m.admissionId ?? null, m.interrupted ?? false, json(m.usage), json(m.toolCalls), m.toolCallId ?? null, m.effectDisposition ?? null],
+  );
+  if (!rows[0]) throw new Error(`session ${sessionId} does not exist`);
+  return rows[0];
+}
+
+export async function listMessages(sql: Sql, sessionId: string, limit = 1_000): Promise<StoredMessage[]> {
+  const { rows } = await sql.query<StoredMessage>(
+    `SELECT id, seq, role, content, admission_id AS "admissionId", interrupted, created_at AS "createdAt"
+     FROM (SELECT * FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2) m ORDER BY seq`,
+    [sessionId, limit],
+  );
+  return rows;
+}
+
+const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));

@@ -1,0 +1,89 @@
+// Queue names and job payloads. Redis/BullMQ only carries wake-ups that can be rebuilt from
+// Postgres: a turn job names an admission, a delivery job names an obligation. Job ids are the
+// row ids, so re-enqueueing (the outbox sweeper) is idempotent.
+import { Queue, type JobsOptions } from 'bullmq';
+import { Redis } from 'ioredis';
+import { z } from 'zod';
+
+export const queueNames = { turns: 'turns', deliveries: 'deliveries' } as const;
+
+export const turnJobSchema = z.object({
+  admissionId: z.string().uuid(),
+  /** W3C trace context of the admitting request. */
+  trace: z.record(z.string(), z.string()).optional(),
+});
+export type TurnJob = z.infer<typeof turnJobSchema>;
+
+export const deliveryJobSchema = z.object({
+  obligationId: z.string().uuid(),
+  trace: z.record(z.string(), z.string()).optional(),
+});
+export type DeliveryJob = z.infer<typeof deliveryJobSchema>;
+
+/** Finished jobs are removed so that the sweeper may add the same id again if ever needed. */
+export const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOnFail: { count: 1000 }, attempts: 1 };
+
+export interface RedisOptions {
+  /** Fail commands at once while disconnected (producers on a request path) instead of queueing them. */
+  failFast?: boolean;
+}
+
+export function connectRedis(url: string, opts: RedisOptions = {}): Redis {
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: opts.failFast ? 1 : null,
+    enableOfflineQueue: !opts.failFast,
+    retryStrategy: (times) => Math.min(times * 200, 2_000),
+    lazyConnect: false,
+  });
+  redis.on('error', () => undefined); // reconnects on its own; readiness reports the outage
+  return redis;
+}
+
+export interface Queues {
+  turns: Queue<TurnJob>;
+  deliveries: Queue<DeliveryJob>;
+  close(): Promise<void>;
+}
+
+export function openQueues(redis: Redis, prefix: string): Queues {
+  const turns = new Queue<TurnJob>(queueNames.turns, { connection: redis, prefix, defaultJobOptions });
+  const deliveries = new Queue<DeliveryJob>(queueNames.deliveries, { connection: redis, prefix, defaultJobOptions });
+  turns.on('error', () => undefined);
+  deliveries.on('error', () => undefined);
+  return {
+    turns,
+    deliveries,
+    async close() {
+      await Promise.allSettled([turns.close(), deliveries.close()]);
+    },
+  };
+}
+
+export async function enqueueTurn(queues: Queues, job: TurnJob): Promise<void> {
+  await queues.turns.add('turn', job, { jobId: job.admissionId });
+}
+
+export async function enqueueDelivery(queues: Queues, job: DeliveryJob): Promise<void> {
+  await queues.deliveries.add('delivery', job, { jobId: job.obligationId });
+}
+
+/** Channel on which a session's turn events (deltas, finish) and control signals are published. */
+export const admissionChannel = (prefix: string, admissionId: string) => `${prefix}:admission:${admissionId}`;
+export const sessionControlChannel = (prefix: string, sessionId: string) => `${prefix}:session:${sessionId}:control`;
+
+/**
+ * BullMQ loses jobs when Redis evicts keys. Returns a warning when the policy is not
+ * `noeviction`, or undefined when it is (or cannot be read, e.g. CONFIG is disabled).
+ */
+export async function checkEvictionPolicy(redis: Redis): Promise<string | undefined> {
+  try {
+    const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
+    const policy = reply[1];
+    if (policy && policy !== 'noeviction') {
+      return `Redis maxmemory-policy is "${policy}", not "noeviction": under memory pressure Redis will evict BullMQ jobs and turns will be lost until the sweeper re-enqueues them. Set "maxmemory-policy noeviction".`;
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}

@@ -1,0 +1,81 @@
+// The outbox sweeper and recovery loop, run by every worker (and `hermes dev`):
+//  - started turns of dead owners → unknown (never re-run), with a notice to deliver;
+//  - queued admissions whose job was lost (Redis down/restarted after commit) → re-enqueued;
+//  - due or orphaned delivery obligations → re-enqueued; expired ones → abandoned.
+// Every step is idempotent (job ids are row ids), so many sweepers may run at once.
+import type { Queue } from 'bullmq';
+import type { Config } from './config.js';
+import type { Db } from './db.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
+import { enqueueDelivery, enqueueTurn, type Queues } from './queues.js';
+import { listStrandedQueued, settleOrphanedTurns } from './ledger/admissions.js';
+import { abandonExpired, getObligationForAdmission, listDueDeliveries, oldestPendingAgeSeconds } from './ledger/deliveries.js';
+
+type SweepConfig = Pick<Config, 'HERMES_INSTANCE_TTL_SECONDS' | 'HERMES_SWEEP_GRACE_SECONDS' | 'HERMES_DELIVERY_MAX_AGE_SECONDS'>;
+
+export interface SweepReport {
+  settledUnknown: number;
+  requeuedTurns: number;
+  requeuedDeliveries: number;
+  abandoned: number;
+}
+
+/** True when a job with this id is waiting or running; a finished one is removed so the id can be reused. */
+async function jobIsLive(queue: Queue, id: string): Promise<boolean> {
+  const job = await queue.getJob(id);
+  if (!job) return false;
+  const state = await job.getState();
+  if (state === 'completed' || state === 'failed' || state === 'unknown') {
+    await job.remove().catch(() => undefined);
+    return false;
+  }
+  return true;
+}
+
+export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, metrics?: Metrics): Promise<SweepReport> {
+  const ttl = config.HERMES_INSTANCE_TTL_SECONDS;
+  const report: SweepReport = { settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0 };
+
+  for (const admissionId of await settleOrphanedTurns(db, ttl)) {
+    report.settledUnknown++;
+    metrics?.recoveredUnknown.inc();
+    const ob = await getObligationForAdmission(db.pool, admissionId);
+    if (ob) await enqueueDelivery(queues, { obligationId: ob.id });
+  }
+  for (const adm of await listStrandedQueued(db.pool, config.HERMES_SWEEP_GRACE_SECONDS, ttl)) {
+    if (await jobIsLive(queues.turns, adm.id)) continue;
+    await enqueueTurn(queues, { admissionId: adm.id, ...(adm.traceContext ? { trace: adm.traceContext } : {}) });
+    report.requeuedTurns++;
+    metrics?.sweeperRequeued.inc();
+  }
+  for (const id of await listDueDeliveries(db.pool, ttl, config.HERMES_SWEEP_GRACE_SECONDS)) {
+    if (await jobIsLive(queues.deliveries, id)) continue;
+    await enqueueDelivery(queues, { obligationId: id });
+    report.requeuedDeliveries++;
+  }
+  report.abandoned = await abandonExpired(db.pool, config.HERMES_DELIVERY_MAX_AGE_SECONDS);
+  metrics?.oldestPendingDeliverySeconds.set(await oldestPendingAgeSeconds(db.pool));
+  return report;
+}
+
+/** Runs `sweepOnce` every `intervalSeconds` until stopped; errors are logged, never fatal. */
+export function startSweeper(db: Db, queues: Queues, config: SweepConfig & Pick<Config, 'HERMES_SWEEP_SECONDS'>, log: Logger, metrics?: Metrics): { stop(): Promise<void> } {
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  const tick = () => {
+    running = sweepOnce(db, queues, config, metrics)
+      .then((r) => { if (r.settledUnknown || r.requeuedTurns || r.requeuedDeliveries || r.abandoned) log.info(r, 'Swept the ledger'); })
+      .catch((err: unknown) => log.warn({ err }, 'Ledger sweep failed; will retry'));
+  };
+  const timer = setInterval(() => { if (!stopped) tick(); }, config.HERMES_SWEEP_SECONDS * 1_000);
+  timer.unref();
+  tick();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,79 @@
+// Real Postgres and Redis for tests, isolated per test file: a fresh database (migrated with the
+// project's own runner) and a fresh BullMQ prefix. DATABASE_URL / REDIS_URL name the servers;
+// `make test` starts project-local ones when unset.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { applyMigrations } from '../../prisma/migrate.js';
+import { loadConfig, type Config } from '../../services/core/index.js';
+
+export function serverUrls(): { databaseUrl: string; redisUrl: string } {
+  const databaseUrl = process.env.DATABASE_URL;
+  const redisUrl = process.env.REDIS_URL;
+  if (!databaseUrl || !redisUrl) {
+    throw new Error('Tests need DATABASE_URL and REDIS_URL. Run them with `make test` (starts project-local Postgres and Redis), or `eval "$(hack/services.sh up)"` first.');
+  }
+  return { databaseUrl, redisUrl };
+}
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+/** A new, migrated database on the test server. */
+export async function createTestDatabase(opts: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const { databaseUrl } = serverUrls();
+  const name = `hermes_test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  if (opts.migrate !== false) await applyMigrations(url.toString());
+  return {
+    url: url.toString(),
+    name,
+    async drop() {
+      const c = new pg.Client({ connectionString: databaseUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** A Config for tests: the test database, a fresh queue prefix, fast timers; `overrides` win. */
+export function testConfig(databaseUrl: string, overrides: Partial<Record<keyof Config, unknown>> = {}): Config {
+  const { redisUrl } = serverUrls();
+  return loadConfig({}, {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    HERMES_QUEUE_PREFIX: `test-${randomUUID()}`,
+    HERMES_LOG_LEVEL: process.env.HERMES_TEST_LOG_LEVEL ?? 'silent',
+    HERMES_SWEEP_SECONDS: 1,
+    HERMES_SWEEP_GRACE_SECONDS: 1,
+    HERMES_HEARTBEAT_SECONDS: 1,
+    HERMES_INSTANCE_TTL_SECONDS: 3,
+    HERMES_LEASE_TTL_SECONDS: 5,
+    HERMES_LEASE_RENEW_SECONDS: 1,
+    ...overrides,
+  });
+}
+
+/** Polls `check` until it returns a truthy value or the deadline passes (no fixed sleeps). */
+export async function eventually<T>(check: () => Promise<T | undefined | false | null> | T | undefined | false | null, what: string, timeoutMs = 30_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
