@@ -1,0 +1,50 @@
+// Reading Hermes manifests from YAML files (`hermes dev`, tests): multi-document files, each
+// document validated against its kind's schema with errors that name the file and the field.
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import type { z } from 'zod';
+import { agentSchema, type Agent } from './api/agent.js';
+import { profileSchema, type Profile } from './api/profile.js';
+
+export interface ManifestSet {
+  agents: Agent[];
+  profiles: Profile[];
+  /** Kinds this build does not compile yet (Skill, CronJob): counted, not rejected. */
+  skipped: { file: string; kind: string; name: string }[];
+}
+
+function parseDoc<T>(schema: z.ZodType<T>, doc: unknown, where: string): T {
+  const r = schema.safeParse(doc);
+  if (r.success) return r.data;
+  const issues = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+  throw new Error(`${where}: invalid manifest: ${issues}`);
+}
+
+async function yamlFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await yamlFiles(p)));
+    else if (/\.ya?ml$/.test(e.name)) out.push(p);
+  }
+  return out.sort();
+}
+
+export async function loadManifests(dir: string): Promise<ManifestSet> {
+  const set: ManifestSet = { agents: [], profiles: [], skipped: [] };
+  for (const file of await yamlFiles(dir)) {
+    const docs = parseAllDocuments(await readFile(file, 'utf8'));
+    for (const [i, d] of (Array.isArray(docs) ? docs : [docs]).entries()) {
+      if (d.errors.length) throw new Error(`${file}: YAML error: ${d.errors[0]!.message}`);
+      const doc = d.toJSON() as { kind?: string; apiVersion?: string; metadata?: { name?: string } } | null;
+      if (!doc) continue;
+      const where = `${file} (document ${i + 1})`;
+      if (doc.apiVersion !== 'hermes.dev/v1alpha1') continue; // Secrets, ConfigMaps… belong to Kubernetes
+      if (doc.kind === 'Agent') set.agents.push(parseDoc(agentSchema, doc, where));
+      else if (doc.kind === 'Profile') set.profiles.push(parseDoc(profileSchema, doc, where));
+      else set.skipped.push({ file, kind: doc.kind ?? '?', name: doc.metadata?.name ?? '?' });
+    }
+  }
+  return set;
+}

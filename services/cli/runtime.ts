@@ -1,0 +1,53 @@
+// Opening and closing the shared resources of a process (config, db, redis, queues, agent
+// cache, logger, metrics, tracing) and wiring SIGTERM/SIGINT to a graceful close.
+import type { Redis } from 'ioredis';
+import {
+  AgentCache, connectRedis, createLogger, createMetrics, initTracing, loadConfig, openDb, openQueues, shutdownTracing,
+  type Config, type Db, type Logger, type Metrics, type Queues,
+} from '../core/index.js';
+
+export interface Runtime {
+  config: Config;
+  db: Db;
+  redis: Redis;
+  queues: Queues;
+  agents: AgentCache;
+  log: Logger;
+  metrics: Metrics;
+  close(): Promise<void>;
+}
+
+export async function openRuntime(component: string, overrides: Partial<Record<keyof Config, unknown>> = {}): Promise<Runtime> {
+  const config = loadConfig(process.env, overrides);
+  initTracing(component, config);
+  const log = createLogger(component, config.HERMES_LOG_LEVEL);
+  const metrics = createMetrics(component);
+  const db = openDb(config.DATABASE_URL, { applicationName: `hermes-${component}` });
+  const redis = connectRedis(config.REDIS_URL);
+  const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
+  const agents = new AgentCache(db, config.DATABASE_URL);
+  await agents.start();
+  return {
+    config, db, redis, queues, agents, log, metrics,
+    async close() {
+      await queues.close();
+      await agents.close();
+      await redis.quit().catch(() => undefined);
+      await db.close();
+      await shutdownTracing();
+    },
+  };
+}
+
+/** Calls `stop` once on SIGTERM/SIGINT, then exits; a second signal exits at once. */
+export function onShutdown(log: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    log.info({ signal }, 'Shutting down');
+    stop().then(() => process.exit(0), (err: unknown) => { log.error({ err }, 'Shutdown failed'); process.exit(1); });
+  };
+  process.once('SIGTERM', handler);
+  process.once('SIGINT', handler);
+}

@@ -1,0 +1,125 @@
+// A fake OpenAI-compatible model server at the HTTP wire level, driven by the real `openai` SDK.
+// Each test scripts the answer per request; the server records every request it saw, which
+// requests are in flight, and whether the client hung up (for abort and crash tests).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ChatRequestBody {
+  model: string;
+  messages: { role: string; content: string }[];
+  stream?: boolean;
+  [k: string]: unknown;
+}
+
+export interface Script {
+  /** The answer text (streamed in `chunks` pieces when the client asks for a stream). */
+  text?: string;
+  chunks?: number;
+  /** Resolve to let the answer go out; the request stays open (stalled) until then. */
+  hold?: Promise<void>;
+  /** Answer with this HTTP status and error body instead. */
+  status?: number;
+  errorMessage?: string;
+  headers?: Record<string, string>;
+  usage?: { prompt_tokens: number; completion_tokens: number };
+}
+
+export type ScriptFn = (body: ChatRequestBody, req: IncomingMessage) => Script | Promise<Script>;
+
+export interface SeenRequest {
+  body: ChatRequestBody;
+  headers: IncomingMessage['headers'];
+  /** Set when the client closed the connection before the answer finished. */
+  aborted: boolean;
+  finished: boolean;
+}
+
+export interface FakeOpenAI {
+  url: string;
+  /** Base URL for the SDK (`…/v1`). */
+  baseURL: string;
+  requests: SeenRequest[];
+  inFlight(): SeenRequest[];
+  setScript(fn: ScriptFn): void;
+  close(): Promise<void>;
+}
+
+/** The last user message of a request: the usual key tests script by. */
+export const lastUser = (b: ChatRequestBody) => [...b.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+
+async function readJson(req: IncomingMessage): Promise<ChatRequestBody> {
+  const parts: Buffer[] = [];
+  for await (const c of req) parts.push(c as Buffer);
+  return JSON.parse(Buffer.concat(parts).toString('utf8')) as ChatRequestBody;
+}
+
+function split(text: string, n: number): string[] {
+  if (n <= 1 || text.length <= 1) return [text];
+  const size = Math.ceil(text.length / n);
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+function answer(res: ServerResponse, body: ChatRequestBody, s: Script): void {
+  const id = `chatcmpl-fake-${Math.random().toString(36).slice(2)}`;
+  const created = Math.floor(Date.now() / 1000);
+  const text = s.text ?? 'ok';
+  const usage = s.usage ?? { prompt_tokens: 10, completion_tokens: text.length };
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json', ...s.headers });
+    res.end(JSON.stringify({ id, object: 'chat.completion', created, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...s.headers });
+  const chunk = (delta: object, finish: string | null, extra: object = {}) =>
+    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`);
+  chunk({ role: 'assistant', content: '' }, null);
+  for (const piece of split(text, s.chunks ?? 3)) chunk({ content: piece }, null);
+  chunk({}, 'stop');
+  res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`);
+  res.end('data: [DONE]\n\n');
+}
+
+export async function startFakeOpenAI(script: ScriptFn = () => ({ text: 'ok' })): Promise<FakeOpenAI> {
+  let current = script;
+  const requests: SeenRequest[] = [];
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      if (req.method === 'GET' && req.url?.endsWith('/models')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', data: [{ id: 'gpt-test', object: 'model', created: 0, owned_by: 'fake' }] }));
+        return;
+      }
+      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+        res.writeHead(404).end();
+        return;
+      }
+      const body = await readJson(req);
+      const seen: SeenRequest = { body, headers: req.headers, aborted: false, finished: false };
+      requests.push(seen);
+      res.on('close', () => { if (!res.writableFinished) seen.aborted = true; });
+      const s = await current(body, req);
+      if (s.hold) await s.hold;
+      if (seen.aborted) return;
+      if (s.status && s.status >= 400) {
+        res.writeHead(s.status, { 'content-type': 'application/json', ...s.headers });
+        res.end(JSON.stringify({ error: { message: s.errorMessage ?? `fake error ${s.status}`, type: 'fake_error', code: null, param: null } }));
+      } else {
+        answer(res, body, s);
+      }
+      seen.finished = true;
+    })().catch((err: unknown) => { res.writeHead(500).end(String(err)); });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    baseURL: `${url}/v1`,
+    requests,
+    inFlight: () => requests.filter((r) => !r.finished && !r.aborted),
+    setScript: (fn) => { current = fn; },
+    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
