@@ -83,24 +83,32 @@ function prepare(adapter: object): object {
   return adapter;
 }
 
-function catalogSafeFactory(connectionString: string): PrismaPg {
+function catalogSafeFactory(connectionString: string, opened: { dispose(): Promise<void> }[]): PrismaPg {
   const factory = new PrismaPg({ connectionString });
   const connect = factory.connect.bind(factory);
   const connectToShadowDb = factory.connectToShadowDb.bind(factory);
-  factory.connect = async () => prepare(await connect()) as Awaited<ReturnType<typeof connect>>;
-  factory.connectToShadowDb = async () => prepare(await connectToShadowDb()) as Awaited<ReturnType<typeof connectToShadowDb>>;
+  factory.connect = async () => { const a = await connect(); opened.push(a); return prepare(a) as typeof a; };
+  factory.connectToShadowDb = async () => { const a = await connectToShadowDb(); opened.push(a); return prepare(a) as typeof a; };
   return factory;
 }
 
 export interface EngineHandle {
   engine: SchemaEngine;
-  close(): void;
+  /** Frees the engine and closes its database connections (an open pool keeps a CLI alive). */
+  close(): Promise<void>;
 }
 
 /** Opens a schema engine on `databaseUrl` with `schemaText` as its datamodel. */
 export async function openSchemaEngine(databaseUrl: string, schemaPath: string, schemaText: string, log?: (line: string) => void): Promise<EngineHandle> {
   const bindings = await loadBindings();
-  const adapter = bindMigrationAwareSqlAdapterFactory(catalogSafeFactory(databaseUrl));
+  const opened: { dispose(): Promise<void> }[] = [];
+  const adapter = bindMigrationAwareSqlAdapterFactory(catalogSafeFactory(databaseUrl, opened));
   const engine = await bindings.SchemaEngine.new({ datamodels: [[schemaPath, schemaText]] }, (line: string) => log?.(line), adapter);
-  return { engine, close: () => engine.free() };
+  return {
+    engine,
+    async close() {
+      engine.free();
+      await Promise.allSettled(opened.map((a) => a.dispose()));
+    },
+  };
 }

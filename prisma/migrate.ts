@@ -34,7 +34,7 @@ async function withEngine<T>(databaseUrl: string, fn: (h: EngineHandle, schemaTe
   try {
     return await fn(handle, schemaText);
   } finally {
-    handle.close();
+    await handle.close();
   }
 }
 

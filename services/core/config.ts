@@ -27,6 +27,8 @@ export const configSchema = z.object({
   HERMES_REPLY_WAIT_SECONDS: seconds(600, 'How long /v1/chat/completions waits for a turn before answering 504.'),
   HERMES_SHUTDOWN_GRACE_SECONDS: seconds(30, 'On SIGTERM, how long running turns may finish before being handed back.'),
   HERMES_DEV_API_KEY: z.string().min(8).optional().describe('hermes dev: the example agent API key (generated and printed when unset).'),
+  HERMES_DEV_MODEL: z.string().min(1).optional().describe('hermes dev: use this model name instead of the one in the example Profile (e.g. llama3.2 on Ollama).'),
+  HERMES_DEV_MANIFESTS: z.string().default('examples/minimal').describe('hermes dev: folder of Agent/Profile manifests to load.'),
   OPENAI_API_KEY: z.string().optional().describe('hermes dev: resolves Profile secret refs whose key is OPENAI_API_KEY.'),
   OPENAI_BASE_URL: z.string().url().optional().describe('Default base URL for provider "openai" when the Profile sets none (any OpenAI-compatible server).'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP endpoint; traces are exported when set.'),

@@ -7,8 +7,14 @@ import { PrismaClient } from './generated/prisma/client.js';
 export type { PrismaClient };
 export type Sql = Pick<pg.PoolClient, 'query'>;
 
-// int8 (sequence numbers, epochs) as JS numbers: our values stay far below 2^53.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
+// int8 (sequence numbers, epochs) as JS numbers on our pool only (our values stay far below
+// 2^53); a global parser would also change what other pg users in the process (the schema
+// engine's adapter) receive.
+const parseInt8 = (v: string) => Number(v);
+const poolTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
 
 export interface Db {
   pool: pg.Pool;
@@ -19,7 +25,7 @@ export interface Db {
 }
 
 export function openDb(databaseUrl: string, opts: { max?: number; applicationName?: string } = {}): Db {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: opts.max ?? 20, application_name: opts.applicationName ?? 'hermes', connectionTimeoutMillis: 5_000 });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: opts.max ?? 20, application_name: opts.applicationName ?? 'hermes', connectionTimeoutMillis: 5_000, types: poolTypes });
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => undefined);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });

@@ -47,3 +47,18 @@ export async function listMessages(sql: Sql, sessionId: string, limit = 1_000): 
 }
 
 const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
+
+export interface TurnUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** Token usage recorded on a turn's final assistant message (zeros when none was reported). */
+export async function getTurnUsage(sql: Sql, admissionId: string): Promise<TurnUsage> {
+  const { rows } = await sql.query<{ usage: { inputTokens?: number; outputTokens?: number } | null }>(
+    `SELECT usage FROM messages WHERE admission_id = $1 AND role = 'assistant' ORDER BY seq DESC LIMIT 1`,
+    [admissionId],
+  );
+  const u = rows[0]?.usage;
+  return { inputTokens: u?.inputTokens ?? 0, outputTokens: u?.outputTokens ?? 0 };
+}

@@ -1,0 +1,53 @@
+// Raw baselines measured in the same run as the system figures: what Postgres and BullMQ can do
+// on this machine with nothing of ours in between.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+
+export interface Rate {
+  label: string;
+  perSecond: number;
+}
+
+/** Single-row INSERT + COMMIT per statement (autocommit), `clients` connections in parallel. */
+export async function pgCommitRate(databaseUrl: string, clients: number, total: number): Promise<Rate> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: clients });
+  const table = `bench_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  await pool.query(`CREATE TABLE ${table} (id bigserial primary key, payload text, at timestamptz default now())`);
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: clients }, async () => {
+    while (next < total) {
+      next++;
+      await pool.query(`INSERT INTO ${table} (payload) VALUES ($1)`, ['x']);
+    }
+  }));
+  const seconds = (performance.now() - started) / 1000;
+  await pool.query(`DROP TABLE ${table}`);
+  await pool.end();
+  return { label: `postgres insert+commit, ${clients} client(s)`, perSecond: total / seconds };
+}
+
+/** Empty BullMQ jobs added in bulk and processed at `concurrency`. */
+export async function bullmqRate(redisUrl: string, concurrency: number, total: number): Promise<Rate> {
+  const prefix = `bench-${randomUUID()}`;
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue('baseline', { connection, prefix });
+  let done = 0;
+  let finish!: () => void;
+  const all = new Promise<void>((r) => { finish = r; });
+  const worker = new Worker('baseline', async () => undefined, { connection: connection.duplicate(), prefix, concurrency });
+  worker.on('completed', () => { if (++done === total) finish(); });
+  const started = performance.now();
+  for (let i = 0; i < total; i += 500) {
+    await queue.addBulk(Array.from({ length: Math.min(500, total - i) }, () => ({ name: 'j', data: {}, opts: { removeOnComplete: true } })));
+  }
+  await all;
+  const seconds = (performance.now() - started) / 1000;
+  await worker.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  await connection.quit();
+  return { label: `bullmq add→processed, concurrency ${concurrency}`, perSecond: total / seconds };
+}

@@ -1,0 +1,87 @@
+// `hermes dev` (behind `make dev`): gateway and worker in one process on localhost, with the
+// manifests of a folder compiled into Postgres by the same compile step the operator runs.
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { Command } from 'commander';
+import { publishRevision, registerInstance, type Config } from '../core/index.js';
+import { compileAgent, loadManifests, type Profile } from '../../operator/index.js';
+import { startWorker } from '../worker/index.js';
+import { startGatewayOn } from './gateway.js';
+import { applyMigrations } from '../../prisma/migrate.js';
+import { openRuntime, onShutdown, type Runtime } from './runtime.js';
+import { envSecrets } from './secrets.js';
+
+const say = (line = '') => process.stderr.write(`${line}\n`);
+
+/** With no usable model the system would only answer errors: say what to set instead. */
+export function modelProblem(config: Config, profiles: Profile[]): string | undefined {
+  const needsOpenAIKey = profiles.some((p) => p.spec.model.provider === 'openai' && p.spec.model.apiKey && !p.spec.model.baseURL);
+  if (needsOpenAIKey && !config.OPENAI_API_KEY && !config.OPENAI_BASE_URL) {
+    return [
+      'No usable model: the example Profile uses OpenAI, and neither OPENAI_API_KEY nor OPENAI_BASE_URL is set.',
+      'Set one of:',
+      '  OPENAI_API_KEY=sk-…                                   (OpenAI)',
+      '  OPENAI_BASE_URL=http://localhost:11434/v1 HERMES_DEV_MODEL=llama3.2   (Ollama or any OpenAI-compatible server)',
+      'then run `make dev` again.',
+    ].join('\n');
+  }
+  return undefined;
+}
+
+async function loadAgents(rt: Runtime, dir: string, apiKey: string): Promise<string[]> {
+  const set = await loadManifests(dir);
+  const problem = modelProblem(rt.config, set.profiles);
+  if (problem) throw Object.assign(new Error(problem), { userFacing: true });
+  const env = { ...process.env, HERMES_DEV_API_KEY: apiKey, ...(rt.config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) };
+  const secrets = envSecrets(env);
+  const names: string[] = [];
+  for (const agent of set.agents) {
+    const profile = set.profiles.find((p) => p.metadata.name === agent.spec.profileRef.name && p.metadata.namespace === agent.metadata.namespace);
+    if (!profile) throw Object.assign(new Error(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: Profile "${agent.spec.profileRef.name}" not found in ${dir}`), { userFacing: true });
+    if (rt.config.HERMES_DEV_MODEL) profile.spec.model.model = rt.config.HERMES_DEV_MODEL;
+    await publishRevision(rt.db, await compileAgent(agent, profile, secrets));
+    names.push(`${agent.metadata.namespace}/${agent.metadata.name}`);
+  }
+  return names;
+}
+
+export const devCommand = new Command('dev')
+  .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
+  .option('-m, --manifests <dir>', 'folder of Agent/Profile manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
+  .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)')
+  .action(async (opts: { manifests?: string; port?: string }) => {
+    const rt = await openRuntime('dev', { HERMES_HOST: process.env.HERMES_HOST ?? '127.0.0.1', ...(opts.port ? { HERMES_PORT: opts.port } : {}) });
+    say('hermes dev: applying migrations…');
+    await applyMigrations(rt.config.DATABASE_URL);
+    const apiKey = rt.config.HERMES_DEV_API_KEY ?? `hk-dev-${randomBytes(18).toString('base64url')}`;
+    const dir = resolve(opts.manifests ?? rt.config.HERMES_DEV_MANIFESTS);
+    let agents: string[];
+    try {
+      agents = await loadAgents(rt, dir, apiKey);
+    } catch (err) {
+      if ((err as { userFacing?: boolean }).userFacing) {
+        say(`\n${(err as Error).message}`);
+        await rt.close();
+        process.exit(2);
+      }
+      throw err;
+    }
+    const instance = await registerInstance(rt.db.pool, 'dev');
+    const worker = await startWorker({ ...rt, secrets: envSecrets({ ...process.env, ...(rt.config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) }), instance });
+    const gw = await startGatewayOn(rt);
+    const first = agents[0] ?? 'default/hermes';
+    say('');
+    say(`Hermes is running. Agents: ${agents.join(', ') || '(none)'}`);
+    say(`  gateway:        ${gw.url}`);
+    say(`  API key:        ${apiKey}${rt.config.HERMES_DEV_API_KEY ? '' : '   (generated; set HERMES_DEV_API_KEY to choose one)'}`);
+    say(`  OpenAI base:    ${gw.url}/v1   (model "${first}")`);
+    say(`  models:         curl -H "Authorization: Bearer ${apiKey}" ${gw.url}/v1/models`);
+    say(`  send a message: curl -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' -d '{"content":"hello"}' ${gw.url}/v1/agents/${first}/messages`);
+    say(`  metrics:        ${gw.url}/metrics     health: ${gw.url}/readyz`);
+    say('Press Ctrl-C to stop.');
+    onShutdown(rt.log, async () => {
+      await gw.close();
+      await worker.close();
+      await rt.close();
+    });
+  });

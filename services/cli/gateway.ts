@@ -1,0 +1,38 @@
+import { Command } from 'commander';
+import { connectRedis, openQueues, registerInstance } from '../core/index.js';
+import { startGateway, type RunningGateway } from '../gateway/index.js';
+import { openRuntime, onShutdown, type Runtime } from './runtime.js';
+
+/**
+ * Starts a gateway on a runtime's database, agent cache, logger and metrics, with its own Redis
+ * connections: a fail-fast producer (Redis trouble never stalls a request: the admission is
+ * already committed and the sweeper re-enqueues) and a subscriber for turn events.
+ */
+export async function startGatewayOn(rt: Runtime): Promise<RunningGateway> {
+  const producer = connectRedis(rt.config.REDIS_URL, { failFast: true });
+  const subscriber = connectRedis(rt.config.REDIS_URL);
+  const queues = openQueues(producer, rt.config.HERMES_QUEUE_PREFIX);
+  const gw = await startGateway({ ...rt, redis: producer, subscriber, queues });
+  return {
+    url: gw.url,
+    async close() {
+      await gw.close();
+      await queues.close();
+      subscriber.disconnect();
+      producer.disconnect();
+    },
+  };
+}
+
+export const gatewayCommand = new Command('gateway')
+  .description('Run the gateway: HTTP API, OpenAI-compatible endpoint, platform webhooks (what the gateway Deployment runs).')
+  .action(async () => {
+    const rt = await openRuntime('gateway');
+    await registerInstance(rt.db.pool, 'gateway');
+    const gw = await startGatewayOn(rt);
+    rt.log.info({ url: gw.url }, 'Gateway listening');
+    onShutdown(rt.log, async () => {
+      await gw.close();
+      await rt.close();
+    });
+  });

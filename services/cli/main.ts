@@ -1,0 +1,27 @@
+// The `hermes` CLI: one binary, one command per deployable (gateway, worker), plus migrate and
+// dev. Every command has --help; settings come from the environment (see `hermes --help`).
+import { Command } from 'commander';
+import { ConfigError, describeSettings } from '../core/index.js';
+import { migrateCommand } from './migrate.js';
+import { workerCommand } from './worker.js';
+import { gatewayCommand } from './gateway.js';
+import { devCommand } from './dev.js';
+
+const program = new Command('hermes')
+  .description('Hermes Operator: the Hermes agent runtime on Kubernetes.')
+  .addHelpText('after', `\nSettings (environment variables):\n${describeSettings()}`)
+  .showHelpAfterError()
+  .addCommand(gatewayCommand)
+  .addCommand(workerCommand)
+  .addCommand(migrateCommand)
+  .addCommand(devCommand);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(2);
+  }
+  throw err;
+}

@@ -1,0 +1,85 @@
+// Admitting an API-platform message: session key (ARCHITECTURE §7), dedupe id, the durable
+// admission (committed before we answer), then the BullMQ wake-up, which may fail or stall
+// without failing the request: the outbox sweeper re-enqueues queued admissions.
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  admit, enqueueTurn, getAdmission,
+  type AdmissionState, type AgentRecord, type CallerMessage, type TraceCarrier,
+} from '../core/index.js';
+import type { Caller } from './auth.js';
+import type { GatewayContext } from './context.js';
+
+export interface ApiMessage {
+  content: string;
+  /** Caller-chosen user id; defaults to the key's id (`key:<first 12 hex of sha256(key)>`). */
+  userId?: string;
+  userName?: string;
+  /** Sub-key selecting one of the user's conversations. */
+  conversation?: string;
+  /** Dedupe id (body `eventId` or the `Idempotency-Key` header), scoped to the API key. */
+  eventId?: string;
+  callerHistory?: CallerMessage[];
+  trace: TraceCarrier;
+}
+
+export interface ApiAdmission {
+  admissionId: string;
+  sessionId: string;
+  state: AdmissionState;
+  duplicate: boolean;
+}
+
+/** Keeps caller-chosen segments from forging extra `:`-separated key parts. */
+const segment = (s: string) => s.replace(/%/g, '%25').replace(/:/g, '%3A');
+
+export const defaultUserId = (caller: Caller) => `key:${caller.keyId}`;
+
+/** `agent:<ns>/<name>:api:dm:<userId>[:<conversation>]`. */
+export function apiSessionKey(agent: AgentRecord, caller: Caller, userId?: string, conversation?: string): string {
+  const { namespace, name } = agent.compiled.agent;
+  const user = userId === undefined ? defaultUserId(caller) : segment(userId);
+  return `agent:${namespace}/${name}:api:dm:${user}${conversation === undefined ? '' : `:${segment(conversation)}`}`;
+}
+
+export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, caller: Caller, msg: ApiMessage): Promise<ApiAdmission> {
+  const { db } = ctx.deps;
+  const admitted = await admit(db, {
+    agentId: agent.agentId,
+    platform: 'api',
+    sessionKey: apiSessionKey(agent, caller, msg.userId, msg.conversation),
+    user: { platformUserId: msg.userId ?? defaultUserId(caller), ...(msg.userName ? { displayName: msg.userName } : {}) },
+    ...(msg.eventId !== undefined ? { eventId: `${caller.keyId}:${msg.eventId}` } : {}),
+    content: msg.content,
+    ...(msg.callerHistory ? { callerHistory: msg.callerHistory } : {}),
+    replyTarget: { kind: 'api' },
+    traceContext: msg.trace,
+  });
+  const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
+  ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
+  const state = admitted.duplicate ? (await getAdmission(db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
+  return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
+}
+
+/**
+ * Adds the turn job, waiting at most `timeoutMs`. Never throws: a failed or slow enqueue is
+ * logged and left to the outbox sweeper (the job id is the admission id, so a late add is harmless).
+ */
+export async function enqueueSoon(ctx: GatewayContext, log: FastifyBaseLogger, admissionId: string, trace: TraceCarrier): Promise<boolean> {
+  const timeoutMs = ctx.deps.tuning?.enqueueTimeoutMs ?? 1_000;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => {
+      log.warn({ admissionId }, `Enqueue took over ${timeoutMs} ms; answered without it (the outbox sweeper re-enqueues queued admissions)`);
+      resolve(false);
+    }, timeoutMs);
+  });
+  const added = enqueueTurn(ctx.deps.queues, { admissionId, trace }).then(() => true, (err: unknown) => {
+    log.warn({ err, admissionId }, 'Enqueue failed; the outbox sweeper will re-enqueue the admission');
+    return false;
+  });
+  try {
+    return await Promise.race([added, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

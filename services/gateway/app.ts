@@ -1,0 +1,54 @@
+// The gateway's fastify app, without a listener (tests drive it with `app.inject()`; `startGateway`
+// listens). Wiring only: parsers, error shapes, hooks, routes, and what closing means.
+import Fastify, { type FastifyInstance } from 'fastify';
+import { createContext } from './context.js';
+import type { GatewayDeps } from './deps.js';
+import { GatewayError, sendApiError, toApiError } from './errors.js';
+import { registerRequestMetrics } from './request-metrics.js';
+import { registerAdmissionEventRoutes } from './routes/admission-events.js';
+import { registerAdmissionRoutes } from './routes/admissions.js';
+import { registerHealthRoutes } from './routes/health.js';
+import { registerMessageRoutes } from './routes/messages.js';
+import { registerOpenAiRoutes } from './routes/openai.js';
+import { registerTracing } from './tracing.js';
+
+export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
+  const { config } = deps;
+  const app = Fastify({
+    loggerInstance: deps.log,
+    bodyLimit: config.HERMES_MAX_BODY_BYTES,
+    requestIdHeader: 'x-request-id',
+    return503OnClosing: true,
+  }) as unknown as FastifyInstance;
+  const ctx = createContext(deps);
+
+  // JSON only: without the default text/plain parser, any other body type is a 415.
+  app.removeContentTypeParser('text/plain');
+
+  app.setErrorHandler((err, request, reply) => {
+    const apiError = toApiError(err, request, config.HERMES_MAX_BODY_BYTES);
+    if (apiError.status >= 500) request.log.error({ err, code: apiError.code }, 'Request failed');
+    else request.log.info({ code: apiError.code, reason: apiError.message }, 'Request refused');
+    return sendApiError(reply, request, apiError);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendApiError(reply, request, toApiError(new GatewayError('HERMES_ROUTE_NOT_FOUND', `${request.method} ${request.url.split('?')[0]} is not a route of the Hermes gateway.`), request, config.HERMES_MAX_BODY_BYTES)));
+
+  registerTracing(app);
+  registerRequestMetrics(app, deps.metrics);
+  registerHealthRoutes(app, ctx);
+  registerMessageRoutes(app, ctx);
+  registerAdmissionRoutes(app, ctx);
+  registerAdmissionEventRoutes(app, ctx);
+  registerOpenAiRoutes(app, ctx);
+
+  // Closing: stop taking requests (fastify answers 503), end waits and streams, drop subscriptions.
+  app.addHook('preClose', (done) => {
+    ctx.beginShutdown();
+    done();
+  });
+  app.addHook('onClose', async () => {
+    await ctx.close();
+  });
+  return app;
+}

@@ -1,0 +1,78 @@
+// The per-app state shared by routes: deps, the channel hub and waiter, and the shutdown signal
+// that ends long waits and streams when the app closes.
+import type { FastifyReply } from 'fastify';
+import type { Redis } from 'ioredis';
+import { HermesError } from '../core/index.js';
+import type { GatewayDeps } from './deps.js';
+import { GatewayError } from './errors.js';
+import { ChannelHub } from './subscriber.js';
+import { TurnWaiter } from './waiter.js';
+
+export interface GatewayContext {
+  deps: GatewayDeps;
+  hub: ChannelHub;
+  waiter: TurnWaiter;
+  /** Aborted (with a GatewayError) when the app starts closing. */
+  shutdown: AbortSignal;
+  beginShutdown(): void;
+  /** Drops subscriptions (and closes the subscriber connection when the app opened it). */
+  close(): Promise<void>;
+}
+
+/** The app's own subscriber connection when the caller gave none: queues while disconnected, retries forever. */
+function ownSubscriber(redis: Redis): Redis {
+  const sub = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+  sub.on('error', () => undefined); // reconnects on its own; waiters fall back to polling meanwhile
+  return sub;
+}
+
+export function createContext(deps: GatewayDeps): GatewayContext {
+  const owned = deps.subscriber ? undefined : ownSubscriber(deps.redis);
+  const hub = new ChannelHub(deps.subscriber ?? owned!, deps.log);
+  const waiter = new TurnWaiter({ db: deps.db, hub, prefix: deps.config.HERMES_QUEUE_PREFIX, log: deps.log, pollMs: deps.tuning?.pollMs ?? 500 });
+  const closing = new AbortController();
+  return {
+    deps, hub, waiter,
+    shutdown: closing.signal,
+    beginShutdown: () => closing.abort(new GatewayError('HERMES_GATEWAY_CLOSING')),
+    async close() {
+      await hub.close();
+      owned?.disconnect();
+    },
+  };
+}
+
+/** Links a client may use to follow an admission. */
+export function admissionLinks(namespace: string, name: string, admissionId: string): { self: string; events: string } {
+  const self = `/v1/agents/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/admissions/${admissionId}`;
+  return { self, events: `${self}/events` };
+}
+
+/**
+ * The signal a turn wait runs under: app shutdown, the client going away (`clientGone`, or the
+ * reply's socket closing) and HERMES_REPLY_WAIT_SECONDS (→ 504, naming where to follow up).
+ */
+export function waitSignal(ctx: GatewayContext, reply: FastifyReply, links: { self: string }, clientGone?: AbortSignal): { signal: AbortSignal; dispose(): void } {
+  const deadline = new AbortController();
+  const seconds = ctx.deps.config.HERMES_REPLY_WAIT_SECONDS;
+  const timer = setTimeout(() => deadline.abort(new HermesError('HERMES_REPLY_TIMEOUT', `Waited ${seconds} s (HERMES_REPLY_WAIT_SECONDS). Follow it at ${links.self}.`)), seconds * 1_000);
+  const combined = new AbortController();
+  const onClose = () => { if (!reply.raw.writableFinished) combined.abort(new Error('client disconnected')); };
+  reply.raw.once('close', onClose);
+  // Composed by hand (not AbortSignal.any) so nothing stays attached to the long-lived shutdown signal.
+  const sources = [ctx.shutdown, deadline.signal, ...(clientGone ? [clientGone] : [])];
+  const follow = sources.map((s) => {
+    const onAbort = () => combined.abort(s.reason);
+    if (s.aborted) onAbort();
+    else s.addEventListener('abort', onAbort, { once: true });
+    return () => s.removeEventListener('abort', onAbort);
+  });
+  return {
+    signal: combined.signal,
+    dispose() {
+      clearTimeout(timer);
+      reply.raw.off('close', onClose);
+      for (const stop of follow) stop();
+    },
+  };
+}

@@ -1,0 +1,57 @@
+// What the gateway needs from its process. The caller owns every connection: building or closing
+// the app never closes them. `openGatewayDeps` opens the usual set from a Config.
+import type { Redis } from 'ioredis';
+import {
+  AgentCache, connectRedis, createLogger, createMetrics, openDb, openQueues,
+  type Config, type Db, type Logger, type Metrics, type Queues,
+} from '../core/index.js';
+
+export interface GatewayTuning {
+  /** Postgres poll interval of waiters. @defaultValue 500 */
+  pollMs?: number;
+  /** SSE heartbeat interval. @defaultValue 15000 */
+  heartbeatMs?: number;
+  /** How long a request waits for its BullMQ enqueue before answering anyway. @defaultValue 1000 */
+  enqueueTimeoutMs?: number;
+  /** Timeout of each /readyz check. @defaultValue 1500 */
+  readinessTimeoutMs?: number;
+}
+
+export interface GatewayDeps {
+  config: Config;
+  db: Db;
+  /** Producer connection, fail-fast (`connectRedis(url, { failFast: true })`): Redis trouble never stalls a request. */
+  redis: Redis;
+  /**
+   * A connection the gateway puts in subscriber mode for turn events (`connectRedis(url)`), used
+   * for nothing else. When omitted, the app opens one (a duplicate of `redis`) and closes it itself.
+   */
+  subscriber?: Redis;
+  /** Queues on the producer connection. */
+  queues: Queues;
+  agents: AgentCache;
+  log: Logger;
+  metrics: Metrics;
+  tuning?: GatewayTuning;
+}
+
+/** Opens connections for a gateway process; `close()` closes them (after the app). */
+export async function openGatewayDeps(config: Config): Promise<GatewayDeps & { close(): Promise<void> }> {
+  const log = createLogger('gateway', config.HERMES_LOG_LEVEL);
+  const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-gateway' });
+  const redis = connectRedis(config.REDIS_URL, { failFast: true });
+  const subscriber = connectRedis(config.REDIS_URL);
+  const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
+  const agents = new AgentCache(db, config.DATABASE_URL);
+  await agents.start();
+  return {
+    config, db, redis, subscriber, queues, agents, log, metrics: createMetrics('gateway'),
+    async close() {
+      await agents.close();
+      await queues.close();
+      subscriber.disconnect();
+      redis.disconnect();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,75 @@
+// The OpenAI-compatible API: GET /v1/models (the agents this key may use) and
+// POST /v1/chat/completions (admit, wait for the turn, answer as a chat completion).
+// Without an X-Hermes-Session-Id header each request is its own conversation, carrying its
+// history in `messages`; the response's X-Hermes-Session-Id names that conversation, and a
+// request sending it back continues the stored session (then only the last message is used).
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HermesError, getTurnUsage, injectTraceContext, listAgents } from '../../core/index.js';
+import { admitApiMessage, enqueueSoon } from '../admission.js';
+import { acceptsKey, agentName, authorizeAgent, callerFrom } from '../auth.js';
+import { admissionLinks, waitSignal, type GatewayContext } from '../context.js';
+import { chatCompletionBody, parseModel, splitMessages } from '../openai/request.js';
+import { completion, completionIds, replyText } from '../openai/response.js';
+import { streamCompletion } from '../openai/stream.js';
+import { headerValue, parseInput, pickEventId } from '../validation.js';
+import type { AdmissionFollower } from '../waiter.js';
+
+const sessionHeader = 'x-hermes-session-id';
+
+async function waitForCompletion(ctx: GatewayContext, reply: FastifyReply, follower: AdmissionFollower, links: { self: string }, model: string) {
+  const wait = waitSignal(ctx, reply, links);
+  try {
+    const end = await follower.untilDone({ signal: wait.signal });
+    const text = replyText(end);
+    return completion(completionIds(follower.admissionId, model), text, await getTurnUsage(ctx.deps.db.pool, follower.admissionId));
+  } finally {
+    wait.dispose();
+    if (ctx.shutdown.aborted) reply.header('connection', 'close');
+  }
+}
+
+async function listModels(ctx: GatewayContext, request: FastifyRequest) {
+  const caller = callerFrom(request);
+  const usable = (await listAgents(ctx.deps.db.pool)).filter((a) => acceptsKey(a, caller));
+  if (usable.length === 0) throw new HermesError('HERMES_FORBIDDEN', `No agent accepts the key ${caller.keyId}….`);
+  return { object: 'list', data: usable.map((a) => ({ id: agentName(a), object: 'model', created: 0, owned_by: 'hermes' })) };
+}
+
+async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply) {
+  const caller = callerFrom(request);
+  const body = parseInput(chatCompletionBody, request.body, 'body');
+  const { namespace, name } = parseModel(body.model);
+  const agent = await authorizeAgent(ctx.deps.agents, caller, namespace, name);
+  const { content, history } = splitMessages(body.messages, ctx.deps.config.HERMES_MAX_MESSAGE_CHARS);
+  const named = headerValue(request.headers[sessionHeader], 'X-Hermes-Session-Id');
+  const conversation = named ?? `chat-${randomUUID()}`;
+  const trace = injectTraceContext(request.otelContext);
+  const admitted = await admitApiMessage(ctx, agent, caller, {
+    content, userId: body.user, conversation, trace,
+    eventId: pickEventId(undefined, request.headers['idempotency-key']),
+    ...(named === undefined && history.length > 0 ? { callerHistory: history } : {}),
+  });
+  request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted chat completion');
+  // Subscribe before the job exists, so no delta of this turn can be published unheard.
+  const follower = await ctx.waiter.follow(admitted.admissionId);
+  try {
+    if (admitted.state === 'queued') await enqueueSoon(ctx, request.log, admitted.admissionId, trace);
+    const links = admissionLinks(namespace, name, admitted.admissionId);
+    const model = agentName(agent);
+    const headers = { [sessionHeader]: conversation, 'x-hermes-admission-id': admitted.admissionId };
+    if (body.stream) {
+      await streamCompletion(ctx, { request, reply, follower, ids: completionIds(admitted.admissionId, model), links, headers });
+      return reply;
+    }
+    reply.headers(headers);
+    return await waitForCompletion(ctx, reply, follower, links, model);
+  } finally {
+    follower.close();
+  }
+}
+
+export function registerOpenAiRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  app.get('/v1/models', (request) => listModels(ctx, request));
+  app.post('/v1/chat/completions', (request, reply) => chatCompletions(ctx, request, reply));
+}

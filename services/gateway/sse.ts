@@ -1,0 +1,53 @@
+// Server-sent events on a hijacked fastify reply: headers at once, `event:`/`data:` frames,
+// a comment line as heartbeat (keeps proxies from timing the stream out), and one AbortSignal
+// that fires when the client goes away.
+import type { FastifyReply } from 'fastify';
+
+export interface SseOptions {
+  /** Heartbeat comment interval. @defaultValue 15000 */
+  heartbeatMs?: number;
+  headers?: Record<string, string>;
+}
+
+export interface SseStream {
+  /** Aborted when the client disconnects. */
+  readonly clientGone: AbortSignal;
+  /** One frame: `event: <name>` (when given) and `data: <json or string>`. */
+  send(data: unknown, event?: string): void;
+  /** Ends the response; with `dropConnection`, also the socket (used while shutting down). */
+  end(dropConnection?: boolean): void;
+}
+
+export function openSse(reply: FastifyReply, opts: SseOptions = {}): SseStream {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no', // nginx: do not buffer the stream
+    ...opts.headers,
+  });
+  res.flushHeaders();
+  const gone = new AbortController();
+  const heartbeat = setInterval(() => { if (!res.writableEnded) res.write(': keep-alive\n\n'); }, opts.heartbeatMs ?? 15_000);
+  heartbeat.unref();
+  res.once('close', () => {
+    clearInterval(heartbeat);
+    if (!res.writableFinished) gone.abort(new Error('client disconnected'));
+  });
+  return {
+    clientGone: gone.signal,
+    send(data, event) {
+      if (res.writableEnded || res.destroyed) return;
+      const body = typeof data === 'string' ? data : JSON.stringify(data);
+      res.write(`${event ? `event: ${event}\n` : ''}data: ${body}\n\n`);
+    },
+    end(dropConnection = false) {
+      clearInterval(heartbeat);
+      if (res.writableEnded) return;
+      const socket = res.socket; // detached from `res` once the response finishes
+      res.end(() => { if (dropConnection) socket?.destroy(); });
+    },
+  };
+}

@@ -1,0 +1,175 @@
+// Waiting for a turn: subscribe to the admission's channel FIRST, then read Postgres, then poll
+// Postgres every `pollMs` and re-read at once on each "changed" ping. Postgres decides when the
+// turn is over; pub/sub only brings text deltas and shortens the wait, so a lost message costs
+// latency, never correctness.
+import {
+  HermesError, admissionChannel, getAdmission, getObligationForAdmission, isStoreUnavailable, parseTurnEvent,
+  type Admission, type Db, type Logger, type Obligation,
+} from '../core/index.js';
+import type { ChannelHub, Subscription } from './subscriber.js';
+
+export interface TurnEnd {
+  admission: Admission;
+  /** The reply obligation: the final text (or, for `unknown`, the notice). None for discarded turns. */
+  reply: Obligation | undefined;
+}
+
+export interface WaiterOptions {
+  db: Db;
+  hub: ChannelHub;
+  /** HERMES_QUEUE_PREFIX: namespaces the channels. */
+  prefix: string;
+  log: Logger;
+  /** Postgres poll interval. @defaultValue 500 */
+  pollMs?: number;
+}
+
+export interface UntilDoneOptions {
+  signal: AbortSignal;
+  onDelta?: (text: string) => void;
+  /** Called with the first state read and on each change. */
+  onState?: (admission: Admission) => void;
+}
+
+export const isSettled = (a: Pick<Admission, 'state'>) => a.state === 'terminal' || a.state === 'unknown';
+
+/** Resolves on `fire()`, after `ms`, or rejects with the signal's reason when it aborts. */
+class Wakeup {
+  private fired = false;
+  private wakeNow: (() => void) | undefined;
+
+  fire(): void {
+    this.fired = true;
+    this.wakeNow?.();
+  }
+
+  wait(ms: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    if (this.fired) {
+      this.fired = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const finish = (err?: unknown) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.wakeNow = undefined;
+        this.fired = false;
+        if (err === undefined) resolve();
+        else reject(err as Error);
+      };
+      const onAbort = () => finish(signal.reason ?? new Error('aborted'));
+      const timer = setTimeout(() => finish(), ms);
+      this.wakeNow = () => finish();
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+export class AdmissionFollower {
+  private subscription: Subscription | undefined;
+  private buffered: string[] = [];
+  private onDelta: ((text: string) => void) | undefined;
+  private readonly wakeup = new Wakeup();
+  private complete = true;
+  private firstRead: Admission | undefined;
+
+  constructor(private readonly opts: WaiterOptions, readonly admissionId: string) {}
+
+  /** The admission as read right after subscribing. */
+  get first(): Admission {
+    if (!this.firstRead) throw new Error('AdmissionFollower.open() has not completed');
+    return this.firstRead;
+  }
+
+  /**
+   * True while every delta of the turn has reached us: we subscribed before the turn started and
+   * the connection has not dropped since. Otherwise deltas are a partial view of the text.
+   */
+  get deltasComplete(): boolean {
+    return this.complete;
+  }
+
+  async open(): Promise<void> {
+    this.subscription = await this.opts.hub.subscribe(admissionChannel(this.opts.prefix, this.admissionId), {
+      message: (raw) => this.onMessage(raw),
+      gap: () => {
+        this.complete = false;
+        this.wakeup.fire();
+      },
+    });
+    if (!this.subscription.confirmed) this.complete = false;
+    const admission = await getAdmission(this.opts.db.pool, this.admissionId);
+    if (!admission) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `There is no admission ${this.admissionId}.`);
+    if (admission.state !== 'queued') this.complete = false; // joined late: earlier deltas are gone
+    this.firstRead = admission;
+  }
+
+  private onMessage(raw: string): void {
+    const event = parseTurnEvent(raw);
+    if (event?.type === 'delta') {
+      if (this.onDelta) this.onDelta(event.text);
+      else this.buffered.push(event.text);
+    } else if (event) {
+      this.wakeup.fire();
+    }
+  }
+
+  /** Follows the turn until it is `terminal` or `unknown`; rejects with the signal's reason on abort. */
+  async untilDone(o: UntilDoneOptions): Promise<TurnEnd> {
+    this.onDelta = o.onDelta;
+    for (const text of this.buffered.splice(0)) o.onDelta?.(text);
+    let current: Admission | undefined = this.first;
+    let reported: string | undefined;
+    try {
+      for (;;) {
+        if (current && current.state !== reported) {
+          reported = current.state;
+          o.onState?.(current);
+        }
+        if (current && isSettled(current)) {
+          return { admission: current, reply: await getObligationForAdmission(this.opts.db.pool, this.admissionId) };
+        }
+        await this.wakeup.wait(this.opts.pollMs ?? 500, o.signal);
+        current = await this.read();
+      }
+    } finally {
+      this.onDelta = undefined;
+    }
+  }
+
+  /** The admission now; undefined while Postgres is unreachable (we keep waiting and retry). */
+  private async read(): Promise<Admission | undefined> {
+    try {
+      const admission = await getAdmission(this.opts.db.pool, this.admissionId);
+      if (!admission) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `Admission ${this.admissionId} no longer exists.`);
+      return admission;
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+      this.opts.log.warn({ err, admissionId: this.admissionId }, 'Could not read the admission; retrying');
+      return undefined;
+    }
+  }
+
+  close(): void {
+    this.onDelta = undefined;
+    this.subscription?.unsubscribe();
+    this.subscription = undefined;
+  }
+}
+
+export class TurnWaiter {
+  constructor(private readonly opts: WaiterOptions) {}
+
+  /** Subscribes to the admission's events, then reads it. Close the follower when done. */
+  async follow(admissionId: string): Promise<AdmissionFollower> {
+    const follower = new AdmissionFollower(this.opts, admissionId);
+    try {
+      await follower.open();
+      return follower;
+    } catch (err) {
+      follower.close();
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../services/core/index.js';
+
+const base = { DATABASE_URL: 'postgresql://u@localhost:5432/db', REDIS_URL: 'redis://localhost:6379' };
+
+describe('config', () => {
+  it('applies SPEC defaults and freezes the result', () => {
+    const c = loadConfig(base);
+    expect(c.HERMES_PORT).toBe(8080);
+    expect(c.HERMES_LEASE_TTL_SECONDS).toBe(300);
+    expect(c.HERMES_LEASE_RENEW_SECONDS).toBe(60);
+    expect(c.HERMES_DELIVERY_MAX_ATTEMPTS).toBe(3);
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('fails at start on an unknown HERMES_ setting, naming it', () => {
+    expect(() => loadConfig({ ...base, HERMES_PROT: '9000' })).toThrow(/HERMES_PROT: unknown setting/);
+  });
+
+  it('fails with every invalid value listed, with what was given', () => {
+    try {
+      loadConfig({ DATABASE_URL: 'not a url', REDIS_URL: base.REDIS_URL, HERMES_PORT: '70000' });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toMatch(/DATABASE_URL: .*got "not a url"/);
+      expect((err as Error).message).toMatch(/HERMES_PORT: .*got "70000"/);
+    }
+  });
+
+  it('requires DATABASE_URL and REDIS_URL', () => {
+    expect(() => loadConfig({})).toThrow(/DATABASE_URL: .*unset[\s\S]*REDIS_URL: .*unset/);
+  });
+});
