@@ -24,6 +24,8 @@ export interface CompletionRequest {
   onDelta?: (text: string) => void;
   maxOutputTokens?: number;
   temperature?: number;
+  /** Extra request headers (W3C trace context, so a traced model server joins the trace). */
+  headers?: Record<string, string>;
 }
 
 export interface Completion {

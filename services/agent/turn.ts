@@ -1,7 +1,8 @@
 // A text-only turn: system prompt + history → one model call → the final reply. The full agent
 // loop (tools, retries, fallback, compression) grows from here; the contract stays: given the
 // conversation and a signal, produce a TurnResult and never throw for an expected failure.
-import type { CompiledAgent, TurnResult } from '../core/index.js';
+import { inSpan, injectTraceContext, type CompiledAgent, type TurnResult } from '../core/index.js';
+import { context } from '@opentelemetry/api';
 import type { ChatMessage, ChatProvider, Usage } from './messages.js';
 
 export interface TurnInput {
@@ -35,14 +36,16 @@ export function describeFailure(err: unknown): { reply: string; error: string } 
 export async function runTextTurn(input: TurnInput): Promise<TurnResult & { usage?: Usage }> {
   const messages: ChatMessage[] = [{ role: 'system', content: input.systemPrompt }, ...input.history];
   try {
-    const out = await input.provider.complete({
+    const attrs = { 'gen_ai.system': input.provider.name, 'gen_ai.request.model': input.agent.model.model };
+    const out = await inSpan('hermes.model_call', attrs, context.active(), () => input.provider.complete({
       model: input.agent.model.model,
       messages,
       signal: input.signal,
+      headers: injectTraceContext(),
       ...(input.onDelta ? { onDelta: input.onDelta } : {}),
       ...(input.agent.model.maxOutputTokens ? { maxOutputTokens: input.agent.model.maxOutputTokens } : {}),
       ...(input.agent.model.temperature !== undefined ? { temperature: input.agent.model.temperature } : {}),
-    });
+    }));
     if (!out.text.trim()) {
       return { outcome: 'failed', reply: 'Sorry — the model returned an empty answer.', error: `empty completion (finish_reason ${out.finishReason})`, usage: out.usage };
     }

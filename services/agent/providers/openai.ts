@@ -38,7 +38,7 @@ export class OpenAIChatProvider implements ChatProvider {
       stream_options: { include_usage: true },
       ...(req.maxOutputTokens ? { max_completion_tokens: req.maxOutputTokens } : {}),
       ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
-    }, { signal: req.signal });
+    }, { signal: req.signal, ...(req.headers ? { headers: req.headers } : {}) });
     let text = '';
     let finishReason = 'stop';
     let usage = emptyUsage();
