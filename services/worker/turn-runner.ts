@@ -2,7 +2,7 @@
 // signals that may cancel it, then the terminal transaction and the delivery enqueue.
 import type { Redis } from 'ioredis';
 import {
-  AgentCache, type Admission, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
+  AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
   enqueueDelivery, finishTurn, inSpan, listMessages, publishTurnEvent, LeaseLostError, extractTraceContext, injectTraceContext,
   type TurnResult,
 } from '../core/index.js';
@@ -37,10 +37,8 @@ async function historyFor(deps: TurnDeps, adm: Admission): Promise<ChatMessage[]
   return stored.filter((m) => m.role === 'user' || m.role === 'assistant').map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content }));
 }
 
-async function produce(deps: TurnDeps, adm: Admission, signal: AbortSignal): Promise<TurnResult> {
-  const record = await deps.agents.getById(adm.agentId);
-  if (!record) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
-  const agent = record.compiled;
+async function produce(deps: TurnDeps, adm: Admission, signal: AbortSignal, agent: CompiledAgent | undefined): Promise<TurnResult> {
+  if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
   let provider;
   try {
     provider = await createProvider(agent.model, deps.secrets, { timeoutMs: deps.config.HERMES_MODEL_TIMEOUT_SECONDS * 1_000, ...(deps.config.OPENAI_BASE_URL ? { openaiBaseURL: deps.config.OPENAI_BASE_URL } : {}) });
@@ -68,14 +66,16 @@ async function produce(deps: TurnDeps, adm: Admission, signal: AbortSignal): Pro
 
 /** Runs `adm` (already `started` by this lease holder) to `terminal`. */
 export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission, signal: AbortSignal): Promise<void> {
-  const log = deps.log.child({ admission: adm.id, session: adm.sessionId, agent: adm.agentId });
-  const timer = deps.metrics.turnSeconds.startTimer({ agent: adm.agentId });
+  const agent = (await deps.agents.getById(adm.agentId))?.compiled;
+  const agentLabel = agent ? `${agent.agent.namespace}/${agent.agent.name}` : adm.agentId;
+  const log = deps.log.child({ admission: adm.id, session: adm.sessionId, agent: agentLabel });
+  const timer = deps.metrics.turnSeconds.startTimer({ agent: agentLabel });
   await inSpan('hermes.turn', { 'hermes.admission_id': adm.id, 'hermes.session_id': adm.sessionId }, extractTraceContext(adm.traceContext), async () => {
     log.info('Started turn');
-    const result = await produce(deps, adm, signal).catch((err: unknown) => ({ outcome: 'failed' as const, reply: 'Sorry — something went wrong on our side.', error: (err as Error).message }));
+    const result = await produce(deps, adm, signal, agent).catch((err: unknown) => ({ outcome: 'failed' as const, reply: 'Sorry — something went wrong on our side.', error: (err as Error).message }));
     try {
       const done = await finishTurn(deps.db, lease, adm.id, result);
-      deps.metrics.turns.inc({ agent: adm.agentId, outcome: result.outcome });
+      deps.metrics.turns.inc({ agent: agentLabel, outcome: result.outcome });
       log.info({ outcome: result.outcome, obligation: done.obligationId }, 'Finished turn');
       await publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'changed' }).catch(() => undefined);
       await enqueueDelivery(deps.queues, { obligationId: done.obligationId, trace: injectTraceContext() })

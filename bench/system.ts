@@ -1,0 +1,106 @@
+// The system under load, as deployed: `hermes gateway` and `hermes worker` as separate
+// processes on a fresh database, a zero-latency fake model, and a load generator here that sends
+// OpenAI-compatible chat completions (message → reply latency) at a fixed concurrency.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
+import { Agent, request } from 'undici';
+import { openDb, publishRevision, sha256 } from '../services/core/index.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../test/support/fake-openai.js';
+import { createTestDatabase, type TestDatabase } from '../test/support/services.js';
+import { freePort } from '../test/support/redis-server.js';
+import { testAgent } from '../test/support/system.js';
+
+const bin = fileURLToPath(new URL('../bin/hermes.js', import.meta.url));
+const apiKey = 'bench-key-0123456789';
+
+export interface LoadResult {
+  concurrency: number;
+  turns: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  failures: number;
+}
+
+export interface RunningSystem {
+  url: string;
+  load(concurrency: number, turns: number): Promise<LoadResult>;
+  close(): Promise<void>;
+}
+
+function child(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const p = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  return p;
+}
+
+async function waitReady(url: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      const r = await fetch(`${url}/readyz`);
+      if (r.ok) return;
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`gateway at ${url} did not become ready`);
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+
+export async function startSystem(redisUrl: string): Promise<RunningSystem> {
+  const database: TestDatabase = await createTestDatabase();
+  const model: FakeOpenAI = await startFakeOpenAI(() => ({ text: 'pong', chunks: 1 }));
+  const db = openDb(database.url);
+  await publishRevision(db, { ...testAgent(model.baseURL), api: { enabled: true, keySha256: [sha256(apiKey)] } });
+  await db.close();
+  const port = await freePort();
+  const env = {
+    PATH: process.env.PATH, DATABASE_URL: database.url, REDIS_URL: redisUrl, HERMES_QUEUE_PREFIX: `bench-${randomUUID()}`,
+    HERMES_PORT: String(port), HERMES_HOST: '127.0.0.1', HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', HERMES_TURN_CONCURRENCY: '64',
+  };
+  const procs = [child(['gateway'], env), child(['worker'], env)];
+  const url = `http://127.0.0.1:${port}`;
+  await waitReady(url);
+  const dispatcher = new Agent({ connections: 128, keepAliveTimeout: 30_000 });
+
+  async function one(): Promise<number> {
+    const started = performance.now();
+    const res = await request(`${url}/v1/chat/completions`, {
+      method: 'POST', dispatcher,
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'default/demo', messages: [{ role: 'user', content: 'ping' }] }),
+    });
+    const body = (await res.body.json()) as { choices?: { message: { content: string } }[] };
+    if (res.statusCode !== 200 || body.choices?.[0]?.message.content !== 'pong') throw new Error(`unexpected answer ${res.statusCode}`);
+    return performance.now() - started;
+  }
+
+  return {
+    url,
+    async load(concurrency, turns) {
+      const latencies: number[] = [];
+      let failures = 0;
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        while (next < turns) {
+          next++;
+          try {
+            latencies.push(await one());
+          } catch {
+            failures++;
+          }
+        }
+      }));
+      const seconds = (performance.now() - started) / 1000;
+      latencies.sort((a, b) => a - b);
+      return { concurrency, turns, perSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failures };
+    },
+    async close() {
+      await dispatcher.close();
+      await Promise.all(procs.map((p) => new Promise((r) => { p.once('exit', r); p.kill('SIGTERM'); })));
+      await model.close();
+      await database.drop();
+    },
+  };
+}

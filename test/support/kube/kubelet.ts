@@ -1,0 +1,235 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, makeInformer, type Informer, type KubeConfig, type V1Pod, type V1PodStatus } from '@kubernetes/client-node';
+import type { ControlPlane } from './controlPlane.js';
+import { startKubeletServer } from './kubeletServer.js';
+import { deleteNode, registerNode } from './node.js';
+import { issueCert } from './pki.js';
+import { startPodProcess, type PodProcess } from './podProcess.js';
+import { failedToStartStatus, runningStatus, terminatedStatus } from './podStatus.js';
+import { PodSpecError } from './podVolumes.js';
+
+/** Options for {@link startKubelet}. */
+export interface KubeletOptions {
+  /** @defaultValue `test-kubelet-<random>` */
+  nodeName?: string;
+  /** Bind pending pods only in these namespaces. @defaultValue every namespace */
+  namespaces?: string[];
+  /** Bind pending pods only when they match this label selector. @defaultValue every pod */
+  labelSelector?: string;
+}
+
+/** A running test kubelet. */
+export interface TestKubelet {
+  nodeName: string;
+  /** HTTPS port serving /containerLogs. */
+  port: number;
+  /** Folder of pod logs, volumes and PVC stand-ins (`pvc/<ns>/<claim>`); removed by `stop()`. */
+  stateDir: string;
+  /** Failures the kubelet hit while reconciling (also printed), for debugging tests. */
+  errors: string[];
+  /** Kills every pod process, stops watching, deletes the Node. */
+  stop(): Promise<void>;
+}
+
+const isCode = (err: unknown, code: number): boolean =>
+  typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+
+const keyOf = (pod: V1Pod): string => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+
+class Kubelet {
+  readonly errors: string[] = [];
+  private readonly running = new Map<string, PodProcess>();
+  /** Last process per pod, kept after exit so logs of finished pods stay readable. */
+  private readonly latest = new Map<string, PodProcess>();
+  private readonly finishedUids = new Set<string>();
+  private readonly queues = new Map<string, Promise<void>>();
+  private readonly core: CoreV1Api;
+  private informer?: Informer<V1Pod>;
+  private stopped = false;
+
+  constructor(private readonly kc: KubeConfig, readonly nodeName: string, readonly stateDir: string, private readonly opts: KubeletOptions) {
+    this.core = kc.makeApiClient(CoreV1Api);
+  }
+
+  async watch(): Promise<void> {
+    const selector = this.opts.labelSelector;
+    const informer = makeInformer<V1Pod>(this.kc, '/api/v1/pods',
+      () => this.core.listPodForAllNamespaces(selector ? { labelSelector: selector } : {}), selector);
+    informer.on('add', (pod) => this.enqueue(pod, () => this.reconcile(pod)));
+    informer.on('update', (pod) => this.enqueue(pod, () => this.reconcile(pod)));
+    informer.on('delete', (pod) => this.enqueue(pod, () => this.forget(pod)));
+    informer.on('error', () => {
+      // The watch broke (e.g. the apiserver restarted): start again, as client-go's reflector does.
+      if (!this.stopped) setTimeout(() => { if (!this.stopped) void informer.start().catch(() => undefined); }, 500);
+    });
+    this.informer = informer;
+    await informer.start();
+  }
+
+  /** Runs reconciles of one pod one at a time, in event order. */
+  private enqueue(pod: V1Pod, work: () => Promise<void>): void {
+    const key = keyOf(pod);
+    const next = (this.queues.get(key) ?? Promise.resolve()).then(work).catch((err: unknown) => {
+      const message = `Failed to reconcile Pod ${key}: ${err instanceof Error ? err.message : String(err)}`;
+      this.errors.push(message);
+      if (!this.stopped) console.warn(`[test-kubelet] ${message}`);
+    });
+    this.queues.set(key, next);
+    void next.then(() => { if (this.queues.get(key) === next) this.queues.delete(key); });
+  }
+
+  private wants(pod: V1Pod): boolean {
+    const namespaces = this.opts.namespaces;
+    return !namespaces || namespaces.includes(pod.metadata?.namespace ?? '');
+  }
+
+  private async reconcile(pod: V1Pod): Promise<void> {
+    if (this.stopped) return;
+    const nodeName = pod.spec?.nodeName;
+    if (!nodeName) {
+      if (this.wants(pod) && !pod.metadata?.deletionTimestamp) await this.bind(pod);
+      return;
+    }
+    if (nodeName !== this.nodeName) return;
+    if (pod.metadata?.deletionTimestamp) {
+      await this.kill(pod, 'deleted');
+      // As the real kubelet does once containers are gone: finish the graceful deletion.
+      // With a body, the apiserver ignores query parameters: the grace period goes in the body.
+      await this.core.deleteNamespacedPod({
+        name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? '',
+        body: { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } },
+      }).catch((err: unknown) => { if (!isCode(err, 404) && !isCode(err, 409)) throw err; });
+      return;
+    }
+    const done = ['Succeeded', 'Failed'].includes(pod.status?.phase ?? '');
+    if (done || this.running.has(keyOf(pod)) || this.finishedUids.has(pod.metadata?.uid ?? '')) return;
+    await this.start(pod);
+  }
+
+  private async bind(pod: V1Pod): Promise<void> {
+    const name = pod.metadata?.name ?? '';
+    await this.core.createNamespacedPodBinding({
+      name, namespace: pod.metadata?.namespace ?? '',
+      body: { metadata: { name }, target: { apiVersion: 'v1', kind: 'Node', name: this.nodeName } },
+    }).catch((err: unknown) => { if (!isCode(err, 409)) throw err; });
+  }
+
+  private async start(pod: V1Pod): Promise<void> {
+    let proc: PodProcess;
+    try {
+      proc = await startPodProcess(this.kc, pod, this.stateDir);
+    } catch (err) {
+      if (!(err instanceof PodSpecError)) throw err;
+      this.finishedUids.add(pod.metadata?.uid ?? '');
+      await this.writeStatus(pod, (p) => failedToStartStatus(p, err.reason, err.message, new Date()));
+      return;
+    }
+    this.running.set(keyOf(pod), proc);
+    this.latest.set(keyOf(pod), proc);
+    void proc.sandbox.exited.then((code) => this.enqueue(pod, () => this.finish(pod, proc, code)));
+    const deadlineSeconds = pod.spec?.activeDeadlineSeconds;
+    if (deadlineSeconds !== undefined) {
+      const startTime = pod.status?.startTime ? new Date(pod.status.startTime).getTime() : proc.startedAt.getTime();
+      const remaining = Math.max(0, startTime + deadlineSeconds * 1000 - Date.now());
+      proc.deadline = setTimeout(() => this.enqueue(pod, () => this.kill(pod, 'deadline')), remaining);
+    }
+    await this.writeStatus(pod, (p) => runningStatus(p, proc.containerId, proc.startedAt));
+  }
+
+  private async kill(pod: V1Pod, reason: NonNullable<PodProcess['stopReason']>): Promise<void> {
+    const proc = this.running.get(keyOf(pod));
+    if (!proc || proc.uid !== pod.metadata?.uid) return;
+    proc.stopReason ??= reason;
+    proc.sandbox.kill();
+    await proc.sandbox.exited;
+  }
+
+  private async finish(pod: V1Pod, proc: PodProcess, exitCode: number): Promise<void> {
+    proc.finished = true;
+    clearTimeout(proc.deadline);
+    if (this.running.get(keyOf(pod)) === proc) this.running.delete(keyOf(pod));
+    this.finishedUids.add(proc.uid);
+    if (proc.stopReason === 'deleted' || proc.stopReason === 'shutdown') return;
+    const deadline = proc.stopReason === 'deadline'
+      ? { podReason: 'DeadlineExceeded', podMessage: 'Pod was active on the node longer than the specified deadline' }
+      : {};
+    await this.writeStatus(pod, (p) => terminatedStatus(p, proc.containerId, {
+      exitCode, startedAt: proc.startedAt, finishedAt: new Date(), ...deadline,
+    }));
+  }
+
+  /** A Pod that vanished (e.g. force-deleted) must not keep running. */
+  private async forget(pod: V1Pod): Promise<void> {
+    await this.kill(pod, 'deleted');
+  }
+
+  /** Read-modify-write of pods/status, retried on conflicts; gives up if the pod is gone or replaced. */
+  private async writeStatus(pod: V1Pod, build: (latest: V1Pod) => V1PodStatus): Promise<void> {
+    const name = pod.metadata?.name ?? '';
+    const namespace = pod.metadata?.namespace ?? '';
+    for (let attempt = 0; attempt < 10 && !this.stopped; attempt++) {
+      try {
+        const latest = await this.core.readNamespacedPod({ name, namespace });
+        if (latest.metadata?.uid !== pod.metadata?.uid) return;
+        await this.core.replaceNamespacedPodStatus({ name, namespace, body: { ...latest, status: build(latest) } });
+        return;
+      } catch (err) {
+        if (isCode(err, 404)) return;
+        if (!isCode(err, 409)) throw err;
+      }
+    }
+  }
+
+  logFor(namespace: string, pod: string, container: string): PodProcess | undefined {
+    const proc = this.latest.get(`${namespace}/${pod}`);
+    return proc?.containerName === container ? proc : undefined;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.informer?.stop();
+    const procs = [...this.running.values()];
+    for (const proc of procs) {
+      proc.stopReason ??= 'shutdown';
+      proc.sandbox.kill();
+    }
+    await Promise.all(procs.map((p) => p.sandbox.exited));
+  }
+}
+
+/**
+ * Starts a test kubelet against `cp`: registers a Ready Node whose kubelet endpoint is this
+ * process, binds matching pending Pods to it, runs each Pod's first container in bubblewrap,
+ * writes Pod status as a kubelet would and serves their logs to the apiserver.
+ */
+export async function startKubelet(cp: ControlPlane, opts: KubeletOptions = {}): Promise<TestKubelet> {
+  const nodeName = opts.nodeName ?? `test-kubelet-${randomBytes(3).toString('hex')}`;
+  const stateDir = mkdtempSync(join(tmpdir(), 'hermes-kubelet-'));
+  const removeStateDir = (): void => rmSync(stateDir, { recursive: true, force: true });
+  process.once('exit', removeStateDir);
+  const kc = cp.kubeConfig();
+  const kubelet = new Kubelet(kc, nodeName, stateDir, opts);
+  const tlsFiles = issueCert(cp.pki.dir, `kubelet-${nodeName}`, cp.pki.ca, `/CN=${nodeName}`, 'serverAuth', ['IP:127.0.0.1', `DNS:${nodeName}`]);
+  const { server, port } = await startKubeletServer(
+    { cert: readFileSync(tlsFiles.cert), key: readFileSync(tlsFiles.key) },
+    (ns, pod, container) => {
+      const proc = kubelet.logFor(ns, pod, container);
+      return proc ? { file: proc.logFile, finished: () => proc.finished } : undefined;
+    });
+  await registerNode(kc, nodeName, port);
+  await kubelet.watch();
+  return {
+    nodeName, port, stateDir, errors: kubelet.errors,
+    stop: async () => {
+      await kubelet.stop();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await deleteNode(kc, nodeName);
+      removeStateDir();
+      process.off('exit', removeStateDir);
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { createServer, type Server } from 'node:https';
+import type { ServerResponse } from 'node:http';
+import { open, readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+
+/** Where a container's log is, and whether it can still grow. */
+export interface ContainerLog {
+  file: string;
+  /** True once the process has exited (a follow stream then ends at EOF). */
+  finished(): boolean;
+}
+
+/** Looks a container log up by namespace, pod and container name. */
+export type LogLookup = (namespace: string, pod: string, container: string) => ContainerLog | undefined;
+
+function tailLines(text: string, lines: number): string {
+  const parts = text.split('\n');
+  const trailing = parts[parts.length - 1] === '' ? parts.pop() : undefined;
+  return parts.slice(-lines).join('\n') + (trailing === '' ? '\n' : '');
+}
+
+/** Streams new bytes of `file` from `offset` until the container finished and EOF is reached. */
+async function follow(log: ContainerLog, offset: number, res: ServerResponse): Promise<void> {
+  const handle = await open(log.file, 'r');
+  let closed = false;
+  res.on('close', () => { closed = true; });
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    let position = offset;
+    while (!closed) {
+      const finished = log.finished();
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      if (bytesRead > 0) {
+        position += bytesRead;
+        res.write(buffer.subarray(0, bytesRead));
+      } else if (finished) {
+        break;
+      } else {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  } finally {
+    await handle.close();
+    res.end();
+  }
+}
+
+async function serveLog(log: ContainerLog, query: URLSearchParams, res: ServerResponse): Promise<void> {
+  const bytes = await readFile(log.file);
+  let text = bytes.toString('utf8');
+  const tail = query.get('tailLines');
+  if (tail !== null) text = tailLines(text, Number(tail));
+  const limit = query.get('limitBytes');
+  const body = limit !== null ? Buffer.from(text).subarray(0, Number(limit)) : Buffer.from(text);
+  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+  if (query.get('follow') === 'true' && tail === null && limit === null) {
+    res.write(body);
+    await follow(log, bytes.length, res);
+    return;
+  }
+  res.end(body);
+}
+
+/**
+ * The kubelet's HTTPS endpoint, reduced to `GET /containerLogs/{ns}/{pod}/{container}` (what
+ * kube-apiserver proxies `pods/log` to). It does not check the apiserver's client certificate.
+ */
+export async function startKubeletServer(tls: { cert: Buffer; key: Buffer }, lookup: LogLookup): Promise<{ server: Server; port: number }> {
+  const server = createServer(tls, (req, res) => {
+    const url = new URL(req.url ?? '/', 'https://localhost');
+    const match = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+    if (req.method !== 'GET' || !match) {
+      res.writeHead(404).end('not found\n');
+      return;
+    }
+    const [ns, pod, container] = match.slice(1).map(decodeURIComponent) as [string, string, string];
+    const log = lookup(ns, pod, container);
+    if (!log) {
+      res.writeHead(404).end(`container ${container} of pod ${ns}/${pod} is not known to this kubelet\n`);
+      return;
+    }
+    serveLog(log, url.searchParams, res).catch((err: Error) => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(`failed to read log: ${err.message}\n`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
