@@ -40,7 +40,8 @@ pg_up() {
   if ! "${as[@]}" "$pg_bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
     log "postgres: starting on 127.0.0.1:$pg_port"
     "${as[@]}" "$pg_bin/pg_ctl" -D "$data" -l "$run/postgres.log" -w -t 60 \
-      -o "-p $pg_port -k $run -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=256MB" start >/dev/null
+      -o "-p $pg_port -k $run -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=256MB" start >/dev/null \
+      || { log "postgres failed to start (port $pg_port taken? set HERMES_PG_PORT). Log tail:"; tail -n 5 "$run/postgres.log" >&2; exit 1; }
   fi
   if ! "$pg_bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -Atc "select 1 from pg_database where datname='hermes'" | grep -q 1; then
     "$pg_bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -qc 'create database hermes' >/dev/null

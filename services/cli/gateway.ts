@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { connectRedis, openQueues, registerInstance } from '../core/index.js';
+import { checkEvictionPolicy, connectRedis, openQueues, registerInstance } from '../core/index.js';
 import { startGateway, type RunningGateway } from '../gateway/index.js';
 import { openRuntime, onShutdown, type Runtime } from './runtime.js';
 
@@ -12,6 +12,8 @@ export async function startGatewayOn(rt: Runtime): Promise<RunningGateway> {
   const producer = connectRedis(rt.config.REDIS_URL, { failFast: true });
   const subscriber = connectRedis(rt.config.REDIS_URL);
   const queues = openQueues(producer, rt.config.HERMES_QUEUE_PREFIX);
+  const warning = await checkEvictionPolicy(rt.redis);
+  if (warning) rt.log.warn(warning);
   const gw = await startGateway({ ...rt, redis: producer, subscriber, queues });
   return {
     url: gw.url,

@@ -1,5 +1,6 @@
 // The per-app state shared by routes: deps, the channel hub and waiter, and the shutdown signal
 // that ends long waits and streams when the app closes.
+import { setMaxListeners } from 'node:events';
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { HermesError } from '../core/index.js';
@@ -31,6 +32,8 @@ export function createContext(deps: GatewayDeps): GatewayContext {
   const hub = new ChannelHub(deps.subscriber ?? owned!, deps.log);
   const waiter = new TurnWaiter({ db: deps.db, hub, prefix: deps.config.HERMES_QUEUE_PREFIX, log: deps.log, pollMs: deps.tuning?.pollMs ?? 500 });
   const closing = new AbortController();
+  // Every waiting request and stream listens for shutdown: hundreds at once is normal.
+  setMaxListeners(0, closing.signal);
   return {
     deps, hub, waiter,
     shutdown: closing.signal,
