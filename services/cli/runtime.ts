@@ -17,9 +17,8 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export async function openRuntime(component: string, overrides: Partial<Record<keyof Config, unknown>> = {}): Promise<Runtime> {
-  const config = loadConfig(process.env, overrides);
-  initTracing(component, config);
+/** Opens the connections of a process on a validated config (tests use this directly). */
+export async function openResources(config: Config, component: string): Promise<Runtime> {
   const log = createLogger(component, config.HERMES_LOG_LEVEL);
   const metrics = createMetrics(component);
   const db = openDb(config.DATABASE_URL, { applicationName: `hermes-${component}` });
@@ -34,6 +33,19 @@ export async function openRuntime(component: string, overrides: Partial<Record<k
       await agents.close();
       await redis.quit().catch(() => undefined);
       await db.close();
+    },
+  };
+}
+
+/** A process's runtime: config from the environment (validated once), tracing, connections. */
+export async function openRuntime(component: string, overrides: Partial<Record<keyof Config, unknown>> = {}): Promise<Runtime> {
+  const config = loadConfig(process.env, overrides);
+  initTracing(component, config);
+  const resources = await openResources(config, component);
+  return {
+    ...resources,
+    async close() {
+      await resources.close();
       await shutdownTracing();
     },
   };

@@ -1,39 +1,14 @@
 // Builds in-process pieces of the system (worker, agents) on a test database and prefix.
-import {
-  AgentCache, connectRedis, createLogger, createMetrics, openDb, openQueues, publishRevision, sha256,
-  type CompiledAgent, type Config, type Db, type Logger, type Metrics, type Queues,
-} from '../../services/core/index.js';
+import { publishRevision, sha256, type CompiledAgent, type Config } from '../../services/core/index.js';
+import { openResources, type Runtime } from '../../services/cli/runtime.js';
 import { EnvSecretResolver } from '../../services/agent/index.js';
 import { startWorker, type RunningWorker } from '../../services/worker/index.js';
-import type { Redis } from 'ioredis';
 
-export interface TestRuntime {
-  config: Config;
-  db: Db;
-  redis: Redis;
-  queues: Queues;
-  agents: AgentCache;
-  log: Logger;
-  metrics: Metrics;
-  close(): Promise<void>;
-}
+export type TestRuntime = Runtime;
 
-export async function openTestRuntime(config: Config, component = 'test'): Promise<TestRuntime> {
-  const log = createLogger(component, config.HERMES_LOG_LEVEL);
-  const db = openDb(config.DATABASE_URL);
-  const redis = connectRedis(config.REDIS_URL);
-  const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
-  const agents = new AgentCache(db, config.DATABASE_URL);
-  await agents.start();
-  return {
-    config, db, redis, queues, agents, log, metrics: createMetrics(component),
-    async close() {
-      await queues.close();
-      await agents.close();
-      await redis.quit().catch(() => undefined);
-      await db.close();
-    },
-  };
+/** The same resources a `hermes` process opens, on a test config. */
+export function openTestRuntime(config: Config, component = 'test'): Promise<TestRuntime> {
+  return openResources(config, component);
 }
 
 export const testApiKey = 'test-key-0123456789';
