@@ -16,10 +16,10 @@ help: ## List the targets
 
 ##@ Run
 .PHONY: dev
-dev: deps system-deps ## Start the whole system locally (Postgres, Redis, gateway + worker); K8S=1 also starts a kube-apiserver
+dev: deps system-deps ## Start the whole system locally (Postgres, Redis, gateway + worker); K8S=1 also starts a kube-apiserver and runs the operator against it
 	@$(SERVICES); \
 	if [ "$(K8S)" = 1 ]; then eval "$$(hack/kube/dev-env.sh)"; fi; \
-	node bin/hermes.js dev
+	node bin/hermes.js dev $(if $(filter 1,$(K8S)),--k8s,)
 
 .PHONY: services
 services: ## Start project-local Postgres and Redis (only those whose URL is unset); prints export lines
@@ -55,6 +55,10 @@ system-deps: ## Install missing Debian packages (redis-server, bubblewrap, opens
 lint: deps ## ESLint (complexity, floating promises, dependency direction)
 	@npx eslint .
 
+.PHONY: crds
+crds: deps ## Generate crds/*.yaml from the zod API in operator/api
+	@npm run --silent crds
+
 .PHONY: typecheck
 typecheck: deps ## TypeScript strict typecheck
 	@npx tsc --noEmit -p tsconfig.json
@@ -77,3 +81,7 @@ test: deps system-deps ## Everything CI runs: lint, typecheck, unit + integratio
 .PHONY: bench
 bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against raw Postgres/BullMQ baselines
 	@$(SERVICES); npm run --silent bench
+
+.PHONY: bench-operator
+bench-operator: deps ## Operator benchmark: 1000 Agents + 1000 Skills on a real kube-apiserver (BENCH_SCALE scales it)
+	@$(SERVICES); npm run --silent bench:operator

@@ -4,6 +4,7 @@
 import { sha256, type CompiledAgent } from '../services/core/index.js';
 import type { Agent } from './api/agent.js';
 import type { Profile } from './api/profile.js';
+import { secretRefOf } from './api/common.js';
 
 /** Looks up secret values during compile (a Secret in a cluster, the environment in dev). */
 export interface SecretLookup {
@@ -17,32 +18,83 @@ export class CompileError extends Error {
   }
 }
 
-export async function compileAgent(agent: Agent, profile: Profile, secrets: SecretLookup): Promise<CompiledAgent> {
+/** A published Skill version an agent offers (resolved by the operator from Postgres). */
+export type CompiledSkillRef = NonNullable<CompiledAgent['skills']>[number];
+
+export async function compileAgent(agent: Agent, profile: Profile, secrets: SecretLookup, skills: CompiledSkillRef[] = []): Promise<CompiledAgent> {
   const ns = agent.metadata.namespace;
   if (profile.metadata.name !== agent.spec.profileRef.name || profile.metadata.namespace !== ns) {
     throw new CompileError('ProfileMismatch', `Agent ${ns}/${agent.metadata.name} references Profile "${agent.spec.profileRef.name}", got ${profile.metadata.namespace}/${profile.metadata.name}.`);
   }
-  const keySha256: string[] = [];
-  for (const k of agent.spec.api.keys) {
-    const v = await secrets.value(ns, k.secretKeyRef);
-    if (!v) throw new CompileError('CredentialsMissing', `API key secret "${k.secretKeyRef.name}" key "${k.secretKeyRef.key}" was not found in namespace ${ns}.`);
-    keySha256.push(sha256(v));
-  }
+  const keySha256 = await hashApiKeys(agent, secrets);
+  await checkPlatformCredentials(agent, secrets);
   const m = profile.spec.model;
   return {
     apiVersion: 'hermes.dev/v1alpha1',
     agent: { namespace: ns, name: agent.metadata.name, ...(agent.metadata.generation !== undefined ? { generation: agent.metadata.generation } : {}) },
     profile: { namespace: profile.metadata.namespace, name: profile.metadata.name },
-    model: {
-      provider: m.provider, model: m.model,
-      ...(m.baseURL ? { baseURL: m.baseURL } : {}),
-      ...(m.apiKey ? { apiKeyRef: m.apiKey.secretKeyRef } : {}),
-      ...(m.contextWindow ? { contextWindow: m.contextWindow } : {}),
-      ...(m.maxOutputTokens ? { maxOutputTokens: m.maxOutputTokens } : {}),
-      ...(m.temperature !== undefined ? { temperature: m.temperature } : {}),
-    },
+    model: compileModel(m),
     persona: profile.spec.persona,
     api: { enabled: agent.spec.api.enabled, keySha256 },
     busyPolicy: agent.spec.busyPolicy,
+    ...(profile.spec.fallbackModels?.length ? { fallbackModels: profile.spec.fallbackModels.map(compileModel) } : {}),
+    ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
+    ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
+    ...(skills.length ? { skills } : {}),
+    ...loopFields(profile),
   };
+}
+
+/** Agent-loop settings of the Profile (absent stays absent: the agent applies its defaults). */
+function loopFields(profile: Profile): Partial<CompiledAgent> {
+  const p = profile.spec;
+  return {
+    ...(p.toolsets ? { toolsets: p.toolsets } : {}),
+    ...(p.maxIterations ? { maxIterations: p.maxIterations } : {}),
+    ...(p.contextFiles?.length ? { contextFiles: p.contextFiles } : {}),
+    ...(p.spendCaps ? { spendCaps: p.spendCaps } : {}),
+  };
+}
+
+type ModelSpec = Profile['spec']['fallbackModels'][number];
+
+function compileModel(m: ModelSpec): CompiledAgent['model'] {
+  if (!m.provider || !m.model) throw new CompileError('InvalidProfile', 'each fallback model needs provider and model');
+  return {
+    provider: m.provider, model: m.model,
+    ...(m.baseURL ? { baseURL: m.baseURL } : {}),
+    ...(m.apiKey ? { apiKeyRef: secretRefOf(m.apiKey) } : {}),
+    ...(m.contextWindow ? { contextWindow: m.contextWindow } : {}),
+    ...(m.maxOutputTokens ? { maxOutputTokens: m.maxOutputTokens } : {}),
+    ...(m.temperature !== undefined ? { temperature: m.temperature } : {}),
+    ...(m.extraApiKeys?.length ? { extraApiKeyRefs: m.extraApiKeys.map(secretRefOf) } : {}),
+    ...(m.pricing ? { pricing: m.pricing } : {}),
+  };
+}
+
+function compilePlatform(p: Agent['spec']['platforms'][number]): NonNullable<CompiledAgent['platforms']>[number] {
+  return { type: p.type, credentialsSecret: p.credentials.secretRef.name, allowlist: p.allowlist, allowAll: p.allowAll, dmPairing: p.dmPairing, groupPolicy: p.groupPolicy };
+}
+
+async function hashApiKeys(agent: Agent, secrets: SecretLookup): Promise<string[]> {
+  const ns = agent.metadata.namespace;
+  const out: string[] = [];
+  for (const k of agent.spec.api.keys) {
+    const ref = secretRefOf(k);
+    const v = await secrets.value(ns, ref);
+    if (!v) throw new CompileError('CredentialsMissing', ref.name ? `API key secret "${ref.name}" key "${ref.key}" was not found in namespace ${ns}.` : `API key environment variable "${ref.key}" is not set.`);
+    out.push(sha256(v));
+  }
+  return out;
+}
+
+async function checkPlatformCredentials(agent: Agent, secrets: SecretLookup): Promise<void> {
+  const ns = agent.metadata.namespace;
+  for (const p of agent.spec.platforms ?? []) {
+    const name = p.credentials.secretRef.name;
+    for (const key of p.credentials.keys) {
+      if (await secrets.value(ns, { name, key })) continue;
+      throw new CompileError('CredentialsMissing', `${p.type} credentials: Secret "${name}" has no key "${key}" in namespace ${ns} (create it with kubectl -n ${ns} create secret generic ${name} --from-literal=${key}=…).`);
+    }
+  }
 }

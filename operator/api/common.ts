@@ -1,8 +1,39 @@
 // Shared pieces of the hermes.dev/v1alpha1 API. These zod schemas are the single source of
-// truth for the resources; the CRD generator (operator issue) renders them to crds/*.yaml.
+// truth for the resources; the CRD generator (operator/crds/) renders them to crds/*.yaml.
+// Cross-field rules are declared once with {@link withRules}: a CEL expression the apiserver
+// enforces (`x-kubernetes-validations`) and the same check in TypeScript for `hermes dev`.
 import { z } from 'zod';
 
 export const apiVersion = 'hermes.dev/v1alpha1';
+export const group = 'hermes.dev';
+export const version = 'v1alpha1';
+
+/** A cross-field rule: CEL for the apiserver, `check` for code paths without one. */
+export interface Rule<T> {
+  /** CEL expression over `self` (the annotated value). */
+  rule: string;
+  /** Shown by `kubectl apply` and by `hermes dev` when the rule fails. */
+  message: string;
+  check: (value: T) => boolean;
+}
+
+type Meta = Record<string, unknown>;
+const metaOf = (s: z.ZodType): Meta => (z.globalRegistry.get(s) as Meta | undefined) ?? {};
+
+/** Attaches `rules` to `schema`: zod refinements and `x-kubernetes-validations` in the CRD. */
+export function withRules<S extends z.ZodType>(schema: S, rules: Rule<z.output<S>>[]): S {
+  const refined = schema.superRefine((value, ctx) => {
+    for (const r of rules) if (!r.check(value as z.output<S>)) ctx.addIssue({ code: 'custom', message: r.message });
+  }) as S;
+  const previous = metaOf(schema);
+  const existing = (previous['x-kubernetes-validations'] as unknown[] | undefined) ?? [];
+  return refined.meta({ ...previous, 'x-kubernetes-validations': [...existing, ...rules.map(({ rule, message }) => ({ rule, message }))] }) as S;
+}
+
+/** Sets a description without dropping other metadata (zod's `.describe` replaces it). */
+export function doc<S extends z.ZodType>(schema: S, description: string): S {
+  return schema.meta({ ...metaOf(schema), description }) as S;
+}
 
 export const objectMetaSchema = z.object({
   name: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS-1123 label').max(63),
@@ -17,8 +48,38 @@ export const secretKeySelectorSchema = z.object({
   key: z.string().min(1).describe('Key within the Secret.'),
 });
 
-export const secretValueSchema = z.object({
-  secretKeyRef: secretKeySelectorSchema,
-}).describe('Where a secret value comes from. Values are never copied into status or compiled config.');
+/** A Secret reference with an empty name means "the environment variable `key`" (see {@link secretValueSchema}). */
+export const envVarName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export const localObjectRefSchema = z.object({ name: z.string().min(1) });
+export const secretValueSchema = doc(withRules(z.object({
+  secretKeyRef: secretKeySelectorSchema.optional().describe('A key of a Secret in the resource\'s namespace (the usual source in a cluster).'),
+  env: z.string().regex(envVarName).optional().describe('An environment variable of the Hermes processes (in `hermes dev`, your shell; in a cluster, set on the Deployments by the chart, e.g. from an external secret store).'),
+}), [{
+  rule: 'has(self.secretKeyRef) != has(self.env)',
+  message: 'set exactly one source of the secret value: secretKeyRef or env',
+  check: (v) => (v.secretKeyRef !== undefined) !== (v.env !== undefined),
+}]), 'Where a secret value comes from: exactly one of secretKeyRef or env. Values are never copied into status or compiled config.');
+export type SecretValue = z.infer<typeof secretValueSchema>;
+
+/** The compiled form of a secret source: a Secret reference, or `{ name: '', key: ENV }`. */
+export function secretRefOf(v: SecretValue): { name: string; key: string } {
+  return v.secretKeyRef ? { name: v.secretKeyRef.name, key: v.secretKeyRef.key } : { name: '', key: v.env ?? '' };
+}
+
+export const localObjectRefSchema = z.object({ name: z.string().min(1).describe('Name of an object in the same namespace.') });
+
+export const conditionSchema = z.object({
+  type: z.string().describe('Condition type, e.g. Ready.'),
+  status: z.enum(['True', 'False', 'Unknown']),
+  reason: z.string().describe('CamelCase reason for the last transition.'),
+  message: z.string().describe('Human-readable details: what is wrong and what to do.'),
+  lastTransitionTime: z.string().describe('When status last changed (RFC 3339).'),
+  observedGeneration: z.number().int().optional().describe('metadata.generation this condition was computed from.'),
+});
+export type Condition = z.infer<typeof conditionSchema>;
+
+export const baseStatusShape = {
+  observedGeneration: z.number().int().optional().describe('The metadata.generation the controller last applied.'),
+  conditions: z.array(conditionSchema).optional()
+    .meta({ description: 'Kubernetes-style conditions (Ready and kind-specific ones).', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
+};

@@ -1,7 +1,7 @@
 // Profile: how an agent thinks and what it may do. This issue's slice: the model and persona;
 // the agent-loop, tools, sandbox and memory issues add their fields here.
 import { z } from 'zod';
-import { apiVersion, objectMetaSchema, secretValueSchema } from './common.js';
+import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, withRules } from './common.js';
 
 export const modelSpecSchema = z.object({
   provider: z.enum(['openai', 'anthropic', 'openai-compatible']).describe('API flavour of the model endpoint.'),
@@ -11,11 +11,35 @@ export const modelSpecSchema = z.object({
   contextWindow: z.number().int().positive().optional().describe('Context window in tokens (default: detected per model).'),
   maxOutputTokens: z.number().int().positive().optional(),
   temperature: z.number().min(0).max(2).optional(),
+  extraApiKeys: z.array(secretValueSchema).max(16).optional().describe('More API keys for the same endpoint: the credential pool rotates through them on rate limits, billing and auth errors.'),
+  pricing: z.object({
+    inputPerMTok: z.number().min(0),
+    outputPerMTok: z.number().min(0),
+    cacheReadPerMTok: z.number().min(0).optional(),
+    cacheWritePerMTok: z.number().min(0).optional(),
+  }).optional().describe('USD per million tokens, for cost estimates and spend caps (default: the built-in price table; local endpoints count as free).'),
 });
+
+/** A fallback model: the same fields; provider and model are checked by a rule so the message says which entry is incomplete. */
+export const fallbackModelSchema = withRules(modelSpecSchema.partial({ provider: true, model: true }), [{
+  rule: 'has(self.provider) && has(self.model) && size(self.model) > 0',
+  message: 'each fallback model needs provider and model',
+  check: (m) => m.provider !== undefined && !!m.model,
+}]);
 
 export const profileSpecSchema = z.object({
   model: modelSpecSchema,
+  fallbackModels: z.array(fallbackModelSchema).max(8).default([]).describe('Tried in order when the primary model fails (rate limit, outage).'),
   persona: z.string().max(20_000).default('').describe('Identity and voice of the agent (the first prompt layer).'),
+  toolsets: z.array(z.string().min(1)).max(64).optional().describe('Enabled toolsets (default: clock, todo). Only available tools of these toolsets reach the model.'),
+  maxIterations: z.number().int().positive().optional().describe('Model calls per turn (default: unlimited).'),
+  contextFiles: z.array(z.object({ name: z.string().min(1), content: z.string().max(100_000) })).max(8).optional()
+    .describe('Project context files (.hermes.md/HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules) for the prompt\'s context layer; scanned for injection and refused with a notice.'),
+  spendCaps: z.object({
+    agent: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
+    profile: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
+    user: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
+  }).optional().describe('Estimated-spend caps in USD per agent, per profile and per user, per UTC day and month; checked before every model call.'),
 });
 
 export const profileSchema = z.object({
@@ -23,5 +47,6 @@ export const profileSchema = z.object({
   kind: z.literal('Profile'),
   metadata: objectMetaSchema,
   spec: profileSpecSchema,
+  status: z.object({ ...baseStatusShape }).optional(),
 });
 export type Profile = z.infer<typeof profileSchema>;

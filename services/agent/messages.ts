@@ -1,9 +1,28 @@
 // The internal message format the loop speaks; provider adapters translate at the edge.
-export type ChatRole = 'system' | 'user' | 'assistant';
+// One shape for every provider: roles, text, tool calls, tool results, reasoning and usage.
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface ToolCall {
+  /** Provider-issued id; tool results answer it. */
+  id: string;
+  name: string;
+  /** The raw JSON text the model produced (may be invalid: the loop answers that as a result). */
+  arguments: string;
+}
 
 export interface ChatMessage {
   role: ChatRole;
   content: string;
+  /** Assistant turns that call tools. */
+  toolCalls?: ToolCall[];
+  /** Tool results: the call they answer. */
+  toolCallId?: string;
+  /** Tool results: the tool's name (Anthropic and some OpenAI-compatible servers want it). */
+  name?: string;
+  /** Model reasoning text, when the provider exposes it (kept for the transcript, not re-sent). */
+  reasoning?: string;
+  /** Transcript sequence number when stored (compression records what a summary covers). */
+  seq?: number;
 }
 
 export interface Usage {
@@ -16,10 +35,28 @@ export interface Usage {
 
 export const emptyUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
 
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+  };
+}
+
+/** A tool as the model sees it: name, description, JSON Schema of its arguments. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
 export interface CompletionRequest {
   model: string;
   messages: ChatMessage[];
   signal: AbortSignal;
+  tools?: ToolSpec[];
   /** Called with each piece of answer text as it streams. */
   onDelta?: (text: string) => void;
   maxOutputTokens?: number;
@@ -32,9 +69,14 @@ export interface Completion {
   text: string;
   finishReason: string;
   usage: Usage;
+  toolCalls: ToolCall[];
+  reasoning?: string;
 }
 
 export interface ChatProvider {
+  /** Provider flavour (openai, anthropic, openai-compatible). */
   readonly name: string;
+  /** Whether the endpoint is a local server (longer stale-stream timeout). */
+  readonly local?: boolean;
   complete(req: CompletionRequest): Promise<Completion>;
 }

@@ -1,6 +1,10 @@
-// Builds the provider for a compiled model config, resolving its API key reference.
+// Builds providers for compiled model configs, resolving API key references, and the per-turn
+// route list (primary + fallback chain), each with its process-wide credential pool.
 import type { CompiledModel } from '../core/index.js';
+import { CredentialPool } from './credentials.js';
 import type { ChatProvider } from './messages.js';
+import type { ModelRoute } from './model-call.js';
+import { AnthropicProvider } from './providers/anthropic.js';
 import { OpenAIChatProvider } from './providers/openai.js';
 import type { SecretResolver } from './secrets.js';
 
@@ -12,22 +16,74 @@ export interface ProviderDefaults {
   /** Base URL for provider "openai" when the model sets none (OPENAI_BASE_URL). */
   openaiBaseURL?: string;
   timeoutMs: number;
+  /** Override of the stale-stream timeout (default 180 s, 900 s for local servers). */
+  staleMs?: number;
 }
 
-export async function createProvider(model: CompiledModel, secrets: SecretResolver, defaults: ProviderDefaults): Promise<ChatProvider> {
-  const apiKey = model.apiKeyRef ? await secrets.resolve(model.apiKeyRef) : undefined;
-  if (model.apiKeyRef && !apiKey) {
-    throw new ProviderConfigError(`The model's API key is not available: secret "${model.apiKeyRef.name}" key "${model.apiKeyRef.key}" did not resolve.`);
-  }
+type ModelEndpoint = Pick<CompiledModel, 'provider' | 'model' | 'baseURL' | 'apiKeyRef' | 'extraApiKeyRefs'>;
+
+function build(model: ModelEndpoint, apiKey: string | undefined, defaults: ProviderDefaults): ChatProvider {
+  const stale = defaults.staleMs !== undefined ? { staleMs: defaults.staleMs } : {};
   switch (model.provider) {
     case 'openai':
     case 'openai-compatible': {
       const baseURL = model.baseURL ?? (model.provider === 'openai' ? defaults.openaiBaseURL : undefined);
       if (model.provider === 'openai-compatible' && !baseURL) throw new ProviderConfigError('provider "openai-compatible" needs model.baseURL.');
       // Local OpenAI-compatible servers (Ollama, vLLM) accept any key; the SDK insists on one.
-      return new OpenAIChatProvider({ apiKey: apiKey ?? 'unused', ...(baseURL ? { baseURL } : {}), timeoutMs: defaults.timeoutMs });
+      return new OpenAIChatProvider({ apiKey: apiKey ?? 'unused', name: model.provider, ...(baseURL ? { baseURL } : {}), timeoutMs: defaults.timeoutMs, ...stale });
     }
     case 'anthropic':
-      throw new ProviderConfigError('provider "anthropic" arrives with the agent loop; use "openai" or "openai-compatible" for now.');
+      if (!apiKey) throw new ProviderConfigError('provider "anthropic" needs model.apiKey.');
+      return new AnthropicProvider({ apiKey, ...(model.baseURL ? { baseURL: model.baseURL } : {}), timeoutMs: defaults.timeoutMs, ...stale });
+  }
+}
+
+async function keysOf(model: ModelEndpoint, secrets: SecretResolver): Promise<(string | undefined)[]> {
+  const refs = [...(model.apiKeyRef ? [model.apiKeyRef] : []), ...(model.extraApiKeyRefs ?? [])];
+  if (!refs.length) return [undefined];
+  const keys: string[] = [];
+  for (const ref of refs) {
+    const v = await secrets.resolve(ref);
+    if (v) keys.push(v);
+  }
+  if (!keys.length) {
+    const ref = refs[0]!;
+    throw new ProviderConfigError(`The model's API key is not available: secret "${ref.name}" key "${ref.key}" did not resolve.`);
+  }
+  return keys;
+}
+
+export async function createProvider(model: ModelEndpoint, secrets: SecretResolver, defaults: ProviderDefaults): Promise<ChatProvider> {
+  const [key] = await keysOf(model, secrets);
+  return build(model, key, defaults);
+}
+
+const routeKey = (m: ModelEndpoint, defaults: ProviderDefaults) => `${m.provider}|${m.baseURL ?? defaults.openaiBaseURL ?? ''}|${m.model}`;
+
+/** Routes (primary, then fallbacks) with credential pools kept for the life of the worker. */
+export class ModelRouter {
+  private readonly pools = new Map<string, { fingerprint: string; pool: CredentialPool }>();
+  constructor(private readonly secrets: SecretResolver, private readonly defaults: ProviderDefaults) {}
+
+  async route(model: ModelEndpoint): Promise<ModelRoute> {
+    const key = routeKey(model, this.defaults);
+    const keys = await keysOf(model, this.secrets);
+    const fingerprint = JSON.stringify(keys.map((k) => k?.slice(-6)));
+    let entry = this.pools.get(key);
+    if (!entry || entry.fingerprint !== fingerprint) {
+      entry = { fingerprint, pool: new CredentialPool(key, keys.map((k) => build(model, k, this.defaults))) };
+      this.pools.set(key, entry);
+    }
+    return { key, model: model.model, pool: entry.pool };
+  }
+
+  async routes(primary: ModelEndpoint, fallbacks: readonly ModelEndpoint[] = []): Promise<ModelRoute[]> {
+    const out = [await this.route(primary)];
+    for (const f of fallbacks) {
+      // A fallback that cannot be built (missing key) is skipped, not fatal: the primary may work.
+      const r = await this.route(f).catch(() => undefined);
+      if (r) out.push(r);
+    }
+    return out;
   }
 }

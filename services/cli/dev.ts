@@ -3,13 +3,16 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { publishRevision, registerInstance, type Config } from '../core/index.js';
+import { findAgent, publishRevision, registerInstance, type Config } from '../core/index.js';
 import { compileAgent, loadManifests, type Profile } from '../../operator/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
 import { applyMigrations } from '../../prisma/migrate.js';
 import { openRuntime, onShutdown, type Runtime } from './runtime.js';
 import { envSecrets } from './secrets.js';
+import { startDevOperator } from './dev-k8s.js';
+import { loadClusterConfig } from './operator.js';
+import type { OperatorHandle } from '../../operator/manager.js';
 
 const say = (line = '') => process.stderr.write(`${line}\n`);
 
@@ -45,19 +48,39 @@ async function loadAgents(rt: Runtime, dir: string, apiKey: string): Promise<str
   return names;
 }
 
+/** K8S mode: the manifests go into the dev kube-apiserver and the operator compiles them. */
+async function loadAgentsK8s(rt: Runtime, dir: string, apiKey: string): Promise<{ agents: string[]; operator: OperatorHandle }> {
+  const set = await loadManifests(dir);
+  const problem = modelProblem(rt.config, set.profiles);
+  if (problem) throw Object.assign(new Error(problem), { userFacing: true });
+  const env = { ...process.env, HERMES_DEV_API_KEY: apiKey, ...(rt.config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) };
+  const gatewayUrl = `http://${rt.config.HERMES_HOST}:${rt.config.HERMES_PORT}`;
+  const started = await startDevOperator({ kc: loadClusterConfig(), db: rt.db, log: rt.log, dir, env, gatewayUrl });
+  const deadline = Date.now() + 30_000;
+  for (const key of started.agents) {
+    const [ns, name] = key.split('/') as [string, string];
+    while (!(await findAgent(rt.db.pool, ns, name)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    if (!(await findAgent(rt.db.pool, ns, name))) say(`Agent ${key} is not Ready yet: kubectl describe agents.hermes.dev -n ${ns} ${name}`);
+  }
+  return started;
+}
+
 export const devCommand = new Command('dev')
   .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
   .option('-m, --manifests <dir>', 'folder of Agent/Profile manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
   .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)')
-  .action(async (opts: { manifests?: string; port?: string }) => {
+  .option('--k8s', 'apply the manifests to the cluster in KUBECONFIG (`make dev K8S=1`) and run the operator instead of compiling files')
+  .action(async (opts: { manifests?: string; port?: string; k8s?: boolean }) => {
     const rt = await openRuntime('dev', { HERMES_HOST: process.env.HERMES_HOST ?? '127.0.0.1', ...(opts.port ? { HERMES_PORT: opts.port } : {}) });
     say('hermes dev: applying migrations…');
     await applyMigrations(rt.config.DATABASE_URL);
     const apiKey = rt.config.HERMES_DEV_API_KEY ?? `hk-dev-${randomBytes(18).toString('base64url')}`;
     const dir = resolve(opts.manifests ?? rt.config.HERMES_DEV_MANIFESTS);
     let agents: string[];
+    let operator: OperatorHandle | undefined;
     try {
-      agents = await loadAgents(rt, dir, apiKey);
+      if (opts.k8s) ({ agents, operator } = await loadAgentsK8s(rt, dir, apiKey));
+      else agents = await loadAgents(rt, dir, apiKey);
     } catch (err) {
       if ((err as { userFacing?: boolean }).userFacing) {
         say(`\n${(err as Error).message}`);
@@ -82,6 +105,7 @@ export const devCommand = new Command('dev')
     onShutdown(rt.log, async () => {
       await gw.close();
       await worker.close();
+      await operator?.stop();
       await rt.close();
     });
   });

@@ -6,6 +6,8 @@ import { migrateCommand } from './migrate.js';
 import { workerCommand } from './worker.js';
 import { gatewayCommand } from './gateway.js';
 import { devCommand } from './dev.js';
+import { operatorCommand } from './operator.js';
+import { skillsCommand } from './skills.js';
 
 const program = new Command('hermes')
   .description('Hermes Operator: the Hermes agent runtime on Kubernetes.')
@@ -14,7 +16,9 @@ const program = new Command('hermes')
   .addCommand(gatewayCommand)
   .addCommand(workerCommand)
   .addCommand(migrateCommand)
-  .addCommand(devCommand);
+  .addCommand(devCommand)
+  .addCommand(operatorCommand)
+  .addCommand(skillsCommand);
 
 try {
   await program.parseAsync(process.argv);

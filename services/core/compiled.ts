@@ -18,6 +18,15 @@ export const compiledModelSchema = z.object({
   contextWindow: z.number().int().positive().optional(),
   maxOutputTokens: z.number().int().positive().optional(),
   temperature: z.number().min(0).max(2).optional(),
+  /** More keys for the same endpoint: the credential pool rotates through them (agent loop). */
+  extraApiKeyRefs: z.array(secretRefSchema).optional(),
+  /** USD per million tokens; overrides the built-in price table (agent loop). */
+  pricing: z.object({
+    inputPerMTok: z.number().min(0),
+    outputPerMTok: z.number().min(0),
+    cacheReadPerMTok: z.number().min(0).optional(),
+    cacheWritePerMTok: z.number().min(0).optional(),
+  }).optional(),
 });
 export type CompiledModel = z.infer<typeof compiledModelSchema>;
 
@@ -33,5 +42,35 @@ export const compiledAgentSchema = z.object({
     keySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
   }),
   busyPolicy: z.enum(['queue', 'steer', 'interrupt']),
+  /** Tried in order when `model` fails (operator issue: Profile.spec.fallbackModels). */
+  fallbackModels: z.array(compiledModelSchema).optional(),
+  /** Chat platforms: credentials as a Secret name (keys per platform), never values. */
+  platforms: z.array(z.object({
+    type: z.string(),
+    credentialsSecret: z.string(),
+    allowlist: z.array(z.string()),
+    allowAll: z.boolean(),
+    dmPairing: z.boolean(),
+    groupPolicy: z.enum(['mention', 'all', 'off']),
+  })).optional(),
+  admins: z.array(z.string()).optional(),
+  /**
+   * Skills this agent offers (operator: Agent.spec.skills selector): Hermes name and Skill object
+   * name. The content is the current version in `skills`/`skill_versions` (namespace, object);
+   * a Skill without a row there (invalid, unsafe) is not offered.
+   */
+  skills: z.array(z.object({ name: z.string(), object: z.string() })).optional(),
+  /** Enabled toolsets (agent loop); the agent applies its default when absent. */
+  toolsets: z.array(z.string()).optional(),
+  /** Model calls per turn (agent loop); absent = unlimited. */
+  maxIterations: z.number().int().positive().optional(),
+  /** Spend caps in USD, checked before every model call (agent loop); absent = no cap. */
+  spendCaps: z.object({
+    agent: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
+    profile: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
+    user: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
+  }).optional(),
+  /** Project context files for the prompt's context layer (agent loop); scanned before use. */
+  contextFiles: z.array(z.object({ name: z.string(), content: z.string() })).optional(),
 });
 export type CompiledAgent = z.infer<typeof compiledAgentSchema>;

@@ -16,3 +16,6 @@ export * from './ledger/messages.js';
 export * from './ledger/admissions.js';
 export * from './ledger/turns.js';
 export * from './ledger/deliveries.js';
+export * from './ledger/transcript.js';
+export * from './ledger/signals.js';
+export * from './ledger/usage.js';

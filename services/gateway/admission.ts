@@ -3,8 +3,8 @@
 // without failing the request: the outbox sweeper re-enqueues queued admissions.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, enqueueTurn, getAdmission,
-  type AdmissionState, type AgentRecord, type CallerMessage, type TraceCarrier,
+  admit, enqueueTurn, getAdmission, parseControlCommand, publishSignal, recordSignal,
+  type Admitted, type AdmissionState, type AgentRecord, type CallerMessage, type TraceCarrier,
 } from '../core/index.js';
 import type { Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
@@ -56,8 +56,22 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
   });
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
+  if (!admitted.duplicate) await signalRunningTurn(ctx, admitted, msg.content);
   const state = admitted.duplicate ? (await getAdmission(db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
   return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
+}
+
+/**
+ * `/stop`, `/steer …`, `/redirect …` also reach the session's running turn out of band: a signal
+ * row (Postgres) and a pub/sub announcement. The admission itself stays durable and gets a reply.
+ * A failed announcement only costs latency for steer/redirect; it is logged, never fatal.
+ */
+async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
+  const command = parseControlCommand(content);
+  if (!command) return;
+  const signal = await recordSignal(ctx.deps.db.pool, { sessionId: admitted.sessionId, admissionId: admitted.admissionId, ...command });
+  await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, signal)
+    .catch((err: unknown) => ctx.deps.log.warn({ err, session: admitted.sessionId }, 'Control signal publish failed'));
 }
 
 /**

@@ -11,9 +11,12 @@ import type { SecretResolver } from '../agent/index.js';
 import { startHeartbeat } from './heartbeat.js';
 import { drainSession } from './session-drainer.js';
 import { apiAdapter, deliver, type DeliveryAdapter } from './delivery.js';
+import { createLoopDeps, type LoopOptions } from './turn-runner.js';
+import { startControlHub } from './control.js';
 
 export { drainSession } from './session-drainer.js';
 export { deliver, apiAdapter, type DeliveryAdapter } from './delivery.js';
+export { createLoopDeps, type LoopDeps, type LoopOptions } from './turn-runner.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -29,6 +32,8 @@ export interface WorkerDeps {
   adapters?: Map<string, DeliveryAdapter>;
   /** Run the outbox sweeper in this process (default true). */
   sweeper?: boolean;
+  /** Agent-loop options (tests inject a clock and short stale timeouts). */
+  loop?: LoopOptions;
 }
 
 export interface RunningWorker {
@@ -44,7 +49,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const shutdown = new AbortController();
   const heart = startHeartbeat(db, instance.id, config.HERMES_HEARTBEAT_SECONDS, log);
   const adapters = deps.adapters ?? new Map([['api', apiAdapter(deps.redis, config.HERMES_QUEUE_PREFIX)]]);
-  const drainDeps = { ...deps, instance, shutdown: shutdown.signal };
+  const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
+  const drainDeps = { ...deps, instance, shutdown: shutdown.signal, loop: createLoopDeps(config, deps.secrets, deps.loop), control };
   const connection = deps.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
   connection.on('error', () => undefined);
   const prefix = config.HERMES_QUEUE_PREFIX;
@@ -77,6 +83,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       await Promise.allSettled([turns.close(), deliveries.close(), sweeper?.stop()]);
       clearTimeout(grace);
       heart.stop();
+      await control.close();
       await markStopped(db.pool, instance.id).catch(() => undefined);
       await connection.quit().catch(() => undefined);
       log.info('Stopped worker');

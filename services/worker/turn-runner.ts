@@ -3,10 +3,16 @@
 import type { Redis } from 'ioredis';
 import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
-  enqueueDelivery, finishTurn, inSpan, listMessages, publishTurnEvent, LeaseLostError, extractTraceContext, injectTraceContext,
+  appendTurnMessage, enqueueDelivery, expireSignalOf, parseControlCommand, signalOfAdmission, finishTurn, inSpan, listTranscript, publishTurnEvent, LeaseLostError, extractTraceContext, injectTraceContext,
   type TurnResult,
 } from '../core/index.js';
-import { buildSystemPrompt, createProvider, runTextTurn, ProviderConfigError, type ChatMessage, type SecretResolver } from '../agent/index.js';
+import {
+  buildPrompt, builtinRegistry, promptIdentity, promptMessages, storePrompt, type PromptInputs, historyFromTranscript, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
+  SummaryCooldown, TurnControl, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolCall, type ToolRegistry,
+} from '../agent/index.js';
+import type { ControlHub } from './control.js';
+import { accountCall, checkSpendCaps, usageReply } from './usage.js';
+import { compressReply, recordCompression } from './compress.js';
 
 export interface TurnDeps {
   config: Config;
@@ -17,50 +23,152 @@ export interface TurnDeps {
   secrets: SecretResolver;
   log: Logger;
   metrics: Metrics;
+  /** Agent-loop state shared by all turns of this worker (pools, cool-downs, tools). */
+  loop?: LoopDeps;
+  /** Routes /stop, steer and redirect signals to running turns. */
+  control?: ControlHub;
 }
 
-async function systemPromptFor(deps: TurnDeps, adm: Admission, build: () => string): Promise<string> {
-  // Built once per session and stored, so the provider's prefix cache stays warm across turns.
-  const { rows } = await deps.db.pool.query<{ system_prompt: string }>(
-    `UPDATE sessions SET system_prompt = COALESCE(system_prompt, $2) WHERE id = $1 RETURNING system_prompt`,
-    [adm.sessionId, build()],
-  );
-  return rows[0]!.system_prompt;
+export interface LoopDeps {
+  router: ModelRouter;
+  cooldowns: CooldownBook;
+  summaryCooldown: SummaryCooldown;
+  tools: ToolRegistry;
+  clock?: Clock;
+  policy?: RetryPolicy;
 }
+
+export interface LoopOptions {
+  /** Injected clock (tests: no real retry waits). */
+  clock?: Clock;
+  policy?: RetryPolicy;
+  /** Stale-stream timeout override (ms). */
+  staleMs?: number;
+  tools?: ToolRegistry;
+}
+
+export function createLoopDeps(config: Config, secrets: SecretResolver, opts: LoopOptions = {}): LoopDeps {
+  const router = new ModelRouter(secrets, {
+    timeoutMs: config.HERMES_MODEL_TIMEOUT_SECONDS * 1_000,
+    ...(config.OPENAI_BASE_URL ? { openaiBaseURL: config.OPENAI_BASE_URL } : {}),
+    ...(opts.staleMs !== undefined ? { staleMs: opts.staleMs } : {}),
+  });
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}) };
+}
+
+/**
+ * The session's stored prompt: built once (three layers) and reused while its identity
+ * (model/provider/toolset) matches, so the provider's prefix cache stays warm across turns.
+ */
+async function sessionPrompt(deps: TurnDeps, adm: Admission, inputs: PromptInputs): Promise<{ stored: string; notices: string[] }> {
+  const identity = promptIdentity(inputs);
+  const { rows } = await deps.db.pool.query<{ system_prompt: string | null; prompt_identity: string | null }>(
+    `SELECT system_prompt, prompt_identity FROM sessions WHERE id = $1`, [adm.sessionId],
+  );
+  const row = rows[0];
+  if (row?.system_prompt != null && row.prompt_identity === identity) return { stored: row.system_prompt, notices: [] };
+  const built = buildPrompt(inputs);
+  const stored = storePrompt(built.layers);
+  await deps.db.pool.query(`UPDATE sessions SET system_prompt = $2, prompt_identity = $3 WHERE id = $1`, [adm.sessionId, stored, identity]);
+  return { stored, notices: built.notices };
+}
+
+/** The caller's own system message (OpenAI API): request-only context, never stored. */
+const callerSystem = (adm: Admission): ChatMessage[] =>
+  (adm.callerHistory ?? []).filter((m) => m.role === 'system' && m.content.trim()).map((m) => ({ role: 'system', content: m.content }));
 
 async function historyFor(deps: TurnDeps, adm: Admission): Promise<ChatMessage[]> {
   if (adm.callerHistory) {
     const prior = adm.callerHistory.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
     return [...prior, { role: 'user', content: adm.content }];
   }
-  const stored = await listMessages(deps.db.pool, adm.sessionId);
-  return stored.filter((m) => m.role === 'user' || m.role === 'assistant').map((m) => ({ role: m.role as 'user' | 'assistant', content: m.content }));
+  const all = await listTranscript(deps.db.pool, adm.sessionId);
+  // Control messages that acted on a turn (and their one-line replies) are not conversation.
+  const isCommand = (m: (typeof all)[number]) => (m.role === 'user' && /^\/(stop|usage|compress)\s*$/i.test(m.content)) || (m.role === 'assistant' && CONTROL_REPLIES.has(m.content));
+  const control = new Set(all.filter((m) => m.admissionId && isCommand(m)).map((m) => m.admissionId));
+  const stored = all.filter((m) => m.role === 'system' || !(m.admissionId && control.has(m.admissionId)));
+  return historyFromTranscript(stored.map((m) => ({ seq: m.seq, role: m.role, content: m.content, toolCalls: m.toolCalls as ToolCall[] | null, toolCallId: m.toolCallId })));
 }
 
-async function produce(deps: TurnDeps, adm: Admission, signal: AbortSignal, agent: CompiledAgent | undefined): Promise<TurnResult> {
-  if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
-  let provider;
+const REPLY = {
+  stopped: 'Stopped the running turn.',
+  idle: 'Nothing was running to stop.',
+  sent: 'Sent to the running turn.',
+} as const;
+const CONTROL_REPLIES: ReadonlySet<string> = new Set(Object.values(REPLY));
+
+/**
+ * A `/stop`, `/steer …` or `/redirect …` message, run after the turn it addressed: its reply says
+ * whether a turn acted on it. A steer or redirect nobody took is an ordinary message (undefined).
+ */
+async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult | undefined> {
+  const command = parseControlCommand(adm.content);
+  if (!command) return undefined;
+  const sig = await signalOfAdmission(deps.db.pool, adm.id);
+  await expireSignalOf(deps.db.pool, adm.id);
+  if (sig?.consumed) return { outcome: 'completed', reply: command.kind === 'stop' ? REPLY.stopped : REPLY.sent };
+  return command.kind === 'stop' ? { outcome: 'completed', reply: REPLY.idle } : undefined;
+}
+
+/** Model options of the agent, for the loop (absent fields stay absent). */
+function modelOptions(agent: CompiledAgent, loop: LoopDeps) {
+  return {
+    ...(agent.maxIterations ? { maxIterations: agent.maxIterations } : {}),
+    ...(agent.model.maxOutputTokens ? { maxOutputTokens: agent.model.maxOutputTokens } : {}),
+    ...(agent.model.temperature !== undefined ? { temperature: agent.model.temperature } : {}),
+    cooldowns: loop.cooldowns,
+    ...(loop.clock ? { clock: loop.clock } : {}),
+    ...(loop.policy ? { policy: loop.policy } : {}),
+  };
+}
+
+async function routesOf(loop: LoopDeps, agent: CompiledAgent): Promise<ModelRoute[] | TurnResult> {
   try {
-    provider = await createProvider(agent.model, deps.secrets, { timeoutMs: deps.config.HERMES_MODEL_TIMEOUT_SECONDS * 1_000, ...(deps.config.OPENAI_BASE_URL ? { openaiBaseURL: deps.config.OPENAI_BASE_URL } : {}) });
+    return await loop.router.routes(agent.model, agent.fallbackModels ?? []);
   } catch (err) {
     if (err instanceof ProviderConfigError) return { outcome: 'failed', reply: 'This agent is misconfigured: an operator needs to fix its model settings.', error: err.message };
     throw err;
   }
-  const systemPrompt = await systemPromptFor(deps, adm, () => buildSystemPrompt(agent));
+}
+
+async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: AbortSignal, agent: CompiledAgent | undefined): Promise<TurnResult> {
+  if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
+  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm));
+  if (controlled) return controlled;
+  const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
+  const routes = await routesOf(loop, agent);
+  if (!Array.isArray(routes)) return routes;
+  const compressed = await compressReply({ db: deps.db, lease, adm, loop, routes, signal, history: () => historyFor(deps, adm) });
+  if (compressed) return compressed;
+  const tools = loop.tools.select(agent.toolsets ?? DEFAULT_TOOLSETS);
+  const prompt = await sessionPrompt(deps, adm, { agent, toolNames: tools.map((t) => t.name) });
+  if (prompt.notices.length) deps.log.warn({ session: adm.sessionId, notices: prompt.notices }, 'Refused context files');
   const history = await historyFor(deps, adm);
-  const result = await runTextTurn({
-    agent, provider, systemPrompt, history, signal,
+  const agentLabel = `${agent.agent.namespace}/${agent.agent.name}`;
+  const control = new TurnControl();
+  const unwatch = deps.control ? await deps.control.watch(deps.db, adm.sessionId, adm, control) : () => undefined;
+  const result = await runAgentLoop({
+    sessionId: adm.sessionId,
+    routes,
+    system: [...promptMessages(prompt.stored), ...callerSystem(adm)],
+    history,
+    tools,
+    signal: AbortSignal.any([signal, control.signal]),
+    control,
+    ...modelOptions(agent, loop),
+    compression: { cooldown: loop.summaryCooldown, ...(agent.model.contextWindow ? { contextWindow: agent.model.contextWindow } : {}) },
+    persist: {
+      assistant: async (m, usage) => (await appendTurnMessage(deps.db, lease, adm.id, { role: 'assistant', content: m.content, toolCalls: m.toolCalls, usage })).seq,
+      toolResult: async (m, disposition) => (await appendTurnMessage(deps.db, lease, adm.id, { role: 'tool', content: m.content, toolCallId: m.toolCallId ?? null, effectDisposition: disposition })).seq,
+      compressed: (summary, coversSeq) => recordCompression(deps.db, lease, adm, summary, coversSeq),
+    },
+    beforeCall: () => checkSpendCaps(deps.db, adm, agent),
+    onCall: (done, route) => accountCall({ db: deps.db, metrics: deps.metrics, adm, agent }, done, route),
     onDelta: (text) => void publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'delta', text }).catch(() => undefined),
-  });
-  const labels = { agent: `${agent.agent.namespace}/${agent.agent.name}`, model: agent.model.model };
-  deps.metrics.modelCalls.inc({ ...labels, outcome: result.outcome });
-  if (result.usage) {
-    const u = result.usage as { inputTokens: number; outputTokens: number; cacheReadTokens: number; reasoningTokens: number };
-    deps.metrics.tokens.inc({ ...labels, kind: 'input' }, u.inputTokens);
-    deps.metrics.tokens.inc({ ...labels, kind: 'output' }, u.outputTokens);
-    deps.metrics.tokens.inc({ ...labels, kind: 'cache_read' }, u.cacheReadTokens);
-    deps.metrics.tokens.inc({ ...labels, kind: 'reasoning' }, u.reasoningTokens);
-  }
+  }).finally(unwatch);
+  if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: agentLabel, model: agent.model.model, outcome: result.outcome });
+  // Refused context files: the user sees why the agent lacks them (once, when the prompt was built).
+  if (prompt.notices.length) return { ...result, reply: `${result.reply}\n\n(Notice: ${prompt.notices.join(' ')})` };
   return result;
 }
 
@@ -72,7 +180,7 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
   const timer = deps.metrics.turnSeconds.startTimer({ agent: agentLabel });
   await inSpan('hermes.turn', { 'hermes.admission_id': adm.id, 'hermes.session_id': adm.sessionId }, extractTraceContext(adm.traceContext), async () => {
     log.info('Started turn');
-    const result = await produce(deps, adm, signal, agent).catch((err: unknown) => ({ outcome: 'failed' as const, reply: 'Sorry — something went wrong on our side.', error: (err as Error).message }));
+    const result = await produce(deps, lease, adm, signal, agent).catch((err: unknown) => ({ outcome: 'failed' as const, reply: 'Sorry — something went wrong on our side.', error: (err as Error).message }));
     try {
       const done = await finishTurn(deps.db, lease, adm.id, result);
       deps.metrics.turns.inc({ agent: agentLabel, outcome: result.outcome });

@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface ChatRequestBody {
   model: string;
-  messages: { role: string; content: string }[];
+  messages: { role: string; content: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
+  tools?: { type: string; function: { name: string; description?: string; parameters?: unknown } }[];
   stream?: boolean;
   [k: string]: unknown;
 }
@@ -22,6 +23,12 @@ export interface Script {
   errorMessage?: string;
   headers?: Record<string, string>;
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /** Tool calls the model makes (streamed as tool_call deltas; finish_reason "tool_calls"). */
+  toolCalls?: { id?: string; name: string; arguments: string }[];
+  /** Stream this many text chunks, then destroy the connection (a stream that breaks). */
+  breakAfterChunks?: number;
+  /** Stream the first text chunk, then stall (never finish) — a stale stream. */
+  stallAfterFirstChunk?: boolean;
 }
 
 export type ScriptFn = (body: ChatRequestBody, req: IncomingMessage) => Script | Promise<Script>;
@@ -75,8 +82,18 @@ function answer(res: ServerResponse, body: ChatRequestBody, s: Script): void {
   const chunk = (delta: object, finish: string | null, extra: object = {}) =>
     res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`);
   chunk({ role: 'assistant', content: '' }, null);
-  for (const piece of split(text, s.chunks ?? 3)) chunk({ content: piece }, null);
-  chunk({}, 'stop');
+  const pieces = s.toolCalls && s.text === undefined ? [] : split(text, s.chunks ?? 3);
+  for (const [i, piece] of pieces.entries()) {
+    if (s.breakAfterChunks !== undefined && i >= s.breakAfterChunks) { res.write(': broken\n\n', () => res.socket?.end()); return; }
+    chunk({ content: piece }, null);
+    if (s.stallAfterFirstChunk) return;
+  }
+  for (const [index, call] of (s.toolCalls ?? []).entries()) {
+    const half = Math.ceil(call.arguments.length / 2);
+    chunk({ tool_calls: [{ index, id: call.id ?? `call_${index}`, type: 'function', function: { name: call.name, arguments: call.arguments.slice(0, half) } }] }, null);
+    chunk({ tool_calls: [{ index, function: { arguments: call.arguments.slice(half) } }] }, null);
+  }
+  chunk({}, s.toolCalls?.length ? 'tool_calls' : 'stop');
   res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`);
   res.end('data: [DONE]\n\n');
 }

@@ -2,7 +2,7 @@
 import { publishRevision, sha256, type CompiledAgent, type Config } from '../../services/core/index.js';
 import { openResources, type Runtime } from '../../services/cli/runtime.js';
 import { EnvSecretResolver } from '../../services/agent/index.js';
-import { startWorker, type RunningWorker } from '../../services/worker/index.js';
+import { startWorker, type LoopOptions, type RunningWorker } from '../../services/worker/index.js';
 
 export type TestRuntime = Runtime;
 
@@ -31,6 +31,7 @@ export async function createTestAgent(rt: TestRuntime, baseURL: string, override
   return agentId;
 }
 
-export async function startTestWorker(rt: TestRuntime, extra: { sweeper?: boolean } = {}): Promise<RunningWorker> {
-  return startWorker({ ...rt, secrets: new EnvSecretResolver({ OPENAI_API_KEY: 'sk-test' }), ...extra });
+export async function startTestWorker(rt: TestRuntime, extra: { sweeper?: boolean; loop?: LoopOptions; secrets?: Record<string, string> } = {}): Promise<RunningWorker> {
+  const { secrets, ...rest } = extra;
+  return startWorker({ ...rt, secrets: new EnvSecretResolver({ OPENAI_API_KEY: 'sk-test', ...secrets }), ...rest });
 }

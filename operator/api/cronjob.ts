@@ -1,0 +1,44 @@
+// CronJob: a scheduled prompt for an agent (Hermes cron). The schedule's shape is checked by the
+// apiserver (CEL); whether it is a real schedule (e.g. minute 99) by the controller with
+// cron-parser, reported in status.
+import { z } from 'zod';
+import { apiVersion, baseStatusShape, doc, localObjectRefSchema, objectMetaSchema, withRules } from './common.js';
+
+const field = '[0-9A-Za-z*/,?-]+';
+/** 5-field cron, or a macro (@daily…), or @every <n>s|m|h|d. RE2 syntax, shared by CEL and TypeScript. */
+export const scheduleRegex = `^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9]+(s|m|h|d)|${field}( +${field}){4})$`;
+
+export const scheduleSchema = withRules(z.string(), [{
+  rule: `size(self) > 0 && self.matches('${scheduleRegex}')`,
+  message: 'schedule must be a 5-field cron expression (e.g. "0 9 * * 1-5") or a macro (@hourly, @daily, @weekly, @monthly, @yearly, @every 30m)',
+  check: (s) => s.length > 0 && new RegExp(scheduleRegex).test(s),
+}]);
+
+export const cronJobSpecSchema = z.object({
+  agentRef: localObjectRefSchema.describe('The Agent (same namespace) that runs the prompt.'),
+  schedule: doc(scheduleSchema, '5-field cron expression ("0 9 * * 1-5") or a macro (@daily, @every 30m).'),
+  timeZone: z.string().default('UTC').describe('IANA time zone the schedule is read in (e.g. Europe/Paris).'),
+  prompt: z.string().min(1).describe('What the agent is asked on each run (a fresh session each time).'),
+  skills: z.array(z.string()).default([]).describe('Skills loaded into the run, in order.'),
+  deliver: z.string().optional().describe('Where results go: local, a platform (home channel) or platform:target[:thread], e.g. slack:#eng.'),
+  concurrencyPolicy: z.enum(['Forbid', 'Allow', 'Replace']).default('Forbid').describe('What happens when a run is due while the previous one still runs.'),
+  catchUpMissed: z.boolean().default(false).describe('Run slots missed while Hermes was down (false: skip them and record why).'),
+  startingDeadlineSeconds: z.number().int().positive().optional().describe('A run that cannot start within this many seconds of its slot is skipped.'),
+  suspend: z.boolean().default(false).describe('Stop scheduling new runs.'),
+});
+
+export const cronJobStatusSchema = z.object({
+  ...baseStatusShape,
+  lastScheduleTime: z.string().optional().describe('When the job last fired (from Postgres).'),
+  nextScheduleTime: z.string().optional().describe('When the job fires next (from Postgres).'),
+  lastRunStatus: z.string().optional().describe('Outcome of the last run.'),
+});
+
+export const cronJobSchema = z.object({
+  apiVersion: z.literal(apiVersion),
+  kind: z.literal('CronJob'),
+  metadata: objectMetaSchema,
+  spec: cronJobSpecSchema,
+  status: cronJobStatusSchema.optional(),
+});
+export type CronJob = z.infer<typeof cronJobSchema>;

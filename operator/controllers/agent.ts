@@ -1,0 +1,110 @@
+// Agent controller: resolves the Profile and every credential, compiles with operator/compile.ts
+// (the code `hermes dev` runs) and publishes the revision to Postgres (NOTIFY → gateways and
+// workers switch). Conditions: ProfileResolved, CredentialsResolved, Ready. A finalizer deletes
+// the agent's rows when the Agent is deleted.
+import { canonicalJson, compiledAgentSchema, findAgent, publishRevision, sha256, type CompiledAgent } from '../../services/core/index.js';
+import { agentSchema, type Agent } from '../api/agent.js';
+import { profileSchema, type Profile } from '../api/profile.js';
+import { compileAgent, CompileError } from '../compile.js';
+import { keyOf, parseKey } from '../runtime/kube.js';
+import type { ReconcileResult } from '../runtime/controller.js';
+import type { ConditionInput } from '../runtime/conditions.js';
+import { cachedSecrets, type OperatorContext, type RawObject } from './context.js';
+import { missingProfileSecret } from './profile.js';
+import { childName, reconcileRuntime } from './dedicated.js';
+import { selectedSkills } from './agent-skills.js';
+import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } from './status.js';
+
+export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready'] as const;
+
+const cond = (type: string, status: ConditionInput['status'], reason: string, message: string): ConditionInput => ({ type, status, reason, message });
+
+function notReady(profile: ConditionInput, credentials: ConditionInput, ready: ConditionInput, fields: Record<string, unknown> = {}): StatusDraft {
+  return { applied: false, conditions: [profile, credentials, ready], fields };
+}
+
+type Resolved = { agent: Agent; profile: Profile } | { draft: StatusDraft };
+
+function resolve(ctx: OperatorContext, obj: RawObject): Resolved {
+  const parsedAgent = agentSchema.safeParse(obj);
+  if (!parsedAgent.success) {
+    const msg = `Fix the spec: ${zodMessage(parsedAgent.error.issues)}`;
+    return { draft: notReady(cond('ProfileResolved', 'Unknown', 'InvalidSpec', msg), cond('CredentialsResolved', 'Unknown', 'InvalidSpec', msg), cond('Ready', 'False', 'InvalidSpec', msg)) };
+  }
+  const agent = parsedAgent.data;
+  const platforms = { platforms: agent.spec.platforms.map((p) => p.type).join(',') || undefined };
+  const ref = agent.spec.profileRef.name;
+  const rawProfile = ctx.caches.profiles.get(ref, agent.metadata.namespace);
+  const parsedProfile = rawProfile ? profileSchema.safeParse(rawProfile) : undefined;
+  if (!parsedProfile?.success) {
+    const msg = rawProfile
+      ? `Profile "${ref}" is invalid: ${zodMessage(parsedProfile!.error!.issues)}`
+      : `Profile "${ref}" not found in namespace ${agent.metadata.namespace}: create it or fix spec.profileRef.name.`;
+    const reason = rawProfile ? 'ProfileInvalid' : 'ProfileNotFound';
+    return { draft: notReady(cond('ProfileResolved', 'False', reason, msg), cond('CredentialsResolved', 'Unknown', 'ProfileNotResolved', 'Waiting for the Profile.'), cond('Ready', 'False', reason, msg), platforms) };
+  }
+  return { agent, profile: parsedProfile.data };
+}
+
+/** Hash of a compiled revision, as publishRevision computes it. */
+const revisionHash = (c: CompiledAgent): string => sha256(canonicalJson(compiledAgentSchema.parse(c)));
+
+async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Agent, profile: Profile): Promise<StatusDraft> {
+  const platforms = agent.spec.platforms.map((p) => p.type).join(',') || undefined;
+  const profileOk = cond('ProfileResolved', 'True', 'Resolved', `Using Profile "${profile.metadata.name}".`);
+  const missing = missingProfileSecret(ctx, profile);
+  if (missing) return notReady(profileOk, cond('CredentialsResolved', 'False', missing.reason, missing.message), cond('Ready', 'False', missing.reason, missing.message), { platforms });
+  let compiled: CompiledAgent;
+  try {
+    compiled = await compileAgent(agent, profile, cachedSecrets(ctx), selectedSkills(ctx, agent));
+  } catch (err) {
+    if (!(err instanceof CompileError)) throw err;
+    return notReady(profileOk, cond('CredentialsResolved', err.reason === 'CredentialsMissing' ? 'False' : 'Unknown', err.reason, err.message), cond('Ready', 'False', err.reason, err.message), { platforms });
+  }
+  const hash = revisionHash(compiled);
+  const { namespace, name } = agent.metadata;
+  const current = await findAgent(ctx.db.pool, namespace, name);
+  if (current?.hash !== hash) {
+    const { changed } = await publishRevision(ctx.db, compiled);
+    if (changed) ctx.log.info({ agent: `${namespace}/${name}`, revision: hash.slice(0, 12) }, 'Published Agent revision');
+  }
+  await reconcileRuntime(ctx, raw, agent, ctx.runtime);
+  const dedicated = agent.spec.runtime.mode === 'dedicated';
+  const base = dedicated ? `http://${childName(name)}.${namespace}.svc:8080` : ctx.gatewayUrl;
+  const url = `${base}/v1/agents/${namespace}/${name}/messages`;
+  return {
+    applied: true,
+    conditions: [profileOk, cond('CredentialsResolved', 'True', 'Resolved', 'Every referenced Secret and key exists.'),
+      cond('Ready', 'True', 'Published', `Revision ${hash.slice(0, 12)} is live${dedicated ? ` on dedicated Deployments ${childName(name, 'gateway')} and ${childName(name, 'worker')}` : ''}; send messages to ${url}.`)],
+    fields: { profile: profile.metadata.name, platforms, revision: hash, url, openaiModel: `${namespace}/${name}` },
+  };
+}
+
+async function finalize(ctx: OperatorContext, obj: RawObject): Promise<void> {
+  const { rowCount } = await ctx.db.pool.query('DELETE FROM agents WHERE namespace = $1 AND name = $2', [obj.metadata.namespace, obj.metadata.name]);
+  ctx.log.info({ agent: keyOf(obj), rows: rowCount }, 'Deleted Agent data from Postgres');
+  await releaseFinalizer(ctx, 'agents', obj);
+}
+
+export async function reconcileAgent(ctx: OperatorContext, key: string): Promise<ReconcileResult | void> {
+  const { namespace, name } = parseKey(key);
+  const obj = ctx.caches.agents.get(name, namespace);
+  if (!obj) return;
+  if (obj.metadata.deletionTimestamp) return finalize(ctx, obj);
+  if (!(await prepare(ctx, 'agents', obj, agentConditions))) return;
+  const r = resolve(ctx, obj);
+  let draft: StatusDraft;
+  try {
+    draft = 'draft' in r ? r.draft : await compileAndPublish(ctx, obj, r.agent, r.profile);
+  } catch (err) {
+    const msg = `Could not publish the revision to Postgres or apply the runtime: ${(err as Error).message}`;
+    await writeStatus(ctx, 'agents', obj, notReady(cond('ProfileResolved', 'True', 'Resolved', 'Profile resolved.'), cond('CredentialsResolved', 'True', 'Resolved', 'Credentials resolved.'), cond('Ready', 'False', 'PublishFailed', msg)));
+    await ctx.events.emit(obj, 'Warning', 'PublishFailed', msg);
+    throw err;
+  }
+  const ready = draft.conditions.find((c) => c.type === 'Ready')!;
+  if (await writeStatus(ctx, 'agents', obj, draft)) {
+    ctx.log.info({ agent: key, ready: ready.status, reason: ready.reason }, 'Updated Agent status');
+    await ctx.events.emit(obj, ready.status === 'True' ? 'Normal' : 'Warning', ready.reason, ready.message);
+  }
+}

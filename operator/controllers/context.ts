@@ -1,0 +1,72 @@
+// What every controller needs: the watched caches, the writers and the database.
+import type { KubeConfig, KubernetesObject, V1Deployment, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { RuntimeOptions } from './dedicated.js';
+import type { Db, Logger } from '../../services/core/index.js';
+import type { Condition } from '../api/common.js';
+import type { EventRecorder } from '../runtime/events.js';
+import type { WatchedCache } from '../runtime/informer.js';
+import type { ResourceWriter } from '../runtime/kube.js';
+import type { SecretLookup } from '../compile.js';
+
+/** A custom resource as the apiserver returns it (defaults applied, status possibly absent). */
+export interface RawObject extends KubernetesObject {
+  apiVersion: string;
+  kind: string;
+  metadata: NonNullable<KubernetesObject['metadata']> & { name: string; namespace: string };
+  spec?: unknown;
+  status?: { conditions?: Condition[]; observedGeneration?: number } & Record<string, unknown>;
+}
+
+export interface Caches {
+  agents: WatchedCache<RawObject>;
+  profiles: WatchedCache<RawObject>;
+  skills: WatchedCache<RawObject>;
+  cronjobs: WatchedCache<RawObject>;
+  secrets: WatchedCache<V1Secret>;
+  /** Children of dedicated Agents (label app.kubernetes.io/managed-by=hermes-operator). */
+  children: { deployments: WatchedCache<V1Deployment>; services: WatchedCache<V1Service> };
+}
+
+export interface OperatorContext {
+  kc: KubeConfig;
+  caches: Caches;
+  runtime: RuntimeOptions;
+  writer: ResourceWriter;
+  events: EventRecorder;
+  db: Db;
+  log: Logger;
+  /** Base URL of the gateway, for the URLs reported in Agent status. */
+  gatewayUrl: string;
+}
+
+/** Secret values from the watched Secret cache; an empty name means an environment variable of the operator. */
+export function cachedSecrets(ctx: OperatorContext, env: NodeJS.ProcessEnv = process.env): SecretLookup {
+  return {
+    value: async (namespace, ref) => {
+      if (!ref.name) return env[ref.key];
+      const data = ctx.caches.secrets.get(ref.name, namespace)?.data?.[ref.key];
+      return data === undefined ? undefined : Buffer.from(data, 'base64').toString('utf8');
+    },
+  };
+}
+
+/** A Secret and key check that never touches the value: 'ok', or what is missing. */
+export function secretKeyState(ctx: OperatorContext, namespace: string, ref: { name: string; key: string }): 'ok' | 'SecretNotFound' | 'SecretKeyMissing' {
+  const s = ctx.caches.secrets.get(ref.name, namespace);
+  if (!s) return 'SecretNotFound';
+  return s.data?.[ref.key] !== undefined || s.stringData?.[ref.key] !== undefined ? 'ok' : 'SecretKeyMissing';
+}
+
+/** Deep equality of JSON values (status comparisons). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]));
+  }
+  return v;
+}

@@ -1,0 +1,68 @@
+// CronJob controller: checks the schedule (cron-parser) and time zone, resolves the Agent, writes
+// the compiled schedule to Postgres and reports lastScheduleTime/nextScheduleTime from the
+// database (the scheduler updates them as it fires). Conditions: Valid, Ready.
+import { cronJobSchema, type CronJob } from '../api/cronjob.js';
+import { cronHash, deleteSchedule, findSchedule, upsertSchedule, type ScheduleRow } from '../cron/store.js';
+import { nextRun, ScheduleError } from '../cron/schedule.js';
+import { keyOf, parseKey } from '../runtime/kube.js';
+import type { ReconcileResult } from '../runtime/controller.js';
+import type { OperatorContext, RawObject } from './context.js';
+import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } from './status.js';
+
+export const cronJobConditions = ['Valid', 'Ready'] as const;
+/** Re-read the schedule's row at least this often, so status follows the scheduler. */
+const refreshMs = 60_000;
+
+const iso = (d: Date | null | undefined) => (d ? d.toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined);
+
+function invalid(reason: string, message: string): StatusDraft {
+  return { applied: false, conditions: [{ type: 'Valid', status: 'False', reason, message }, { type: 'Ready', status: 'False', reason, message: `Fix the spec: ${message}` }] };
+}
+
+async function store(ctx: OperatorContext, job: CronJob, next: Date): Promise<ScheduleRow> {
+  const { namespace, name } = job.metadata;
+  const row = await findSchedule(ctx.db, namespace, name);
+  if (row?.hash === cronHash(job.spec)) return row;
+  ctx.log.info({ cronjob: `${namespace}/${name}`, next: iso(next) }, 'Stored CronJob schedule');
+  return upsertSchedule(ctx.db, job, next);
+}
+
+async function draftFor(ctx: OperatorContext, obj: RawObject): Promise<StatusDraft> {
+  const parsed = cronJobSchema.safeParse(obj);
+  if (!parsed.success) return invalid('InvalidSpec', zodMessage(parsed.error.issues));
+  const job = parsed.data;
+  let next: Date;
+  try {
+    next = nextRun(job.spec.schedule, job.spec.timeZone, new Date());
+  } catch (err) {
+    if (err instanceof ScheduleError) return invalid('InvalidSchedule', err.message);
+    throw err;
+  }
+  const valid = { type: 'Valid', status: 'True' as const, reason: 'Valid', message: `Schedule "${job.spec.schedule}" in ${job.spec.timeZone}.` };
+  const agent = ctx.caches.agents.get(job.spec.agentRef.name, job.metadata.namespace);
+  if (!agent) {
+    return { applied: false, conditions: [valid, { type: 'Ready', status: 'False', reason: 'AgentNotFound', message: `Agent "${job.spec.agentRef.name}" not found in namespace ${job.metadata.namespace}: create it or fix spec.agentRef.name.` }] };
+  }
+  const row = await store(ctx, job, next);
+  return { applied: true, conditions: [valid, { type: 'Ready', status: 'True', reason: job.spec.suspend ? 'Suspended' : 'Scheduled', message: job.spec.suspend ? 'Suspended: no new runs are scheduled.' : `Next run at ${iso(row.nextRunAt)}.` }],
+    fields: { lastScheduleTime: iso(row.lastRunAt), nextScheduleTime: job.spec.suspend ? undefined : iso(row.nextRunAt), lastRunStatus: row.lastStatus ?? undefined } };
+}
+
+export async function reconcileCronJob(ctx: OperatorContext, key: string): Promise<ReconcileResult | void> {
+  const { namespace, name } = parseKey(key);
+  const obj = ctx.caches.cronjobs.get(name, namespace);
+  if (!obj) return;
+  if (obj.metadata.deletionTimestamp) {
+    const rows = await deleteSchedule(ctx.db, namespace, name);
+    ctx.log.info({ cronjob: keyOf(obj), rows }, 'Deleted CronJob schedule from Postgres');
+    return releaseFinalizer(ctx, 'cronjobs', obj);
+  }
+  if (!(await prepare(ctx, 'cronjobs', obj, cronJobConditions))) return;
+  const draft = await draftFor(ctx, obj);
+  const ready = draft.conditions.find((c) => c.type === 'Ready')!;
+  if (await writeStatus(ctx, 'cronjobs', obj, draft)) {
+    ctx.log.info({ cronjob: key, ready: ready.status, reason: ready.reason }, 'Updated CronJob status');
+    if (ready.status === 'False') await ctx.events.emit(obj, 'Warning', ready.reason, ready.message);
+  }
+  return draft.applied ? { requeueAfterMs: refreshMs } : undefined;
+}

@@ -1,0 +1,97 @@
+// `runtime: dedicated`: the Agent gets its own gateway and worker Deployments, a Service and a
+// ServiceAccount, owned by the Agent (garbage-collected with it) and applied with server-side
+// apply on every reconcile, so manual drift is corrected and an unchanged apply writes nothing.
+// Switching back to `shared` deletes them. Secure by default: non-root, no privilege escalation,
+// all capabilities dropped, RuntimeDefault seccomp, read-only root filesystem, gateway probes.
+import { AppsV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubernetesObject, type V1Container, type V1Deployment, type V1Probe } from '@kubernetes/client-node';
+import type { Agent } from '../api/agent.js';
+import type { OperatorContext, RawObject } from './context.js';
+
+export const managedBy = 'hermes-operator';
+export const agentLabel = 'hermes.dev/agent';
+export const childSelector = `app.kubernetes.io/managed-by=${managedBy}`;
+
+/** Where dedicated runtimes come from. */
+export interface RuntimeOptions {
+  /** @defaultValue `ghcr.io/hermes-operator/hermes:0.1.0` */
+  image?: string;
+  /** Secret (in the Agent's namespace) with DATABASE_URL and REDIS_URL for the pods. @defaultValue `hermes-runtime` */
+  envSecret?: string;
+}
+
+export const childName = (agent: string, part?: string) => `hermes-${agent}${part ? `-${part}` : ''}`.slice(0, 63).replace(/-+$/, '');
+
+function labels(agent: Agent, component?: string): Record<string, string> {
+  return { 'app.kubernetes.io/name': 'hermes', 'app.kubernetes.io/instance': agent.metadata.name, 'app.kubernetes.io/managed-by': managedBy,
+    [agentLabel]: agent.metadata.name, ...(component ? { 'app.kubernetes.io/component': component } : {}) };
+}
+
+function container(component: 'gateway' | 'worker', opts: RuntimeOptions, agent: Agent): V1Container {
+  // The worker has no HTTP endpoint yet: a dead worker is detected by its heartbeat row instead.
+  const probes: Partial<V1Container> = component === 'gateway'
+    ? { readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 10 } satisfies V1Probe, livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 20 } }
+    : {};
+  return {
+    name: component, image: opts.image ?? 'ghcr.io/hermes-operator/hermes:0.1.0', command: ['node', 'bin/hermes.js', component],
+    env: [{ name: 'HERMES_AGENT', value: `${agent.metadata.namespace}/${agent.metadata.name}` }, { name: 'HERMES_TMP', value: '/tmp' }],
+    envFrom: [{ secretRef: { name: opts.envSecret ?? 'hermes-runtime' } }],
+    ...(component === 'gateway' ? { ports: [{ name: 'http', containerPort: 8080 }] } : {}),
+    ...probes,
+    resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+    securityContext: { runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
+    volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+  };
+}
+
+function deployment(agent: Agent, component: 'gateway' | 'worker', opts: RuntimeOptions): V1Deployment {
+  const sel = { [agentLabel]: agent.metadata.name, 'app.kubernetes.io/component': component };
+  return {
+    apiVersion: 'apps/v1', kind: 'Deployment',
+    metadata: { name: childName(agent.metadata.name, component), labels: labels(agent, component) },
+    spec: {
+      replicas: 1, selector: { matchLabels: sel },
+      template: {
+        metadata: { labels: labels(agent, component) },
+        spec: { serviceAccountName: childName(agent.metadata.name), automountServiceAccountToken: false,
+          securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
+          containers: [container(component, opts, agent)], volumes: [{ name: 'tmp', emptyDir: {} }] },
+      },
+    },
+  };
+}
+
+/** The children of a dedicated Agent, without owner references. */
+export function desiredChildren(agent: Agent, opts: RuntimeOptions): KubernetesObject[] {
+  const name = childName(agent.metadata.name);
+  return [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, labels: labels(agent) }, automountServiceAccountToken: false } as KubernetesObject,
+    deployment(agent, 'gateway', opts),
+    deployment(agent, 'worker', opts),
+    { apiVersion: 'v1', kind: 'Service', metadata: { name, labels: labels(agent, 'gateway') },
+      spec: { selector: { [agentLabel]: agent.metadata.name, 'app.kubernetes.io/component': 'gateway' }, ports: [{ name: 'http', port: 8080, targetPort: 'http' }] } } as KubernetesObject,
+  ];
+}
+
+/** Applies (dedicated) or deletes (shared) the Agent's children. */
+export async function reconcileRuntime(ctx: OperatorContext, raw: RawObject, agent: Agent, opts: RuntimeOptions): Promise<void> {
+  const ns = agent.metadata.namespace;
+  if (agent.spec.runtime.mode === 'shared') return deleteChildren(ctx, ns, agent.metadata.name);
+  const api = KubernetesObjectApi.makeApiClient(ctx.kc);
+  const owner = { apiVersion: raw.apiVersion, kind: raw.kind, name: raw.metadata.name, uid: raw.metadata.uid!, controller: true, blockOwnerDeletion: true };
+  for (const child of desiredChildren(agent, opts)) {
+    child.metadata = { ...child.metadata, namespace: ns, ownerReferences: [owner] };
+    await api.patch(child, undefined, undefined, managedBy, true, PatchStrategy.ServerSideApply);
+  }
+}
+
+async function deleteChildren(ctx: OperatorContext, ns: string, agentName: string): Promise<void> {
+  const existing = ctx.caches.children.deployments.list(ns).filter((d) => d.metadata?.labels?.[agentLabel] === agentName);
+  const services = ctx.caches.children.services.list(ns).filter((d) => d.metadata?.labels?.[agentLabel] === agentName);
+  if (!existing.length && !services.length) return;
+  const apps = ctx.kc.makeApiClient(AppsV1Api);
+  const core = ctx.kc.makeApiClient(CoreV1Api);
+  for (const d of existing) await apps.deleteNamespacedDeployment({ namespace: ns, name: d.metadata!.name! });
+  for (const s of services) await core.deleteNamespacedService({ namespace: ns, name: s.metadata!.name! });
+  await core.deleteNamespacedServiceAccount({ namespace: ns, name: childName(agentName) }).catch(() => undefined);
+  ctx.log.info({ agent: `${ns}/${agentName}` }, 'Deleted dedicated runtime');
+}

@@ -1,0 +1,73 @@
+// Profile controller: validates the spec and checks that every referenced Secret and key exists
+// (values are never read into status). Conditions: Valid, Ready.
+import { profileSchema, type Profile } from '../api/profile.js';
+import type { SecretValue } from '../api/common.js';
+import { parseKey } from '../runtime/kube.js';
+import type { ReconcileResult } from '../runtime/controller.js';
+import { secretKeyState, type OperatorContext, type RawObject } from './context.js';
+import { prepare, writeStatus, zodMessage, type StatusDraft } from './status.js';
+
+export const profileConditions = ['Valid', 'Ready'] as const;
+
+/** Secret sources a Profile names (any `{ secretKeyRef | env }` in the spec), with the field path for messages. */
+export function profileSecretRefs(p: Profile): { field: string; source: SecretValue }[] {
+  const out: { field: string; source: SecretValue }[] = [];
+  const walk = (v: unknown, path: string): void => {
+    if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${path}[${i}]`));
+    if (!v || typeof v !== 'object') return;
+    const o = v as Record<string, unknown>;
+    if (o.secretKeyRef && typeof o.secretKeyRef === 'object') out.push({ field: path, source: o as SecretValue });
+    for (const [k, x] of Object.entries(o)) if (k !== 'secretKeyRef') walk(x, `${path}.${k}`);
+  };
+  walk(p.spec, 'spec');
+  return out;
+}
+
+/** Semantic checks the schema cannot express. */
+function semanticProblems(p: Profile): string[] {
+  const models = [p.spec.model, ...p.spec.fallbackModels];
+  return models.filter((m) => m.provider === 'openai-compatible' && !m.baseURL)
+    .map((m) => `model "${m.model ?? '?'}": provider openai-compatible needs baseURL (e.g. http://ollama:11434/v1)`);
+}
+
+/** The first unresolved Secret of a valid Profile, as a Ready=False condition; undefined when all resolve. */
+export function missingProfileSecret(ctx: OperatorContext, p: Profile): { reason: string; message: string } | undefined {
+  for (const { field, source } of profileSecretRefs(p)) {
+    const ref = source.secretKeyRef;
+    if (!ref) continue; // env: resolved by the worker's environment
+    const state = secretKeyState(ctx, p.metadata.namespace, ref);
+    if (state === 'SecretNotFound') return { reason: state, message: `${field}: Secret "${ref.name}" not found in namespace ${p.metadata.namespace}; create it: kubectl -n ${p.metadata.namespace} create secret generic ${ref.name} --from-literal=${ref.key}=…` };
+    if (state === 'SecretKeyMissing') return { reason: state, message: `${field}: Secret "${ref.name}" has no key "${ref.key}"; add it or fix secretKeyRef.key` };
+  }
+  return undefined;
+}
+
+function draftFor(ctx: OperatorContext, obj: RawObject): StatusDraft {
+  const parsed = profileSchema.safeParse(obj);
+  const problems = parsed.success ? semanticProblems(parsed.data) : [zodMessage(parsed.error.issues)];
+  if (!parsed.success || problems.length) {
+    const message = problems.join('; ');
+    return { applied: true, conditions: [
+      { type: 'Valid', status: 'False', reason: 'InvalidSpec', message },
+      { type: 'Ready', status: 'False', reason: 'InvalidSpec', message: `Fix the spec: ${message}` },
+    ] };
+  }
+  const missing = missingProfileSecret(ctx, parsed.data);
+  return { applied: true, conditions: [
+    { type: 'Valid', status: 'True', reason: 'Valid', message: 'The spec is valid.' },
+    missing ? { type: 'Ready', status: 'False', ...missing } : { type: 'Ready', status: 'True', reason: 'Resolved', message: 'Every referenced Secret and key exists.' },
+  ] };
+}
+
+export async function reconcileProfile(ctx: OperatorContext, key: string): Promise<ReconcileResult | void> {
+  const { namespace, name } = parseKey(key);
+  const obj = ctx.caches.profiles.get(name, namespace);
+  if (!obj || obj.metadata.deletionTimestamp) return;
+  if (!(await prepare(ctx, 'profiles', obj, profileConditions, false))) return;
+  const draft = draftFor(ctx, obj);
+  const ready = draft.conditions.find((c) => c.type === 'Ready')!;
+  if (await writeStatus(ctx, 'profiles', obj, draft)) {
+    ctx.log.info({ profile: key, ready: ready.status, reason: ready.reason }, 'Updated Profile status');
+    if (ready.status === 'False') await ctx.events.emit(obj, 'Warning', ready.reason, ready.message);
+  }
+}

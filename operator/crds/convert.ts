@@ -1,0 +1,61 @@
+// zod → Kubernetes structural schema. zod 4 renders OpenAPI 3.0 JSON Schema; Kubernetes wants a
+// subset: every node typed, no $ref/anyOf for our shapes, no `additionalProperties: false` next
+// to `properties`, unknown maps marked `x-kubernetes-preserve-unknown-fields`, and no JS-only
+// integer bounds.
+import { z } from 'zod';
+
+export type JsonSchema = Record<string, unknown> & {
+  type?: string;
+  properties?: Record<string, JsonSchema>;
+  items?: JsonSchema;
+  additionalProperties?: JsonSchema | boolean;
+};
+
+const jsLimits = new Set([Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER]);
+
+function dropJsBounds(s: JsonSchema): void {
+  for (const k of ['minimum', 'maximum'] as const) if (typeof s[k] === 'number' && jsLimits.has(s[k])) delete s[k];
+}
+
+function mapValues(s: JsonSchema): void {
+  const ap = s.additionalProperties;
+  if (ap === undefined) return;
+  if (s.properties || ap === false) delete s.additionalProperties;
+  else if (ap === true || (typeof ap === 'object' && Object.keys(ap).length === 0)) {
+    delete s.additionalProperties;
+    s['x-kubernetes-preserve-unknown-fields'] = true;
+  } else s.additionalProperties = structural(ap);
+}
+
+/** Makes one zod-rendered JSON Schema node (and its children) structural. Throws on shapes it cannot express. */
+export function structural(input: JsonSchema): JsonSchema {
+  const s: JsonSchema = { ...input };
+  for (const bad of ['$ref', 'anyOf', 'oneOf', 'allOf', 'not', 'const']) {
+    if (bad in s) throw new Error(`CRD schema: "${bad}" is not supported here: ${JSON.stringify(input).slice(0, 200)}`);
+  }
+  delete s.$schema;
+  delete s.id;
+  if (!s.type && !s['x-kubernetes-preserve-unknown-fields']) throw new Error(`CRD schema: node without a type: ${JSON.stringify(input).slice(0, 200)}`);
+  dropJsBounds(s);
+  if (s.properties) s.properties = Object.fromEntries(Object.entries(s.properties).map(([k, v]) => [k, structural(v)]));
+  if (s.items) s.items = structural(s.items);
+  mapValues(s);
+  return s;
+}
+
+/** The openAPIV3Schema of a kind: apiVersion/kind/metadata as Kubernetes owns them, spec and status from zod. */
+export function kindSchema(spec: z.ZodType, status: z.ZodType, description: string): JsonSchema {
+  const render = (t: z.ZodType) => structural(z.toJSONSchema(t, { target: 'openapi-3.0', io: 'input', unrepresentable: 'throw' }) as JsonSchema);
+  return {
+    type: 'object',
+    description,
+    required: ['spec'],
+    properties: {
+      apiVersion: { type: 'string', description: 'APIVersion defines the versioned schema of this representation of an object.' },
+      kind: { type: 'string', description: 'Kind is a string value representing the REST resource this object represents.' },
+      metadata: { type: 'object' },
+      spec: render(spec),
+      status: render(status),
+    },
+  };
+}

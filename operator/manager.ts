@@ -1,0 +1,182 @@
+// The operator process: watched caches of Agents, Profiles, Skills, CronJobs and Secrets feed the controllers'
+// work queues; only the leader (a coordination.k8s.io Lease) reconciles. Caches stay warm on
+// followers so a failover starts from a full cache.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { AppsV1Api, CoreV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
+import type { Db, Logger } from '../services/core/index.js';
+import { group, version } from './api/common.js';
+import { Controller } from './runtime/controller.js';
+import { EventRecorder } from './runtime/events.js';
+import { WatchedCache } from './runtime/informer.js';
+import { keyOf, ResourceWriter } from './runtime/kube.js';
+import { LeaderElector } from './runtime/leader.js';
+import type { Caches, OperatorContext, RawObject } from './controllers/context.js';
+import { reconcileAgent } from './controllers/agent.js';
+import { reconcileProfile } from './controllers/profile.js';
+import { reconcileSkill } from './controllers/skill.js';
+import { skillSelectionFingerprint } from './controllers/agent-skills.js';
+import { reconcileCronJob } from './controllers/cronjob.js';
+import { agentSecretNames, profileSecretNames } from './controllers/refs.js';
+import { agentLabel, childSelector, type RuntimeOptions } from './controllers/dedicated.js';
+
+/** Options for {@link startOperator}. */
+export interface OperatorOptions {
+  kc: KubeConfig;
+  db: Db;
+  log: Logger;
+  /** Watch one namespace only (then a namespaced Role suffices). @defaultValue all namespaces */
+  namespace?: string;
+  /** @defaultValue `http://hermes-gateway:8080` */
+  gatewayUrl?: string;
+  /** @defaultValue true */
+  leaderElection?: boolean;
+  /** Namespace of the leader Lease. @defaultValue `namespace`, else POD_NAMESPACE, else `default` */
+  leaseNamespace?: string;
+  /** @defaultValue `hermes-operator` */
+  leaseName?: string;
+  /** @defaultValue 15 */
+  leaseDurationSeconds?: number;
+  /** @defaultValue 2_000 ms */
+  leaseRetryMs?: number;
+  /** @defaultValue hostname + random suffix */
+  identity?: string;
+  /** Periodic resync of every cached object. @defaultValue 300_000 ms */
+  resyncMs?: number;
+  /** First retry delay of a failed reconcile. @defaultValue 200 ms */
+  retryBaseMs?: number;
+  /** Concurrent reconciles per controller. @defaultValue 4 */
+  workers?: number;
+  /** Image and pod environment of `runtime: dedicated` Agents. */
+  runtime?: RuntimeOptions;
+}
+
+export interface OperatorHandle {
+  identity: string;
+  isLeader(): boolean;
+  caches: Caches;
+  /** Times the caches relisted after a broken watch. */
+  restarts(): number;
+  /** Reconciles finished per controller. */
+  reconciles(): Record<string, number>;
+  /** Stops; `releaseLease: false` simulates a crash (the Lease is left to expire). @defaultValue releaseLease true */
+  stop(opts?: { releaseLease?: boolean }): Promise<void>;
+}
+
+function crPath(plural: string, namespace?: string): string {
+  return namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
+}
+
+type CrPlural = 'agents' | 'profiles' | 'skills' | 'cronjobs';
+type ChangeHandlers = Record<CrPlural, (o: RawObject) => void> & { secrets: (s: V1Secret) => void; child: (o: KubernetesObject) => void };
+
+function makeCaches(opts: OperatorOptions, writer: ResourceWriter, onChange: ChangeHandlers): Caches {
+  const ns = opts.namespace;
+  const core = opts.kc.makeApiClient(CoreV1Api);
+  const cr = (plural: CrPlural) => new WatchedCache<RawObject>({
+    kc: opts.kc, path: crPath(plural, ns), what: plural, log: opts.log, onChange: onChange[plural], resyncMs: opts.resyncMs,
+    list: async () => (await writer.list(plural, ns)) as KubernetesListObject<RawObject>,
+  });
+  const apps = opts.kc.makeApiClient(AppsV1Api);
+  const labelSelector = childSelector;
+  const child = <T extends KubernetesObject>(what: string, path: string, list: () => Promise<KubernetesListObject<T>>) => new WatchedCache<T>({
+    kc: opts.kc, path: ns ? `${path.replace(/\/([a-z]+)$/, `/namespaces/${ns}/$1`)}` : path, what, log: opts.log, onChange: onChange.child, resyncMs: 0, labelSelector, list,
+  });
+  return {
+    children: {
+      deployments: child('deployments', '/apis/apps/v1/deployments', () => (ns ? apps.listNamespacedDeployment({ namespace: ns, labelSelector }) : apps.listDeploymentForAllNamespaces({ labelSelector }))),
+      services: child('services', '/api/v1/services', () => (ns ? core.listNamespacedService({ namespace: ns, labelSelector }) : core.listServiceForAllNamespaces({ labelSelector }))),
+    },
+    agents: cr('agents'),
+    profiles: cr('profiles'),
+    skills: cr('skills'),
+    cronjobs: cr('cronjobs'),
+    secrets: new WatchedCache<V1Secret>({
+      kc: opts.kc, path: ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets', what: 'secrets', log: opts.log, onChange: onChange.secrets, resyncMs: 0,
+      list: () => (ns ? core.listNamespacedSecret({ namespace: ns }) : core.listSecretForAllNamespaces()),
+    }),
+  };
+}
+
+export async function startOperator(opts: OperatorOptions): Promise<OperatorHandle> {
+  const identity = opts.identity ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
+  const log = opts.log;
+  const writer = new ResourceWriter(opts.kc);
+  const queueOpts = { baseMs: opts.retryBaseMs ?? 200 };
+  // eslint-disable-next-line prefer-const -- assigned after the caches that the reconcilers read
+  let ctx: OperatorContext;
+  const agents = new Controller('agent', (k) => reconcileAgent(ctx, k), log, queueOpts);
+  const profiles = new Controller('profile', (k) => reconcileProfile(ctx, k), log, queueOpts);
+  const skills = new Controller('skill', (k) => reconcileSkill(ctx, k), log, queueOpts);
+  const cronjobs = new Controller('cronjob', (k) => reconcileCronJob(ctx, k), log, queueOpts);
+
+  const skillSeen = new Map<string, string>();
+  const agentsOf = (namespace: string, pred: (a: RawObject) => boolean) => {
+    for (const a of ctx.caches.agents.list(namespace)) if (pred(a)) agents.enqueue(keyOf(a));
+  };
+  const caches = makeCaches(opts, writer, {
+    agents: (a: RawObject) => {
+      agents.enqueue(keyOf(a));
+      for (const c of ctx.caches.cronjobs.list(a.metadata.namespace)) {
+        if ((c.spec as { agentRef?: { name?: string } } | undefined)?.agentRef?.name === a.metadata.name) cronjobs.enqueue(keyOf(c));
+      }
+    },
+    skills: (s: RawObject) => {
+      skills.enqueue(keyOf(s));
+      // Only a change of what Agents select (labels, name, deletion) re-queues them, debounced so a burst recompiles once.
+      const fp = skillSelectionFingerprint(s);
+      if (skillSeen.get(keyOf(s)) === fp) return;
+      skillSeen.set(keyOf(s), fp);
+      for (const a of ctx.caches.agents.list(s.metadata.namespace)) agents.enqueueAfter(keyOf(a), 500);
+    },
+    child: (o: KubernetesObject) => {
+      const owner = o.metadata?.labels?.[agentLabel];
+      if (owner && o.metadata?.namespace) agents.enqueue(`${o.metadata.namespace}/${owner}`);
+    },
+    cronjobs: (c: RawObject) => cronjobs.enqueue(keyOf(c)),
+    profiles: (p: RawObject) => {
+      profiles.enqueue(keyOf(p));
+      agentsOf(p.metadata.namespace, (a) => (a.spec as { profileRef?: { name?: string } } | undefined)?.profileRef?.name === p.metadata.name);
+    },
+    secrets: (s: V1Secret) => {
+      const ns = s.metadata?.namespace ?? '';
+      const name = s.metadata?.name ?? '';
+      for (const p of ctx.caches.profiles.list(ns)) if (profileSecretNames(p).has(name)) profiles.enqueue(keyOf(p));
+      agentsOf(ns, (a) => agentSecretNames(a, ctx.caches.profiles).has(name));
+    },
+  });
+  ctx = { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events: new EventRecorder(opts.kc, 'hermes-operator', identity, log), db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080' };
+  const allCaches: { start(): Promise<void>; stop(): Promise<void>; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.children.deployments, caches.children.services];
+  await Promise.all(allCaches.map((c) => c.start()));
+
+  const controllers = [agents, profiles, skills, cronjobs];
+  const startControllers = () => {
+    for (const c of controllers) c.start(opts.workers ?? 4);
+    for (const c of [caches.profiles, caches.agents, caches.skills, caches.cronjobs]) c.resync();
+  };
+  const stopControllers = () => { void Promise.all(controllers.map((c) => c.stop())); };
+  let elector: LeaderElector | undefined;
+  if (opts.leaderElection === false) startControllers();
+  else {
+    elector = new LeaderElector({
+      kc: opts.kc, namespace: opts.leaseNamespace ?? opts.namespace ?? process.env.POD_NAMESPACE ?? 'default', name: opts.leaseName ?? 'hermes-operator',
+      identity, leaseDurationSeconds: opts.leaseDurationSeconds ?? 15, retryPeriodMs: opts.leaseRetryMs ?? 2_000,
+      renewDeadlineMs: Math.round((opts.leaseDurationSeconds ?? 15) * 1000 * 2 / 3), log,
+      onStartedLeading: startControllers, onStoppedLeading: stopControllers,
+    });
+    elector.start();
+  }
+  log.info({ identity, namespace: opts.namespace ?? '(all)' }, 'Started operator');
+  return {
+    identity,
+    isLeader: () => (elector ? elector.isLeader() : true),
+    caches,
+    reconciles: () => Object.fromEntries(controllers.map((c) => [c.name, c.reconciles])),
+    restarts: () => allCaches.reduce((n, c) => n + c.restarts, 0),
+    async stop({ releaseLease = true } = {}) {
+      await elector?.stop({ release: releaseLease });
+      await Promise.all(controllers.map((c) => c.stop()));
+      await Promise.all(allCaches.map((c) => c.stop()));
+    },
+  };
+}

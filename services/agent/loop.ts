@@ -1,0 +1,246 @@
+// The agent loop: call the model, persist what it asked for, run the tools, feed the results
+// back, until the model answers in text or a budget ends the turn. Expected failures end as a
+// TurnResult with words the user can act on; the loop never throws for them.
+import { context } from '@opentelemetry/api';
+import { inSpan, injectTraceContext, type TurnResult } from '../core/index.js';
+import { abortReason, systemClock, type Clock } from './clock.js';
+import type { CooldownBook } from './credentials.js';
+import { compress, estimateTokens, MAX_ATTEMPTS, thresholdTokens, type SummaryCooldown } from './compression.js';
+import type { TurnControl } from './control.js';
+import { userMessageFor } from './errors.js';
+import { addUsage, emptyUsage, type ChatMessage, type Completion, type CompletionRequest, type ToolSpec, type Usage } from './messages.js';
+import { callModel, type ModelCallResult, type ModelRoute, type RetryPolicy } from './model-call.js';
+import { runToolBatch, type EffectDisposition } from './tools/execute.js';
+import { toolSpec, type Tool } from './tools/registry.js';
+
+export interface LoopPersistence {
+  /** Commits the assistant message carrying tool calls, before any of them runs; its sequence number. */
+  assistant(msg: ChatMessage, usage: Usage): Promise<number | void>;
+  /** Commits one tool result with its effect disposition; its sequence number. */
+  toolResult(msg: ChatMessage, disposition: EffectDisposition): Promise<number | void>;
+  /** Records a compression (summary + last sequence it covers); the prompt is rebuilt after it. */
+  compressed?(summary: string, coversSeq: number | undefined): Promise<void>;
+}
+
+export interface CompressionOptions {
+  /** Context window in tokens (default 128K). */
+  contextWindow?: number;
+  cooldown: SummaryCooldown;
+}
+
+export interface LoopInput {
+  sessionId: string;
+  /** Primary model first, then the fallback chain. */
+  routes: ModelRoute[];
+  explicitModel?: boolean;
+  /** The stored system prompt (its layers as separate system messages keep cache breakpoints stable). */
+  system: ChatMessage[];
+  /** Conversation so far, ending with the user's new message. */
+  history: ChatMessage[];
+  tools: Tool[];
+  signal: AbortSignal;
+  persist: LoopPersistence;
+  /** Iteration budget (model calls per turn); undefined = unlimited. */
+  maxIterations?: number;
+  /** Request-only additions (budget warnings, steer text): never stored with the prompt. */
+  ephemeral?: () => string[];
+  /** Checked before each model call: a reason refuses the call (spend caps); nothing is sent. */
+  beforeCall?: () => Promise<string | undefined>;
+  /** After each successful call: per-call usage accounting. */
+  onCall?: (completion: Completion, route: ModelRoute) => Promise<void>;
+  onDelta?: (text: string) => void;
+  /** Steer and redirect while the turn runs (stop arrives through `signal`). */
+  control?: TurnControl;
+  /** Compress when over the threshold or when the provider reports a context overflow. */
+  compression?: CompressionOptions;
+  maxOutputTokens?: number;
+  temperature?: number;
+  clock?: Clock;
+  cooldowns?: CooldownBook;
+  policy?: RetryPolicy;
+}
+
+export interface LoopResult extends TurnResult {
+  usage: Usage;
+  iterations: number;
+}
+
+const MAX_INVALID_IN_A_ROW = 3;
+
+function interrupted(signal: AbortSignal, partial: string, usage: Usage, iterations: number): LoopResult {
+  const reason = abortReason(signal).message;
+  const reply = partial.trim()
+    ? `${partial}\n\n[interrupted: ${reason}]`
+    : `The turn was interrupted (${reason}). Send your message again or /retry.`;
+  return { outcome: 'interrupted', reply, error: reason, interrupted: true, usage, iterations };
+}
+
+function failed(res: Extract<ModelCallResult, { ok: false }>, input: LoopInput, usage: Usage, iterations: number): LoopResult {
+  const c = res.error;
+  const model = res.route.model;
+  const explicit = input.explicitModel && input.routes.length > 1 ? ` You chose ${model} explicitly, so I did not switch to a fallback model.` : '';
+  const error = `${c.reason}${c.status ? ` ${c.status}` : ''} from ${model}: ${c.message}`.slice(0, 2_000);
+  return { outcome: 'failed', reply: userMessageFor(c, model) + explicit, error, usage, iterations };
+}
+
+function optional(input: LoopInput): Partial<CompletionRequest> {
+  return {
+    ...(input.maxOutputTokens ? { maxOutputTokens: input.maxOutputTokens } : {}),
+    ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
+  };
+}
+
+/** One turn's loop state: the growing message list, usage and the invalid-call streak. */
+class TurnLoop {
+  private readonly clock: Clock;
+  private readonly tools: Map<string, Tool>;
+  private readonly specs: ToolSpec[];
+  private readonly messages: ChatMessage[];
+  private usage = emptyUsage();
+  private invalidInARow = 0;
+  private partial = '';
+  private compressions = 0;
+
+  constructor(private readonly input: LoopInput) {
+    this.clock = input.clock ?? systemClock;
+    this.tools = new Map(input.tools.map((t) => [t.name, t]));
+    this.specs = input.tools.map(toolSpec);
+    this.messages = [...input.history];
+  }
+
+  /** Budget, stop and spend caps, before a model call: a LoopResult ends the turn. */
+  private async gate(iteration: number): Promise<LoopResult | undefined> {
+    const { input } = this;
+    if (input.maxIterations !== undefined && iteration >= input.maxIterations) return this.budgetSpent(iteration);
+    if (input.signal.aborted) return interrupted(input.signal, this.partial, this.usage, iteration);
+    const refusal = await input.beforeCall?.();
+    if (refusal) return { outcome: 'failed', reply: refusal, error: `refused before the model call: ${refusal}`, usage: this.usage, iterations: iteration };
+    if (this.overThreshold()) await this.compressNow();
+    return undefined;
+  }
+
+  async run(): Promise<LoopResult> {
+    const { input } = this;
+    for (let iteration = 0; ; iteration++) {
+      const end = await this.gate(iteration);
+      if (end) return end;
+      const res = await this.call();
+      if (res === 'redirected') continue;
+      if (!res) return interrupted(input.signal, this.partial, this.usage, iteration);
+      if (!res.ok && res.compress && this.compressions < MAX_ATTEMPTS && (await this.compressNow())) continue;
+      if (!res.ok) return failed(res, input, this.usage, iteration + 1);
+      const done = res.completion;
+      this.usage = addUsage(this.usage, done.usage);
+      await input.onCall?.(done, res.route);
+      if (!done.toolCalls.length) return this.answer(done, iteration + 1);
+      const stop = await this.runTools(done, iteration + 1);
+      if (stop) return stop;
+    }
+  }
+
+  private overThreshold(): boolean {
+    const c = this.input.compression;
+    return !!c && this.compressions < MAX_ATTEMPTS && estimateTokens([...this.input.system, ...this.messages]) > thresholdTokens(c.contextWindow);
+  }
+
+  /** Replaces the older conversation by a summary; false when there was nothing to replace. */
+  private async compressNow(): Promise<boolean> {
+    const { input } = this;
+    if (!input.compression) return false;
+    this.compressions++;
+    const out = await compress(this.messages, {
+      session: input.sessionId, now: () => this.clock.now(), cooldown: input.compression.cooldown,
+      summarise: async (messages, maxTokens) => {
+        const res = await callModel({ routes: input.routes, explicit: input.explicitModel ?? false, request: { messages, signal: input.signal, maxOutputTokens: maxTokens }, clock: this.clock, ...(input.cooldowns ? { cooldowns: input.cooldowns } : {}), ...(input.policy ? { policy: input.policy } : {}) });
+        if (!res.ok) throw new Error(`summary call failed: ${res.error.reason}`);
+        return res.completion.text;
+      },
+    });
+    if (!out) return false;
+    this.messages.splice(0, this.messages.length, ...out.messages);
+    await input.persist.compressed?.(out.summary, out.coversSeq);
+    return true;
+  }
+
+  private budgetSpent(iterations: number): LoopResult {
+    const max = this.input.maxIterations!;
+    const tail = this.partial ? `So far: ${this.partial}` : 'Ask me to continue if you want me to go on.';
+    return { outcome: 'completed', reply: `I stopped after ${max} model calls (this agent's iteration budget) before finishing. ${tail}`, usage: this.usage, iterations };
+  }
+
+  private answer(done: Completion, iterations: number): LoopResult {
+    if (!done.text.trim()) return { outcome: 'failed', reply: 'Sorry — the model returned an empty answer.', error: `empty completion (finish_reason ${done.finishReason})`, usage: this.usage, iterations };
+    return { outcome: 'completed', reply: done.text, usage: this.usage, iterations };
+  }
+
+  /** The model call; undefined when the turn was stopped, 'redirected' when a correction cut it short. */
+  private async call(): Promise<ModelCallResult | undefined | 'redirected'> {
+    const { input } = this;
+    const extra = (input.ephemeral?.() ?? []).map((content): ChatMessage => ({ role: 'system', content }));
+    const signal = input.control ? input.control.beginCall(input.signal) : input.signal;
+    this.partial = '';
+    try {
+      return await this.callIn(signal, extra);
+    } catch (err) {
+      if (input.signal.aborted) return undefined;
+      const correction = input.control?.endCall();
+      if (correction === undefined) throw err;
+      // Redirect: what was said so far stays in this turn's context, then the correction.
+      if (this.partial) this.messages.push({ role: 'assistant', content: this.partial });
+      this.messages.push({ role: 'user', content: correction });
+      return 'redirected';
+    } finally {
+      const late = input.control?.endCall();
+      if (late) input.control!.steer(late);
+    }
+  }
+
+  private async callIn(signal: AbortSignal, extra: ChatMessage[]): Promise<ModelCallResult> {
+    const { input } = this;
+    const primary = input.routes[0]!;
+    const attrs = { 'gen_ai.system': primary.pool.current().name, 'gen_ai.request.model': primary.model };
+    // The span wraps the whole call (retries, fallbacks); trace context rides on the request.
+    return inSpan('hermes.model_call', attrs, context.active(), () => callModel({
+        routes: input.routes,
+        explicit: input.explicitModel ?? false,
+        request: {
+          messages: [...input.system, ...extra, ...this.messages],
+          signal,
+          ...(this.specs.length ? { tools: this.specs } : {}),
+          onDelta: (t) => { this.partial += t; input.onDelta?.(t); },
+          headers: injectTraceContext(),
+          ...optional(input),
+        },
+        clock: this.clock,
+        ...(input.cooldowns ? { cooldowns: input.cooldowns } : {}),
+        ...(input.policy ? { policy: input.policy } : {}),
+      }));
+  }
+
+  /** Persist the calls, run them, persist each result; a LoopResult when the turn must end. */
+  private async runTools(done: Completion, iterations: number): Promise<LoopResult | undefined> {
+    const { input } = this;
+    const assistant: ChatMessage = { role: 'assistant', content: done.text, toolCalls: done.toolCalls, ...(done.reasoning ? { reasoning: done.reasoning } : {}) };
+    const seq = await input.persist.assistant(assistant, done.usage);
+    if (typeof seq === 'number') assistant.seq = seq;
+    this.messages.push(assistant);
+    const ctx = { sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now() };
+    const outcomes = await runToolBatch(this.tools, done.toolCalls, ctx, async (o) => {
+      const msg: ChatMessage = { role: 'tool', content: o.content, toolCallId: o.call.id, name: o.call.name };
+      const resultSeq = await input.persist.toolResult(msg, o.disposition);
+      if (typeof resultSeq === 'number') msg.seq = resultSeq;
+      this.messages.push(msg);
+    });
+    if (input.signal.aborted) return interrupted(input.signal, done.text, this.usage, iterations);
+    // Steers: user lines after the tool batch, for this turn's requests only.
+    for (const text of input.control?.takeSteers() ?? []) this.messages.push({ role: 'user', content: text });
+    for (const o of outcomes) this.invalidInARow = o.invalid ? this.invalidInARow + 1 : 0;
+    if (this.invalidInARow < MAX_INVALID_IN_A_ROW) return undefined;
+    const reply = `I stopped: the model made ${this.invalidInARow} invalid or unknown tool calls in a row.${done.text ? ` Partial answer: ${done.text}` : ''}`;
+    return { outcome: 'failed', reply, error: 'too many invalid tool calls in a row', usage: this.usage, iterations };
+  }
+}
+
+export function runAgentLoop(input: LoopInput): Promise<LoopResult> {
+  return new TurnLoop(input).run();
+}

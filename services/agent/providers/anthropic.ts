@@ -1,0 +1,158 @@
+// Anthropic Messages through the official SDK, streaming. Cache breakpoints (at most 4): the
+// static prefix (first system block), the end of the system prompt, and the last 2 messages.
+import Anthropic from '@anthropic-ai/sdk';
+import type { ChatMessage, ChatProvider, Completion, CompletionRequest, ToolCall, Usage } from '../messages.js';
+import { emptyUsage } from '../messages.js';
+import { isLocalURL, staleTimeoutMs, startWatchdog } from './stream-watchdog.js';
+
+export interface AnthropicProviderOptions {
+  apiKey: string;
+  baseURL?: string;
+  timeoutMs: number;
+  staleMs?: number;
+}
+
+type Block = Anthropic.Messages.ContentBlockParam;
+type MessageParam = Anthropic.Messages.MessageParam;
+type SystemBlock = Anthropic.Messages.TextBlockParam;
+const ephemeral = { type: 'ephemeral' as const };
+const DEFAULT_MAX_TOKENS = 4_096;
+
+function parseInput(args: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(args || '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function blocksOf(m: ChatMessage): Block[] {
+  if (m.role === 'tool') return [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', content: m.content }];
+  const blocks: Block[] = m.content ? [{ type: 'text', text: m.content }] : [];
+  for (const c of m.toolCalls ?? []) blocks.push({ type: 'tool_use', id: c.id, name: c.name, input: parseInput(c.arguments) });
+  return blocks;
+}
+
+/** Internal messages → Anthropic's system blocks + alternating messages, with cache breakpoints. */
+export function toAnthropic(messages: ChatMessage[]): { system: SystemBlock[]; messages: MessageParam[] } {
+  const system: SystemBlock[] = messages.filter((m) => m.role === 'system' && m.content).map((m) => ({ type: 'text', text: m.content }));
+  const out: MessageParam[] = [];
+  for (const m of messages) {
+    if (m.role === 'system') continue;
+    const role = m.role === 'assistant' ? 'assistant' : 'user';
+    const blocks = blocksOf(m);
+    if (!blocks.length) continue;
+    const last = out[out.length - 1];
+    if (last && last.role === role) (last.content as Block[]).push(...blocks);
+    else out.push({ role, content: blocks });
+  }
+  if (system.length) {
+    system[0]!.cache_control = ephemeral;
+    system[system.length - 1]!.cache_control = ephemeral;
+  }
+  for (const m of out.slice(-2)) {
+    const blocks = m.content as Block[];
+    const b = blocks[blocks.length - 1] as Block & { cache_control?: unknown };
+    if (b.type !== 'thinking' && b.type !== 'redacted_thinking') b.cache_control = ephemeral;
+  }
+  return { system, messages: out };
+}
+
+export class AnthropicProvider implements ChatProvider {
+  readonly name = 'anthropic';
+  readonly local: boolean;
+  private readonly client: Anthropic;
+  private readonly staleMs: number;
+
+  constructor(opts: AnthropicProviderOptions) {
+    this.local = isLocalURL(opts.baseURL);
+    this.staleMs = opts.staleMs ?? staleTimeoutMs(this.local);
+    this.client = new Anthropic({ apiKey: opts.apiKey, ...(opts.baseURL ? { baseURL: opts.baseURL } : {}), maxRetries: 0, timeout: opts.timeoutMs });
+  }
+
+  async complete(req: CompletionRequest): Promise<Completion> {
+    const dog = startWatchdog(req.signal, this.staleMs);
+    let started = false;
+    try {
+      const { system, messages } = toAnthropic(req.messages);
+      const stream = await this.client.messages.create({
+        model: req.model,
+        max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS,
+        messages,
+        stream: true,
+        ...(system.length ? { system } : {}),
+        ...(req.tools?.length ? { tools: req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters as Anthropic.Messages.Tool.InputSchema })) } : {}),
+        ...(req.temperature !== undefined ? { temperature: Math.min(req.temperature, 1) } : {}),
+      }, { signal: dog.signal, ...(req.headers ? { headers: req.headers } : {}) });
+      started = true;
+      const out = await read(stream, req, dog.touch);
+      // The SDK ends an aborted stream quietly: a stop or a stale stream must not pass as an answer.
+      if (dog.signal.aborted) throw new Error('stream aborted');
+      return out;
+    } catch (err) {
+      throw dog.wrap(err, started);
+    } finally {
+      dog.stop();
+    }
+  }
+}
+
+async function read(stream: AsyncIterable<Anthropic.Messages.RawMessageStreamEvent>, req: CompletionRequest, touch: () => void): Promise<Completion> {
+  const acc = new EventAccumulator(req.onDelta);
+  for await (const ev of stream) {
+    touch();
+    acc.add(ev);
+  }
+  return acc.result();
+}
+
+/** Folds stream events into one completion: text (announced as it comes), thinking, tool_use, usage. */
+class EventAccumulator {
+  private text = '';
+  private reasoning = '';
+  private finishReason = 'stop';
+  private readonly usage: Usage = emptyUsage();
+  private readonly calls = new Map<number, ToolCall>();
+  constructor(private readonly onDelta?: (text: string) => void) {}
+
+  add(ev: Anthropic.Messages.RawMessageStreamEvent): void {
+    switch (ev.type) {
+      case 'message_start': return this.start(ev.message.usage);
+      case 'content_block_start':
+        if (ev.content_block.type === 'tool_use') this.calls.set(ev.index, { id: ev.content_block.id, name: ev.content_block.name, arguments: '' });
+        return;
+      case 'content_block_delta': return this.delta(ev.index, ev.delta);
+      case 'message_delta':
+        if (ev.delta.stop_reason) this.finishReason = ev.delta.stop_reason;
+        if (typeof ev.usage?.output_tokens === 'number') this.usage.outputTokens = ev.usage.output_tokens;
+        return;
+      default:
+        return;
+    }
+  }
+
+  private start(u: Anthropic.Messages.Usage): void {
+    this.usage.inputTokens = u.input_tokens ?? 0;
+    this.usage.cacheReadTokens = u.cache_read_input_tokens ?? 0;
+    this.usage.cacheWriteTokens = u.cache_creation_input_tokens ?? 0;
+    this.usage.outputTokens = u.output_tokens ?? 0;
+  }
+
+  private delta(index: number, d: Anthropic.Messages.RawContentBlockDelta): void {
+    if (d.type === 'text_delta') {
+      this.text += d.text;
+      this.onDelta?.(d.text);
+    } else if (d.type === 'input_json_delta') {
+      const c = this.calls.get(index);
+      if (c) c.arguments += d.partial_json;
+    } else if (d.type === 'thinking_delta') {
+      this.reasoning += d.thinking;
+    }
+  }
+
+  result(): Completion {
+    const toolCalls = [...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => ({ ...c, arguments: c.arguments || '{}' }));
+    return { text: this.text, finishReason: this.finishReason, usage: this.usage, toolCalls, ...(this.reasoning ? { reasoning: this.reasoning } : {}) };
+  }
+}

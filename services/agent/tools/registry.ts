@@ -1,0 +1,51 @@
+// Tools self-register with a zod schema (→ JSON Schema for the model), a toolset, an availability
+// check, a side-effect class and a handler. Only available tools of enabled toolsets reach the model.
+import { z } from 'zod';
+import type { ToolSpec } from '../messages.js';
+
+/** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
+export type SideEffect = 'read-only' | 'writes' | 'external';
+
+export interface ToolContext {
+  sessionId: string;
+  signal: AbortSignal;
+  now: () => number;
+}
+
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  toolset: string;
+  schema: S;
+  sideEffect: SideEffect;
+  /** Whether the tool can run here (credentials, backends); unavailable tools are not offered. */
+  available?: () => boolean;
+  handler: (args: z.infer<S>, ctx: ToolContext) => Promise<string> | string;
+}
+
+export const defineTool = <S extends z.ZodType>(tool: Tool<S>): Tool => tool as unknown as Tool;
+
+export class ToolRegistry {
+  private readonly tools = new Map<string, Tool>();
+
+  register(tool: Tool): this {
+    if (this.tools.has(tool.name)) throw new Error(`tool "${tool.name}" is registered twice`);
+    this.tools.set(tool.name, tool);
+    return this;
+  }
+
+  get(name: string): Tool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** The tools of these toolsets that are available now, sorted by name (a stable prompt prefix). */
+  select(toolsets: readonly string[]): Tool[] {
+    const wanted = new Set(toolsets);
+    return [...this.tools.values()].filter((t) => wanted.has(t.toolset) && (t.available?.() ?? true)).sort((a, b) => a.name.localeCompare(b.name));
+  }
+}
+
+export function toolSpec(tool: Tool): ToolSpec {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: 'input' }) as Record<string, unknown>;
+  return { name: tool.name, description: tool.description, parameters };
+}

@@ -1,0 +1,67 @@
+// `hermes operator`: runs the Profile and Agent controllers against a cluster (in-cluster config,
+// or KUBECONFIG / ~/.kube/config) and compiles Agents into Postgres (DATABASE_URL).
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { KubeConfig } from '@kubernetes/client-node';
+import { ConfigError, createLogger, loadConfig, openDb } from '../core/index.js';
+import { startOperator, type OperatorHandle } from '../../operator/manager.js';
+import { onShutdown } from './runtime.js';
+
+/** The cluster to talk to: KUBECONFIG, ~/.kube/config or the in-cluster ServiceAccount; a clear error otherwise. */
+export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const inCluster = !!env.KUBERNETES_SERVICE_HOST;
+  if (!env.KUBECONFIG && !inCluster && !existsSync(join(homedir(), '.kube', 'config'))) {
+    throw new ConfigError('hermes operator needs a cluster: set KUBECONFIG (e.g. `make dev K8S=1` prints one) or run it in a Pod with a ServiceAccount.');
+  }
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
+
+export interface OperatorCliOptions {
+  namespace?: string;
+  gatewayUrl?: string;
+  leaderElect: boolean;
+  leaseNamespace?: string;
+  leaseName?: string;
+  identity?: string;
+  image?: string;
+  runtimeSecret?: string;
+}
+
+/** Starts the operator with CLI options (also used by `hermes dev` in K8S mode). */
+export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessEnv = process.env): Promise<{ handle: OperatorHandle; close(): Promise<void> }> {
+  const config = loadConfig(env, { REDIS_URL: env.REDIS_URL ?? 'redis://unused:6379' });
+  const kc = loadClusterConfig(env);
+  const log = createLogger('operator', config.HERMES_LOG_LEVEL);
+  const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator' });
+  const handle = await startOperator({
+    kc, db, log, leaderElection: opts.leaderElect,
+    ...(opts.namespace ? { namespace: opts.namespace } : {}),
+    ...(opts.gatewayUrl ? { gatewayUrl: opts.gatewayUrl } : {}),
+    ...(opts.leaseNamespace ? { leaseNamespace: opts.leaseNamespace } : {}),
+    ...(opts.leaseName ? { leaseName: opts.leaseName } : {}),
+    ...(opts.identity ?? env.POD_NAME ? { identity: opts.identity ?? env.POD_NAME } : {}),
+    runtime: { ...(opts.image ? { image: opts.image } : {}), ...(opts.runtimeSecret ? { envSecret: opts.runtimeSecret } : {}) },
+  });
+  return { handle, close: async () => { await handle.stop(); await db.close(); } };
+}
+
+export const operatorCommand = new Command('operator')
+  .description('Run the Kubernetes operator: watch Agent, Profile, Skill and CronJob resources, compile them into Postgres (DATABASE_URL), report status. Needs KUBECONFIG or an in-cluster ServiceAccount.')
+  .option('-n, --namespace <ns>', 'watch one namespace only (a namespaced RoleBinding then suffices); default: all namespaces')
+  .option('--gateway-url <url>', 'gateway base URL reported in Agent status', 'http://hermes-gateway:8080')
+  .option('--no-leader-elect', 'skip leader election (only when exactly one replica runs)')
+  .option('--lease-namespace <ns>', 'namespace of the leader Lease (default: --namespace, POD_NAMESPACE or default)')
+  .option('--lease-name <name>', 'name of the leader Lease', 'hermes-operator')
+  .option('--identity <id>', 'leader election identity (default: POD_NAME or hostname + random suffix)')
+  .option('--image <image>', 'image of the Deployments of `runtime: dedicated` Agents (default: ghcr.io/hermes-operator/hermes:0.1.0)')
+  .option('--runtime-secret <name>', 'Secret in the Agent\'s namespace with DATABASE_URL and REDIS_URL for dedicated pods (default: hermes-runtime)')
+  .action(async (opts: OperatorCliOptions) => {
+    const { handle, close } = await runOperator(opts);
+    const log = createLogger('operator', process.env.HERMES_LOG_LEVEL ?? 'info');
+    log.info({ identity: handle.identity }, 'Operator running; Ctrl-C to stop');
+    onShutdown(log, close);
+  });

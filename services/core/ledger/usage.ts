@@ -1,0 +1,67 @@
+// Usage per model call (tokens by kind, estimated cost) and the sums that `/usage` and the spend
+// caps read. One row per successful provider call; turn and session totals are sums over them.
+import type { Sql } from '../db.js';
+
+export interface ModelCallUsageRow {
+  agentId: string;
+  profileKey: string;
+  sessionId: string;
+  userId: string | null;
+  admissionId: string | null;
+  provider: string;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
+  costUsd: number | null;
+  costStatus: 'estimated' | 'unknown' | 'included';
+}
+
+export async function recordModelCall(sql: Sql, r: ModelCallUsageRow): Promise<void> {
+  await sql.query(
+    `INSERT INTO model_call_usage (agent_id, profile_key, session_id, user_id, admission_id, provider, model,
+       input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cost_status)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+    [r.agentId, r.profileKey, r.sessionId, r.userId, r.admissionId, r.provider, r.model,
+      r.inputTokens, r.outputTokens, r.cacheReadTokens, r.cacheWriteTokens, r.reasoningTokens, r.costUsd, r.costStatus],
+  );
+}
+
+export interface UsageTotals {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
+  costUsd: number;
+  /** Calls whose model had no known price (their cost is not in costUsd). */
+  unpricedCalls: number;
+}
+
+export async function sessionUsage(sql: Sql, sessionId: string): Promise<UsageTotals> {
+  const { rows } = await sql.query<Record<keyof UsageTotals, string | number | null>>(
+    `SELECT count(*) AS calls, coalesce(sum(input_tokens), 0) AS "inputTokens", coalesce(sum(output_tokens), 0) AS "outputTokens",
+            coalesce(sum(cache_read_tokens), 0) AS "cacheReadTokens", coalesce(sum(cache_write_tokens), 0) AS "cacheWriteTokens",
+            coalesce(sum(reasoning_tokens), 0) AS "reasoningTokens", coalesce(sum(cost_usd), 0) AS "costUsd",
+            count(*) FILTER (WHERE cost_status = 'unknown') AS "unpricedCalls"
+     FROM model_call_usage WHERE session_id = $1`,
+    [sessionId],
+  );
+  const r = rows[0]!;
+  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v ?? 0)])) as unknown as UsageTotals;
+}
+
+export type SpendScope = { kind: 'agent'; agentId: string } | { kind: 'profile'; profileKey: string } | { kind: 'user'; userId: string };
+
+/** Estimated USD spent in `scope` since `since`. */
+export async function spendSince(sql: Sql, scope: SpendScope, since: Date): Promise<number> {
+  const [column, value] = scope.kind === 'agent' ? ['agent_id', scope.agentId] : scope.kind === 'profile' ? ['profile_key', scope.profileKey] : ['user_id', scope.userId];
+  const { rows } = await sql.query<{ spent: string | null }>(
+    `SELECT sum(cost_usd) AS spent FROM model_call_usage WHERE ${column} = $1 AND created_at >= $2`,
+    [value, since],
+  );
+  return Number(rows[0]?.spent ?? 0);
+}

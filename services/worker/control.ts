@@ -1,0 +1,46 @@
+// Control signals for the turns this worker runs: one pattern subscription on the sessions'
+// control channels, routed to the running turn of that session. Signals are also in Postgres;
+// a turn reads the ones recorded before it subscribed, so none falls between the two.
+import type { Redis } from 'ioredis';
+import { consumeSignal, parseSignal, pendingSignals, type Db, type Logger, type SessionSignal } from '../core/index.js';
+import type { TurnControl } from '../agent/index.js';
+
+export interface ControlHub {
+  /** Routes signals of `sessionId` newer than `afterSeq` to `control` until the returned stop function runs. */
+  watch(db: Db, sessionId: string, admission: { id: string; seq: number }, control: TurnControl): Promise<() => void>;
+  close(): Promise<void>;
+}
+
+function act(control: TurnControl, s: SessionSignal): void {
+  if (s.kind === 'stop') control.stop();
+  else if (s.kind === 'steer') control.steer(s.text);
+  else control.redirect(s.text);
+}
+
+export async function startControlHub(redis: Redis, prefix: string, log: Logger): Promise<ControlHub> {
+  const sub = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+  sub.on('error', () => undefined);
+  const listeners = new Map<string, (s: SessionSignal) => void>();
+  sub.on('pmessage', (_pattern: string, _channel: string, raw: string) => {
+    const s = parseSignal(raw);
+    if (s) listeners.get(s.sessionId)?.(s);
+  });
+  await sub.psubscribe(`${prefix}:session:*:control`);
+  return {
+    async watch(db, sessionId, admission, control) {
+      const seen = new Set<string>();
+      const deliver = (s: SessionSignal) => {
+        if (s.admissionSeq <= admission.seq || seen.has(s.id)) return;
+        seen.add(s.id);
+        // Postgres decides who acted on it: the reply to the control message reports it.
+        consumeSignal(db.pool, s.id, admission.id).then((mine) => { if (mine) act(control, s); }, (err: unknown) => log.warn({ err }, 'Recording a control signal failed'));
+      };
+      listeners.set(sessionId, deliver);
+      for (const s of await pendingSignals(db.pool, sessionId, admission.seq)) deliver(s);
+      return () => { if (listeners.get(sessionId) === deliver) listeners.delete(sessionId); };
+    },
+    async close() {
+      await sub.quit().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,84 @@
+// Usage accounting around the loop: each model call's tokens and estimated cost (Postgres row +
+// Prometheus counters by agent and model), spend caps checked before every call, and `/usage`.
+import { Counter } from 'prom-client';
+import {
+  recordModelCall, sessionUsage, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type SpendScope, type TurnResult,
+} from '../core/index.js';
+import { estimateCost, type Completion, type ModelRoute } from '../agent/index.js';
+
+const costCounters = new WeakMap<Metrics, Counter<'agent' | 'model' | 'status'>>();
+
+function costCounter(metrics: Metrics): Counter<'agent' | 'model' | 'status'> {
+  let c = costCounters.get(metrics);
+  if (!c) {
+    c = new Counter({ name: 'hermes_model_cost_usd_total', help: 'Estimated model spend in USD (status: estimated | included | unknown).', labelNames: ['agent', 'model', 'status'], registers: [metrics.registry] });
+    costCounters.set(metrics, c);
+  }
+  return c;
+}
+
+const profileKey = (agent: CompiledAgent) => `${agent.profile.namespace}/${agent.profile.name}`;
+export const agentLabelOf = (agent: CompiledAgent) => `${agent.agent.namespace}/${agent.agent.name}`;
+
+export interface CallContext {
+  db: Db;
+  metrics: Metrics;
+  adm: Admission;
+  agent: CompiledAgent;
+}
+
+export async function accountCall({ db, metrics, adm, agent }: CallContext, done: Completion, route: ModelRoute): Promise<void> {
+  const provider = route.pool.current();
+  const cost = estimateCost({ provider: provider.name, model: route.model, local: provider.local ?? false, usage: done.usage, ...(agent.model.pricing && route.model === agent.model.model ? { price: agent.model.pricing } : {}) });
+  const labels = { agent: agentLabelOf(agent), model: route.model };
+  const u = done.usage;
+  metrics.modelCalls.inc({ ...labels, outcome: 'completed' });
+  for (const [kind, n] of [['input', u.inputTokens], ['output', u.outputTokens], ['cache_read', u.cacheReadTokens], ['cache_write', u.cacheWriteTokens], ['reasoning', u.reasoningTokens]] as const) {
+    metrics.tokens.inc({ ...labels, kind }, n);
+  }
+  costCounter(metrics).inc({ ...labels, status: cost.status }, cost.costUsd ?? 0);
+  await recordModelCall(db.pool, {
+    agentId: adm.agentId, profileKey: profileKey(agent), sessionId: adm.sessionId, userId: adm.userId, admissionId: adm.id,
+    provider: provider.name, model: route.model, ...u, costUsd: cost.costUsd, costStatus: cost.status,
+  });
+}
+
+const startOfDay = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+const startOfMonth = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+const usd = (n: number) => `$${n.toFixed(2)}`;
+
+/** A refusal in words when any cap is reached; undefined when the call may go out. */
+export async function checkSpendCaps(db: Db, adm: Admission, agent: CompiledAgent, now = new Date()): Promise<string | undefined> {
+  const caps = agent.spendCaps;
+  if (!caps) return undefined;
+  const scopes: [string, SpendScope | undefined, { dailyUsd?: number | undefined; monthlyUsd?: number | undefined } | undefined][] = [
+    ['agent', { kind: 'agent', agentId: adm.agentId }, caps.agent],
+    ['profile', { kind: 'profile', profileKey: profileKey(agent) }, caps.profile],
+    ['your', adm.userId ? { kind: 'user', userId: adm.userId } : undefined, caps.user],
+  ];
+  for (const [who, scope, cap] of scopes) {
+    if (!scope || !cap) continue;
+    for (const [period, limit, since, resets] of [['daily', cap.dailyUsd, startOfDay(now), '00:00 UTC'], ['monthly', cap.monthlyUsd, startOfMonth(now), 'the 1st of the month (UTC)']] as const) {
+      if (limit === undefined) continue;
+      const spent = await spendSince(db.pool, scope, since);
+      if (spent >= limit) {
+        const whose = who === 'your' ? 'your' : `this ${who}'s`;
+        return `Sorry — ${whose} ${period} spend cap is reached (${usd(spent)} of ${usd(limit)} used), so I did not call the model. It resets at ${resets}; an operator can raise the cap.`;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** `/usage`: the session's tokens and estimated cost, answered without calling the model. */
+export async function usageReply(db: Db, adm: Admission): Promise<TurnResult | undefined> {
+  if (adm.content.trim().toLowerCase() !== '/usage') return undefined;
+  const t = await sessionUsage(db.pool, adm.sessionId);
+  const cost = t.unpricedCalls ? `${usd(t.costUsd)} estimated (${t.unpricedCalls} call(s) with no known price not included)` : `${usd(t.costUsd)} estimated`;
+  const reply = [
+    `Usage in this conversation: ${t.calls} model call(s).`,
+    `Tokens — input ${t.inputTokens}, output ${t.outputTokens}, cache read ${t.cacheReadTokens}, cache write ${t.cacheWriteTokens}, reasoning ${t.reasoningTokens}.`,
+    `Cost: ${cost}.`,
+  ].join('\n');
+  return { outcome: 'completed', reply };
+}

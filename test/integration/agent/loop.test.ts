@@ -1,0 +1,126 @@
+// The agent loop inside the real worker: tool calls persisted before they run, results with
+// their effect disposition, tool errors as results, the iteration budget — on real Postgres and
+// Redis with the wire-level fake model behind the openai SDK.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { admit, enqueueTurn, getAdmission, getObligationForAdmission, listTranscript } from '../../../services/core/index.js';
+import { builtinRegistry, defineTool, INVALID_ARGS } from '../../../services/agent/index.js';
+import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
+import { startFakeOpenAI, lastUser, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
+import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import type { RunningWorker } from '../../../services/worker/index.js';
+import { recordingClock } from './helpers.js';
+
+let database: TestDatabase;
+let model: FakeOpenAI;
+let rt: TestRuntime;
+let worker: RunningWorker;
+
+// A side-effecting probe: reports what the transcript held when it ran (persist-before-execute).
+const probe = defineTool({
+  name: 'probe', description: 'Reports the stored transcript.', toolset: 'test', sideEffect: 'writes',
+  schema: z.object({ fail: z.boolean().optional() }).strict(),
+  handler: async ({ fail }, ctx) => {
+    if (fail) throw new Error('disk full (key sk-secretsecret123)');
+    const rows = await listTranscript(rt.db.pool, ctx.sessionId);
+    const last = rows.at(-1)!;
+    return JSON.stringify({ lastRole: last.role, lastToolCalls: (last.toolCalls ?? []).map((c) => c.name) });
+  },
+});
+
+// The scripted model: the user's message says which tool calls to make; after tool results it answers.
+const calls: Record<string, Script['toolCalls']> = {
+  'what time is it': [{ id: 't1', name: 'get_time', arguments: '{"timezone":"UTC"}' }],
+  'probe it': [{ id: 'p1', name: 'probe', arguments: '{}' }],
+  'bad calls': [{ id: 'u1', name: 'no_such_tool', arguments: '{}' }, { id: 'j1', name: 'get_time', arguments: '[1,2]' }],
+  'failing tool': [{ id: 'f1', name: 'probe', arguments: '{"fail":true}' }],
+  'loop forever': [{ name: 'get_time', arguments: '{}' }],
+  'always invalid': [{ name: 'nope', arguments: '{' }],
+};
+function script(b: ChatRequestBody): Script {
+  const planned = calls[lastUser(b)];
+  const last = b.messages.at(-1)!;
+  if (planned && (last.role === 'user' || lastUser(b) === 'loop forever' || lastUser(b) === 'always invalid')) {
+    return { toolCalls: planned.map((c, i) => ({ ...c, id: c.id ?? `c${b.messages.length}_${i}` })) };
+  }
+  return { text: `answered after ${b.messages.filter((m) => m.role === 'tool').length} tool results` };
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  model = await startFakeOpenAI(script);
+  rt = await openTestRuntime(testConfig(database.url));
+  worker = await startTestWorker(rt, { loop: { clock: recordingClock(), tools: builtinRegistry().register(probe) } });
+});
+afterAll(async () => {
+  await worker?.close();
+  await rt?.close();
+  await model?.close();
+  await database?.drop();
+});
+
+async function turn(agentName: string, content: string, extra: Record<string, unknown> = {}) {
+  const agentId = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: agentName }, toolsets: ['clock', 'test'], ...extra });
+  const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey: `agent:default/${agentName}:api:dm:u1`, user: { platformUserId: 'u1' }, content, replyTarget: { kind: 'api' } });
+  await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
+  const a = await eventually(async () => {
+    const row = await getAdmission(rt.db.pool, adm.admissionId);
+    return row?.state === 'terminal' ? row : undefined;
+  }, `admission ${adm.admissionId} terminal`);
+  const reply = (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content;
+  return { a, reply, transcript: await listTranscript(rt.db.pool, adm.sessionId) };
+}
+
+describe('agent loop in the worker', () => {
+  it('runs a tool call and answers with its result; only the enabled, available tools are offered', async () => {
+    const { a, reply, transcript } = await turn('clocky', 'what time is it');
+    expect(a.outcome).toBe('completed');
+    expect(reply).toBe('answered after 1 tool results');
+    expect(transcript.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(transcript[1]!.toolCalls).toEqual([{ id: 't1', name: 'get_time', arguments: '{"timezone":"UTC"}' }]);
+    expect(transcript[2]).toMatchObject({ toolCallId: 't1', effectDisposition: 'none' });
+    expect(JSON.parse(transcript[2]!.content)).toMatchObject({ timezone: 'UTC' });
+    const second = model.requests.filter((r) => lastUser(r.body) === 'what time is it').at(-1)!.body;
+    expect(second.tools!.map((t) => t.function.name)).toEqual(['get_time', 'probe']);
+    expect(second.messages.at(-2)!.tool_calls![0]!.function.name).toBe('get_time');
+    expect(second.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 't1' });
+  });
+
+  it('commits the assistant message with its tool calls before the tool runs, and the result as applied', async () => {
+    const { transcript } = await turn('prober', 'probe it');
+    expect(JSON.parse(transcript[2]!.content)).toEqual({ lastRole: 'assistant', lastToolCalls: ['probe'] });
+    expect(transcript[2]!.effectDisposition).toBe('applied');
+  });
+
+  it('answers unknown tools and non-object arguments as tool results, never as crashes', async () => {
+    const { a, transcript } = await turn('badcalls', 'bad calls');
+    expect(a.outcome).toBe('completed');
+    const results = transcript.filter((m) => m.role === 'tool');
+    expect(results.map((m) => m.content)).toEqual(['{"error":"Unknown tool: no_such_tool"}', INVALID_ARGS]);
+    expect(results.map((m) => m.effectDisposition)).toEqual(['none', 'none']);
+  });
+
+  it('turns a handler exception into a sanitised [TOOL_ERROR] result with effect unknown', async () => {
+    const { transcript } = await turn('failing', 'failing tool');
+    const result = transcript.find((m) => m.role === 'tool')!;
+    expect(result.content).toMatch(/^\[TOOL_ERROR\] disk full/);
+    expect(result.content).not.toContain('secretsecret123');
+    expect(result.effectDisposition).toBe('unknown');
+  });
+
+  it('ends at the iteration budget with a clear final message', async () => {
+    const before = model.requests.length;
+    const { a, reply } = await turn('budget', 'loop forever', { maxIterations: 3 });
+    expect(a.outcome).toBe('completed');
+    expect(reply).toMatch(/stopped after 3 model calls .*iteration budget/);
+    expect(model.requests.length - before).toBe(3);
+  });
+
+  it('ends the turn after three invalid tool calls in a row', async () => {
+    const before = model.requests.length;
+    const { a, reply } = await turn('invalid', 'always invalid');
+    expect(a.outcome).toBe('failed');
+    expect(reply).toMatch(/3 invalid or unknown tool calls in a row/);
+    expect(model.requests.length - before).toBe(3);
+  });
+});

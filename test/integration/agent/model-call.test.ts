@@ -1,0 +1,151 @@
+// Retries, credential rotation, fallback, cool-down and the recovery ladder, through the real
+// `openai` SDK against the wire-level fake. The clock is injected: no test waits for a delay.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  callModel, CooldownBook, CredentialPool, OpenAIChatProvider, runAgentLoop, type ModelRoute,
+} from '../../../services/agent/index.js';
+import { startFakeOpenAI, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
+import { recordingClock, type RecordingClock } from './helpers.js';
+
+let primary: FakeOpenAI;
+let backup: FakeOpenAI;
+let clock: RecordingClock;
+
+beforeAll(async () => {
+  primary = await startFakeOpenAI();
+  backup = await startFakeOpenAI(() => ({ text: 'from backup' }));
+});
+afterAll(async () => {
+  await primary?.close();
+  await backup?.close();
+});
+beforeEach(() => {
+  clock = recordingClock();
+  primary.requests.length = 0;
+  backup.requests.length = 0;
+  backup.setScript(() => ({ text: 'from backup' }));
+});
+
+const provider = (baseURL: string, apiKey = 'sk-a', staleMs?: number) =>
+  new OpenAIChatProvider({ apiKey, baseURL, timeoutMs: 10_000, ...(staleMs ? { staleMs } : {}) });
+const route = (server: FakeOpenAI, keys = ['sk-a'], model = 'gpt-test', staleMs?: number): ModelRoute =>
+  ({ key: `${server.baseURL}|${model}`, model, pool: new CredentialPool(server.baseURL, keys.map((k) => provider(server.baseURL, k, staleMs))) });
+const request = () => ({ messages: [{ role: 'user' as const, content: 'hi' }], signal: new AbortController().signal });
+const sequence = (...scripts: Script[]) => { let i = 0; return () => scripts[Math.min(i++, scripts.length - 1)]!; };
+const authOf = (f: FakeOpenAI) => f.requests.map((r) => r.headers.authorization);
+
+describe('model call recovery', () => {
+  it('honours Retry-After on 429 with SDK retries off (exactly one extra request)', async () => {
+    primary.setScript(sequence({ status: 429, headers: { 'retry-after': '7' } }, { text: 'fine' }));
+    const r = await callModel({ routes: [route(primary)], request: request(), clock });
+    expect(r.ok && r.completion.text).toBe('fine');
+    expect(primary.requests).toHaveLength(2);
+    expect(clock.sleeps).toEqual([7_000]);
+  });
+
+  it('retries 3 times with backoff, then climbs the recovery ladder for overloaded only', async () => {
+    primary.setScript(() => ({ status: 503 }));
+    const r = await callModel({ routes: [route(primary)], request: request(), clock });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error.reason).toBe('overloaded');
+    const retry = [2_000, 4_000, 8_000];
+    expect(clock.sleeps).toEqual([...retry, 15_000, ...retry, 30_000, ...retry, 60_000, ...retry, 60_000, ...retry, 60_000, ...retry]);
+    expect(primary.requests).toHaveLength(6 * 4);
+  });
+
+  it('does not retry a content-policy refusal and does not climb the ladder for bad requests', async () => {
+    primary.setScript(() => ({ status: 400, errorMessage: 'Request blocked by content policy' }));
+    const r = await callModel({ routes: [route(primary), route(backup)], request: request(), clock });
+    expect(!r.ok && r.error.reason).toBe('content_policy');
+    expect(primary.requests).toHaveLength(1);
+    expect(backup.requests).toHaveLength(0);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it('asks for compression on context overflow instead of retrying', async () => {
+    primary.setScript(() => ({ status: 400, errorMessage: "This model's maximum context length is 4096 tokens" }));
+    const r = await callModel({ routes: [route(primary), route(backup)], request: request(), clock });
+    expect(!r.ok && r.compress).toBe(true);
+    expect(primary.requests).toHaveLength(1);
+  });
+
+  it('rate limit: retries the same key once, then rotates to the next key', async () => {
+    primary.setScript((_b, req) => (req.headers.authorization === 'Bearer sk-a' ? { status: 429 } : { text: 'key b' }));
+    const r = await callModel({ routes: [route(primary, ['sk-a', 'sk-b'])], request: request(), clock });
+    expect(r.ok && r.completion.text).toBe('key b');
+    expect(authOf(primary)).toEqual(['Bearer sk-a', 'Bearer sk-a', 'Bearer sk-b']);
+    expect(clock.sleeps).toEqual([2_000]);
+  });
+
+  it('billing and auth rotate the key at once, without waiting', async () => {
+    primary.setScript((_b, req) => (req.headers.authorization === 'Bearer sk-a' ? { status: 402 } : req.headers.authorization === 'Bearer sk-b' ? { status: 401 } : { text: 'key c' }));
+    const r = await callModel({ routes: [route(primary, ['sk-a', 'sk-b', 'sk-c'])], request: request(), clock });
+    expect(r.ok && r.completion.text).toBe('key c');
+    expect(authOf(primary)).toEqual(['Bearer sk-a', 'Bearer sk-b', 'Bearer sk-c']);
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it('falls back per turn, cools the primary down (60 s, doubling) and returns to it afterwards', async () => {
+    primary.setScript(() => ({ status: 401 }));
+    const cooldowns = new CooldownBook();
+    const routes = [route(primary), route(backup, ['sk-a'], 'gpt-backup')];
+    const first = await callModel({ routes, request: request(), clock, cooldowns });
+    expect(first.ok && first.fellBack).toBe(true);
+    expect(first.ok && first.completion.text).toBe('from backup');
+    expect(primary.requests).toHaveLength(1);
+
+    // Cooling: the next turn starts with the fallback and never touches the primary.
+    clock.advance(59_000);
+    await callModel({ routes, request: request(), clock, cooldowns });
+    expect(primary.requests).toHaveLength(1);
+
+    // Cool-down over: the primary is tried first again; a second failure cools it for 120 s.
+    clock.advance(2_000);
+    await callModel({ routes, request: request(), clock, cooldowns });
+    expect(primary.requests).toHaveLength(2);
+    expect(cooldowns.isCooling(routes[0]!.key, clock.now() + 119_000)).toBe(true);
+    expect(cooldowns.isCooling(routes[0]!.key, clock.now() + 121_000)).toBe(false);
+  });
+
+  it('never falls back silently from an explicitly chosen model', async () => {
+    primary.setScript(() => ({ status: 401 }));
+    const out = await runAgentLoop({
+      sessionId: 's', routes: [route(primary), route(backup)], explicitModel: true, system: [], history: [{ role: 'user', content: 'hi' }],
+      tools: [], signal: new AbortController().signal, clock, persist: { assistant: async () => undefined, toolResult: async () => undefined },
+    });
+    expect(out.outcome).toBe('failed');
+    expect(out.reply).toMatch(/chose gpt-test explicitly/);
+    expect(backup.requests).toHaveLength(0);
+  });
+
+  it('retries a stream that broke before any text (1 s, 2 s), but not one that already delivered text', async () => {
+    primary.setScript(sequence({ text: 'abc', breakAfterChunks: 0 }, { text: 'abc', breakAfterChunks: 0 }, { text: 'whole' }));
+    const r = await callModel({ routes: [route(primary)], request: request(), clock });
+    expect(r.ok && r.completion.text).toBe('whole');
+    expect(clock.sleeps).toEqual([1_000, 2_000]);
+
+    primary.requests.length = 0;
+    primary.setScript(() => ({ text: 'abcdef', chunks: 3, breakAfterChunks: 1 }));
+    const broke = await callModel({ routes: [route(primary), route(backup)], request: request(), clock });
+    expect(broke.ok).toBe(false);
+    if (!broke.ok) {
+      expect(broke.error.reason).toBe('stream');
+      expect(broke.partialText).toBe('ab');
+    }
+    expect(primary.requests).toHaveLength(1);
+    expect(backup.requests).toHaveLength(0);
+  });
+
+  it('gives up on a stale stream (the server sees the connection close) and retries it', async () => {
+    let first = true;
+    primary.setScript(() => {
+      if (!first) return { text: 'fresh' };
+      first = false;
+      return { hold: new Promise<void>(() => undefined) };
+    });
+    const r = await callModel({ routes: [route(primary, ['sk-a'], 'gpt-test', 150)], request: request(), clock });
+    expect(r.ok && r.completion.text).toBe('fresh');
+    expect(clock.sleeps).toEqual([1_000]);
+    await expect.poll(() => primary.requests[0]!.aborted).toBe(true);
+  });
+});

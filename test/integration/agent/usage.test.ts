@@ -1,0 +1,95 @@
+// Usage and spend: per-call rows with tokens and estimated cost, `/usage`, Prometheus counters by
+// agent and model, and spend caps checked before each call (over the cap, nothing is sent).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admit, enqueueTurn, getAdmission, getObligationForAdmission } from '../../../services/core/index.js';
+import { estimateCost, emptyUsage } from '../../../services/agent/index.js';
+import type { RunningWorker } from '../../../services/worker/index.js';
+import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
+import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../../support/fake-openai.js';
+import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+
+let database: TestDatabase;
+let model: FakeOpenAI;
+let rt: TestRuntime;
+let worker: RunningWorker;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  model = await startFakeOpenAI((b) => ({ text: `echo: ${lastUser(b)}`, usage: { prompt_tokens: 1_000_000, completion_tokens: 100_000 } }));
+  rt = await openTestRuntime(testConfig(database.url));
+  worker = await startTestWorker(rt);
+});
+afterAll(async () => {
+  await worker?.close();
+  await rt?.close();
+  await model?.close();
+  await database?.drop();
+});
+
+async function say(agentId: string, key: string, content: string) {
+  const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey: key, user: { platformUserId: key }, content, replyTarget: { kind: 'api' } });
+  await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
+  const a = await eventually(async () => {
+    const row = await getAdmission(rt.db.pool, adm.admissionId);
+    return row?.state === 'terminal' ? row : undefined;
+  }, 'terminal');
+  return { a, reply: (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content };
+}
+
+describe('usage and spend', () => {
+  it('records each call with its estimated cost, answers /usage without the model, and counts by agent and model', async () => {
+    const agentId = await createTestAgent(rt, model.baseURL, {
+      agent: { namespace: 'default', name: 'metered' },
+      model: { provider: 'openai', model: 'gpt-test', baseURL: model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } },
+    });
+    const key = 'agent:default/metered:api:dm:u1';
+    await say(agentId, key, 'one');
+    await say(agentId, key, 'two');
+    const { rows } = await rt.db.pool.query<{ input_tokens: number; output_tokens: number; cost_usd: string; cost_status: string; model: string }>(
+      `SELECT input_tokens, output_tokens, cost_usd, cost_status, model FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [agentId],
+    );
+    // 1M input × $2 + 100k output × $10/M = $3 per call
+    expect(rows).toEqual([1, 2].map(() => ({ input_tokens: 1_000_000, output_tokens: 100_000, cost_usd: '3.000000', cost_status: 'estimated', model: 'gpt-test' })));
+
+    const before = model.requests.length;
+    const { reply } = await say(agentId, key, '/usage');
+    expect(model.requests.length).toBe(before);
+    expect(reply).toBe('Usage in this conversation: 2 model call(s).\nTokens — input 2000000, output 200000, cache read 0, cache write 0, reasoning 0.\nCost: $6.00 estimated.');
+
+    const metrics = await rt.metrics.registry.metrics();
+    expect(metrics).toMatch(/hermes_model_tokens_total\{agent="default\/metered",model="gpt-test",kind="input"[^}]*\} 2000000/);
+    expect(metrics).toMatch(/hermes_model_cost_usd_total\{agent="default\/metered",model="gpt-test",status="estimated"[^}]*\} 6/);
+
+    // The next real message does not see the /usage exchange.
+    await say(agentId, key, 'three');
+    const last = model.requests.at(-1)!.body.messages.map((m) => m.content);
+    expect(last).toEqual(['You are the test agent.', 'one', 'echo: one', 'two', 'echo: two', 'three']);
+  });
+
+  it('refuses before calling the model once the daily cap is reached, with a clear message', async () => {
+    const agentId = await createTestAgent(rt, model.baseURL, {
+      agent: { namespace: 'default', name: 'capped' },
+      model: { provider: 'openai', model: 'gpt-test', baseURL: model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } },
+      spendCaps: { agent: { dailyUsd: 5 } },
+    });
+    const key = 'agent:default/capped:api:dm:u1';
+    expect((await say(agentId, key, 'first')).a.outcome).toBe('completed'); // $3
+    expect((await say(agentId, key, 'second')).a.outcome).toBe('completed'); // $6 — over after this call
+    const before = model.requests.length;
+    const { a, reply } = await say(agentId, key, 'third');
+    expect(a.outcome).toBe('failed');
+    expect(reply).toBe("Sorry — this agent's daily spend cap is reached ($6.00 of $5.00 used), so I did not call the model. It resets at 00:00 UTC; an operator can raise the cap.");
+    expect(model.requests.length).toBe(before);
+  });
+});
+
+describe('price table', () => {
+  const usage = { ...emptyUsage(), inputTokens: 1_000_000, cacheReadTokens: 400_000, outputTokens: 1_000_000 };
+  it('bills cached input at the cache rate, prices by the longest model prefix, and never guesses', () => {
+    expect(estimateCost({ provider: 'openai', model: 'gpt-4o-mini-2024-07-18', usage })).toEqual({ costUsd: 0.6 * 0.15 + 0.4 * 0.075 + 0.6, status: 'estimated' });
+    expect(estimateCost({ provider: 'anthropic', model: 'claude-sonnet-4-20250514', usage: { ...usage, cacheWriteTokens: 1_000_000 } }))
+      .toEqual({ costUsd: 3 + 0.4 * 0.3 + 15 + 3.75, status: 'estimated' });
+    expect(estimateCost({ provider: 'openai', model: 'mystery-1', usage })).toEqual({ costUsd: null, status: 'unknown' });
+    expect(estimateCost({ provider: 'openai-compatible', model: 'llama3.2', local: true, usage })).toEqual({ costUsd: 0, status: 'included' });
+  });
+});

@@ -1,0 +1,88 @@
+// The generated CRDs on a real kube-apiserver: they install, `kubectl explain` teaches the
+// fields, `kubectl get hermes` lists every kind, and each CEL rule and enum refuses a bad object
+// with its message.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { kubeAvailable, skipKubeLoudly, startControlPlane, waitFor, type ControlPlane } from '../../support/kube/index.js';
+
+const crdsDir = new URL('../../../crds/', import.meta.url).pathname;
+
+describe.skipIf(skipKubeLoudly('operator CRD tests', kubeAvailable()))('hermes.dev CRDs on a real kube-apiserver', () => {
+  let cp: ControlPlane;
+  let ns: string;
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    const applied = await cp.kubectl(['apply', '-f', crdsDir]);
+    expect(applied.stderr).toBe('');
+    expect(applied.code).toBe(0);
+    const est = await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=hermes']);
+    expect(est.code, est.stderr).toBe(0);
+    ns = await cp.createNamespace('crds');
+  });
+  afterAll(async () => { await cp?.stop(); });
+
+  const apply = (obj: Record<string, unknown>) => cp.kubectl(['apply', '-n', ns, '-f', '-'], { input: stringify({ apiVersion: 'hermes.dev/v1alpha1', ...obj }) });
+  const agent = (name: string, spec: Record<string, unknown>) => ({ kind: 'Agent', metadata: { name }, spec: { profileRef: { name: 'p' }, ...spec } });
+  const profile = (name: string, spec: Record<string, unknown>) => ({ kind: 'Profile', metadata: { name }, spec: { model: { provider: 'openai', model: 'gpt-4o-mini' }, ...spec } });
+  const skill = (name: string, spec: Record<string, unknown>) => ({ kind: 'Skill', metadata: { name }, spec: { name, description: 'Does a thing.', body: '# Do it', ...spec } });
+  const cron = (name: string, schedule: string) => ({ kind: 'CronJob', metadata: { name }, spec: { agentRef: { name: 'a' }, schedule, prompt: 'Summarise the day.' } });
+
+  it('accepts good objects and fills in the defaults', async () => {
+    for (const obj of [agent('good', { api: { keys: [{ secretKeyRef: { name: 's', key: 'k' } }, { env: 'KEY' }] } }),
+      profile('good', { fallbackModels: [{ provider: 'anthropic', model: 'claude' }] }),
+      skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
+      const r = await apply(obj);
+      expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
+    }
+    const got = JSON.parse((await cp.kubectl(['get', '-n', ns, 'agent.hermes.dev/good', '-o', 'json'])).stdout) as { spec: Record<string, unknown> };
+    expect(got.spec).toMatchObject({ busyPolicy: 'interrupt', platforms: [], runtime: { mode: 'shared' }, api: { enabled: true } });
+  });
+
+  it.each([
+    ['a secret value with no source', agent('nosource', { api: { keys: [{}] } }), 'set exactly one source of the secret value'],
+    ['a secret value with two sources', agent('twosources', { api: { keys: [{ env: 'K', secretKeyRef: { name: 's', key: 'k' } }] } }), 'set exactly one source of the secret value'],
+    ['a fallback model without provider', profile('nofallbackprovider', { fallbackModels: [{ model: 'm' }] }), 'each fallback model needs provider and model'],
+    ['a fallback model without model', profile('nofallbackmodel', { fallbackModels: [{ provider: 'openai' }] }), 'each fallback model needs provider and model'],
+    ['a skill name over 64 characters', skill('longname', { name: 'a'.repeat(65) }), 'name must be at most 64 characters'],
+    ['a skill description over 1024 characters', skill('longdesc', { description: 'd'.repeat(1025) }), 'description must be at most 1024 characters'],
+    ['an empty schedule', cron('empty', ''), 'schedule must be a 5-field cron expression'],
+    ['a 4-field schedule', cron('fourfields', '* * * *'), 'schedule must be a 5-field cron expression'],
+    ['a prose schedule', cron('prose', 'every morning'), 'schedule must be a 5-field cron expression'],
+    ['allowAll with an allowlist', agent('allowall', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 's' } }, allowAll: true, allowlist: ['U1'] }] }), 'allowAll and allowlist are exclusive'],
+  ])('refuses %s with the rule\'s message', async (_what, obj, message) => {
+    const r = await apply(obj);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(message);
+    expect((await cp.kubectl(['get', '-n', ns, `${obj.kind.toLowerCase()}.hermes.dev/${obj.metadata.name}`])).code).not.toBe(0);
+  });
+
+  it.each([
+    ['busyPolicy', agent('badpolicy', { busyPolicy: 'panic' }), 'spec.busyPolicy'],
+    ['platform type', agent('badplatform', { platforms: [{ type: 'myspace', credentials: { secretRef: { name: 's' } } }] }), 'spec.platforms[0].type'],
+    ['model provider', profile('badprovider', { model: { provider: 'skynet', model: 'm' } }), 'spec.model.provider'],
+    ['concurrencyPolicy', { ...cron('badconc', '@daily'), spec: { ...cron('x', '@daily').spec, concurrencyPolicy: 'Sometimes' } }, 'spec.concurrencyPolicy'],
+  ])('refuses a bad %s enum', async (_what, obj, field) => {
+    const r = await apply(obj);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(field);
+    expect(r.stderr).toMatch(/Unsupported value/);
+  });
+
+  it('teaches the fields through kubectl explain and groups the kinds under `kubectl get hermes`', async () => {
+    const explain = await waitFor(async () => {
+      const r = await cp.kubectl(['explain', 'agents.spec.busyPolicy']);
+      return r.code === 0 ? r.stdout : undefined;
+    }, { what: 'kubectl explain to see the Agent schema' });
+    expect(explain).toContain('What a message does while a turn runs');
+    const cronExplain = await cp.kubectl(['explain', 'hcron.spec.schedule']);
+    expect(cronExplain.stdout).toContain('5-field cron expression');
+    const all = await cp.kubectl(['get', 'hermes', '-n', ns]);
+    expect(all.code, all.stderr).toBe(0);
+    for (const name of ['agent.hermes.dev/good', 'profile.hermes.dev/good', 'skill.hermes.dev/good', 'cronjob.hermes.dev/good']) expect(all.stdout).toContain(name);
+    const cronCols = await cp.kubectl(['get', 'hcron', '-n', ns]);
+    expect(cronCols.stdout.split('\n')[0]).toMatch(/NAME\s+READY\s+AGENT\s+SCHEDULE\s+SUSPEND\s+LAST\s+NEXT\s+AGE/);
+    const agentCols = await cp.kubectl(['get', 'agents.hermes.dev', '-n', ns]);
+    expect(agentCols.stdout.split('\n')[0]).toMatch(/NAME\s+READY\s+PROFILE\s+PLATFORMS\s+AGE/);
+  });
+});

@@ -1,0 +1,35 @@
+// crds/ is generated from operator/api: a schema change without `make crds` fails here.
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { renderCrds } from '../../../operator/crds/render.js';
+import { agentSchema, cronJobSchema, profileSchema, skillSchema } from '../../../operator/index.js';
+
+const dir = new URL('../../../crds/', import.meta.url);
+
+describe('crds/ is generated from the zod API', () => {
+  it('matches `npm run crds` output exactly (run `make crds` when this fails)', () => {
+    const expected = renderCrds();
+    const committed = readdirSync(dir).filter((f) => f.startsWith('hermes.dev_')).sort();
+    expect(committed).toEqual([...expected.keys()].sort());
+    for (const [name, content] of expected) expect(readFileSync(new URL(name, dir), 'utf8'), `crds/${name} is stale: run make crds`).toBe(content);
+  });
+
+  it('applies the same cross-field rules in TypeScript (hermes dev) as CEL does in the apiserver', () => {
+    const meta = { name: 'x', namespace: 'ns' };
+    const agent = (key: unknown) => agentSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: meta, spec: { profileRef: { name: 'p' }, api: { keys: [key] } } });
+    expect(agent({ secretKeyRef: { name: 's', key: 'k' } }).success).toBe(true);
+    expect(agent({ env: 'KEY' }).success).toBe(true);
+    expect(agent({}).error?.issues[0]?.message).toMatch(/exactly one source/);
+    expect(agent({ env: 'KEY', secretKeyRef: { name: 's', key: 'k' } }).success).toBe(false);
+    const profile = (fallback: unknown) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'm' }, fallbackModels: [fallback] } });
+    expect(profile({ provider: 'openai', model: 'm2' }).success).toBe(true);
+    expect(profile({ model: 'm2' }).error?.issues[0]?.message).toMatch(/needs provider and model/);
+    const skill = (name: string, description: string) => skillSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Skill', metadata: meta, spec: { name, description, body: 'b' } });
+    expect(skill('ok', 'Does a thing.').success).toBe(true);
+    expect(skill('a'.repeat(65), 'd').error?.issues[0]?.message).toMatch(/name must be at most 64/);
+    expect(skill('ok', 'd'.repeat(1025)).error?.issues[0]?.message).toMatch(/description must be at most 1024/);
+    const cron = (schedule: string) => cronJobSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'CronJob', metadata: meta, spec: { agentRef: { name: 'a' }, schedule, prompt: 'p' } }).success;
+    expect(['0 9 * * 1-5', '*/15 * * * *', '@daily', '@every 30m', '0 0 1 JAN *']).toEqual(['0 9 * * 1-5', '*/15 * * * *', '@daily', '@every 30m', '0 0 1 JAN *'].filter(cron));
+    expect(['', 'tomorrow', '* * * *', '* * * * * *', '@every', '@sometimes'].filter(cron)).toEqual([]);
+  });
+});

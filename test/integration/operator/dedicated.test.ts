@@ -1,0 +1,59 @@
+// runtime: dedicated — the Agent's own gateway and worker Deployments, Service and ServiceAccount,
+// owned by the Agent, secure by default, drift corrected, removed when switching back to shared.
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
+import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
+
+describe.skipIf(skipKubeLoudly('operator dedicated runtime tests', kubeAvailable()))('runtime: dedicated', () => {
+  let plane: Plane;
+  beforeAll(async () => {
+    plane = await startPlane();
+    await plane.start({ runtime: { image: 'registry.example/hermes:test', envSecret: 'hermes-runtime' } });
+  });
+  afterAll(async () => { await plane?.stop(); });
+
+  it('applies owned, hardened Deployments, Service and ServiceAccount; corrects drift; deletes them when switched to shared', async () => {
+    const kc = plane.cp.kubeConfig();
+    const ns = await plane.cp.createNamespace('dedicated');
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=k=v']);
+    const manifest = (mode: string) => [
+      { apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: 'p' }, spec: { model: { provider: 'openai', model: 'm', apiKey: { secretKeyRef: { name: 'model-key', key: 'k' } } } } },
+      { apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name: 'solo' }, spec: { profileRef: { name: 'p' }, runtime: { mode } } },
+    ].map((o) => stringify(o)).join('---\n');
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], manifest('dedicated'));
+    const agent = await waitForCondition(kc, 'agents', ns, 'solo', { type: 'Ready', status: 'True' });
+    expect(agent.status?.url).toBe(`http://hermes-solo.${ns}.svc:8080/v1/agents/${ns}/solo/messages`);
+    const apps = kc.makeApiClient(AppsV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    const uid = (JSON.parse(await kubectlOk(plane.cp, ['-n', ns, 'get', 'agents.hermes.dev', 'solo', '-o', 'json'])) as { metadata: { uid: string } }).metadata.uid;
+    for (const part of ['gateway', 'worker']) {
+      const d = await apps.readNamespacedDeployment({ namespace: ns, name: `hermes-solo-${part}` });
+      expect(d.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Agent', name: 'solo', uid, controller: true })]);
+      const c = d.spec!.template.spec!.containers[0]!;
+      expect(c.image).toBe('registry.example/hermes:test');
+      expect(c.command).toEqual(['node', 'bin/hermes.js', part]);
+      expect(c.securityContext).toMatchObject({ runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(d.spec!.template.spec!.serviceAccountName).toBe('hermes-solo');
+    }
+    expect((await apps.readNamespacedDeployment({ namespace: ns, name: 'hermes-solo-gateway' })).spec!.template.spec!.containers[0]!.readinessProbe?.httpGet?.path).toBe('/readyz');
+    const svc = await core.readNamespacedService({ namespace: ns, name: 'hermes-solo' });
+    expect(svc.spec?.selector).toEqual({ 'hermes.dev/agent': 'solo', 'app.kubernetes.io/component': 'gateway' });
+    expect((await core.readNamespacedServiceAccount({ namespace: ns, name: 'hermes-solo' })).metadata?.ownerReferences?.[0]?.name).toBe('solo');
+
+    // Drift: someone scales the worker to 0 and swaps the image; the operator puts them back.
+    await kubectlOk(plane.cp, ['-n', ns, 'patch', 'deployment', 'hermes-solo-worker', '--type=merge', '-p',
+      '{"spec":{"replicas":0,"template":{"spec":{"containers":[{"name":"worker","image":"evil:latest"}]}}}}']);
+    await waitFor(async () => {
+      const d = await apps.readNamespacedDeployment({ namespace: ns, name: 'hermes-solo-worker' });
+      return d.spec?.replicas === 1 && d.spec.template.spec!.containers[0]!.image === 'registry.example/hermes:test';
+    }, { what: 'the drift to be corrected' });
+
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], manifest('shared'));
+    await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: ns })).items.length === 0, { what: 'the dedicated Deployments to be deleted' });
+    await waitFor(async () => (await core.listNamespacedService({ namespace: ns })).items.length === 0, { what: 'the Service to be deleted' });
+    const shared = await waitForCondition(kc, 'agents', ns, 'solo', { type: 'Ready', status: 'True' });
+    expect(shared.status?.url).toBe(`http://gateway.test:8080/v1/agents/${ns}/solo/messages`);
+  });
+});
