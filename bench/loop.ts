@@ -73,7 +73,7 @@ export async function memoryPerTurn(turns: number): Promise<TurnMemory> {
   try {
     const provider = new OpenAIChatProvider({ apiKey: 'k', baseURL: fake.baseURL, timeoutMs: 600_000 });
     const signal = new AbortController().signal;
-    await runAgentLoop({ ...input(provider, signal), tools: [] }).catch(() => undefined); // warm the SDK
+    await provider.complete({ model: 'm', messages: [{ role: 'user', content: 'warm' }], signal: AbortSignal.timeout(1) }).catch(() => undefined); // load the SDK's lazy parts
     gc();
     const before = process.memoryUsage();
     const running = Array.from({ length: turns }, () => runAgentLoop({ ...input(provider, signal), tools: [] }));

@@ -2,6 +2,7 @@
 // to raw baselines measured in the same run on the same machine, with the ratios.
 import { bullmqRate, pgCommitRate, type Rate } from './baselines.js';
 import { startSystem, type LoadResult } from './system.js';
+import { loopOverhead, memoryPerTurn, printLoop } from './loop.js';
 import { serverUrls } from '../test/support/services.js';
 
 const progress = (s: string) => process.stderr.write(`[bench] ${s}\n`);
@@ -45,6 +46,8 @@ async function main(): Promise<void> {
     console.log(`  ${String(r.concurrency).padEnd(12)} ${fmt(r.perSecond, 1).padStart(9)} ${fmt(r.p50Ms, 1).padStart(8)} ${fmt(r.p99Ms, 1).padStart(8)} ${String(r.failures).padStart(9)}  ` +
       `${fmt(r.perSecond / pg.perSecond, 3)} × pg commits (${pg.label.split(', ')[1]}), ${fmt(r.perSecond / mq.perSecond, 3)} × bullmq jobs (${mq.label.split(', ')[1]})`);
   }
+  progress('agent loop: overhead and memory per turn…');
+  printLoop(await loopOverhead(n(10_000)), await memoryPerTurn(n(1_000)));
   if (c1.failures || c64.failures) process.exitCode = 1;
 }
 

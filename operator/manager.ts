@@ -1,9 +1,10 @@
-// The operator process: watched caches of Agents, Profiles, Skills, CronJobs and Secrets feed the controllers'
-// work queues; only the leader (a coordination.k8s.io Lease) reconciles. Caches stay warm on
-// followers so a failover starts from a full cache.
+// The operator process: watched caches of Agents, Profiles, Skills, CronJobs and Secrets (and of
+// sandbox Pods and workspace PVCs) feed the controllers' work queues; only the leader (a
+// coordination.k8s.io Lease) reconciles. Caches stay warm on followers so a failover starts from
+// a full cache.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { AppsV1Api, CoreV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1PersistentVolumeClaim, type V1Pod, type V1Secret } from '@kubernetes/client-node';
 import type { Db, Logger } from '../services/core/index.js';
 import { group, version } from './api/common.js';
 import { Controller } from './runtime/controller.js';
@@ -19,6 +20,9 @@ import { skillSelectionFingerprint } from './controllers/agent-skills.js';
 import { reconcileCronJob } from './controllers/cronjob.js';
 import { agentSecretNames, profileSecretNames } from './controllers/refs.js';
 import { agentLabel, childSelector, type RuntimeOptions } from './controllers/dedicated.js';
+import { mountedClaimKeys, reconcileSandboxPod, reconcileWorkspace } from './controllers/sandbox-hygiene.js';
+import { resolveHygieneOptions, type ResolvedHygieneOptions, type SandboxHygieneOptions } from './controllers/sandbox-policy.js';
+import { sandboxPodSelector, workspacePvcSelector } from './api/sandbox-labels.js';
 
 /** Options for {@link startOperator}. */
 export interface OperatorOptions {
@@ -49,6 +53,8 @@ export interface OperatorOptions {
   workers?: number;
   /** Image and pod environment of `runtime: dedicated` Agents. */
   runtime?: RuntimeOptions;
+  /** Sandbox hygiene (stray sandbox Pods, expired workspace PVCs); `false` turns it off (no Pod/PVC permissions needed then). @defaultValue on, see {@link SandboxHygieneOptions} */
+  sandbox?: SandboxHygieneOptions | false;
 }
 
 export interface OperatorHandle {
@@ -68,9 +74,11 @@ function crPath(plural: string, namespace?: string): string {
 }
 
 type CrPlural = 'agents' | 'profiles' | 'skills' | 'cronjobs';
-type ChangeHandlers = Record<CrPlural, (o: RawObject) => void> & { secrets: (s: V1Secret) => void; child: (o: KubernetesObject) => void };
+type ChangeHandlers = Record<CrPlural, (o: RawObject) => void> & {
+  secrets: (s: V1Secret) => void; child: (o: KubernetesObject) => void; pods: (p: V1Pod) => void; workspaces: (c: V1PersistentVolumeClaim) => void;
+};
 
-function makeCaches(opts: OperatorOptions, writer: ResourceWriter, onChange: ChangeHandlers): Caches {
+function makeCaches(opts: OperatorOptions, writer: ResourceWriter, onChange: ChangeHandlers, hygiene: ResolvedHygieneOptions | undefined): Caches {
   const ns = opts.namespace;
   const core = opts.kc.makeApiClient(CoreV1Api);
   const cr = (plural: CrPlural) => new WatchedCache<RawObject>({
@@ -95,8 +103,24 @@ function makeCaches(opts: OperatorOptions, writer: ResourceWriter, onChange: Cha
       kc: opts.kc, path: ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets', what: 'secrets', log: opts.log, onChange: onChange.secrets, resyncMs: 0,
       list: () => (ns ? core.listNamespacedSecret({ namespace: ns }) : core.listSecretForAllNamespaces()),
     }),
+    ...(hygiene ? { sandbox: {
+      pods: new WatchedCache<V1Pod>({
+        kc: opts.kc, path: ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods', what: 'sandbox pods', log: opts.log, onChange: onChange.pods,
+        resyncMs: hygiene.resyncMs, labelSelector: sandboxPodSelector,
+        list: () => (ns ? core.listNamespacedPod({ namespace: ns, labelSelector: sandboxPodSelector }) : core.listPodForAllNamespaces({ labelSelector: sandboxPodSelector })),
+      }),
+      workspaces: new WatchedCache<V1PersistentVolumeClaim>({
+        kc: opts.kc, path: ns ? `/api/v1/namespaces/${ns}/persistentvolumeclaims` : '/api/v1/persistentvolumeclaims', what: 'workspace pvcs', log: opts.log,
+        onChange: onChange.workspaces, resyncMs: hygiene.resyncMs, labelSelector: workspacePvcSelector,
+        list: () => (ns ? core.listNamespacedPersistentVolumeClaim({ namespace: ns, labelSelector: workspacePvcSelector })
+          : core.listPersistentVolumeClaimForAllNamespaces({ labelSelector: workspacePvcSelector })),
+      }),
+    } } : {}),
   };
 }
+
+const hygieneOf = (o: OperatorOptions['sandbox']) => (o === false ? undefined : resolveHygieneOptions(o));
+const sandboxCaches = (caches: Caches) => (caches.sandbox ? [caches.sandbox.pods, caches.sandbox.workspaces] : []);
 
 export async function startOperator(opts: OperatorOptions): Promise<OperatorHandle> {
   const identity = opts.identity ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
@@ -109,6 +133,9 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
   const profiles = new Controller('profile', (k) => reconcileProfile(ctx, k), log, queueOpts);
   const skills = new Controller('skill', (k) => reconcileSkill(ctx, k), log, queueOpts);
   const cronjobs = new Controller('cronjob', (k) => reconcileCronJob(ctx, k), log, queueOpts);
+  const hygiene = hygieneOf(opts.sandbox);
+  const sandboxPods = new Controller('sandbox-pod', (k) => reconcileSandboxPod(ctx, hygiene!, k), log, queueOpts);
+  const workspaces = new Controller('workspace', (k) => reconcileWorkspace(ctx, hygiene!, k), log, queueOpts);
 
   const skillSeen = new Map<string, string>();
   const agentsOf = (namespace: string, pred: (a: RawObject) => boolean) => {
@@ -144,15 +171,21 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
       for (const p of ctx.caches.profiles.list(ns)) if (profileSecretNames(p).has(name)) profiles.enqueue(keyOf(p));
       agentsOf(ns, (a) => agentSecretNames(a, ctx.caches.profiles).has(name));
     },
-  });
+    // A Pod that finishes or goes may free the workspaces it mounted.
+    pods: (p: V1Pod) => {
+      sandboxPods.enqueue(keyOf({ metadata: { namespace: p.metadata?.namespace, name: p.metadata?.name ?? '' } }));
+      for (const k of mountedClaimKeys(p)) workspaces.enqueue(k);
+    },
+    workspaces: (c: V1PersistentVolumeClaim) => workspaces.enqueue(keyOf({ metadata: { namespace: c.metadata?.namespace, name: c.metadata?.name ?? '' } })),
+  }, hygiene);
   ctx = { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events: new EventRecorder(opts.kc, 'hermes-operator', identity, log), db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080' };
-  const allCaches: { start(): Promise<void>; stop(): Promise<void>; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.children.deployments, caches.children.services];
+  const allCaches: { start(): Promise<void>; stop(): Promise<void>; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.children.deployments, caches.children.services, ...sandboxCaches(caches)];
   await Promise.all(allCaches.map((c) => c.start()));
 
-  const controllers = [agents, profiles, skills, cronjobs];
+  const controllers = [agents, profiles, skills, cronjobs, ...(hygiene ? [sandboxPods, workspaces] : [])];
   const startControllers = () => {
     for (const c of controllers) c.start(opts.workers ?? 4);
-    for (const c of [caches.profiles, caches.agents, caches.skills, caches.cronjobs]) c.resync();
+    for (const c of [caches.profiles, caches.agents, caches.skills, caches.cronjobs, ...sandboxCaches(caches)]) c.resync();
   };
   const stopControllers = () => { void Promise.all(controllers.map((c) => c.stop())); };
   let elector: LeaderElector | undefined;

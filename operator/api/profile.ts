@@ -31,7 +31,7 @@ export const profileSpecSchema = z.object({
   model: modelSpecSchema,
   fallbackModels: z.array(fallbackModelSchema).max(8).default([]).describe('Tried in order when the primary model fails (rate limit, outage).'),
   persona: z.string().max(20_000).default('').describe('Identity and voice of the agent (the first prompt layer).'),
-  toolsets: z.array(z.string().min(1)).max(64).optional().describe('Enabled toolsets (default: clock, todo). Only available tools of these toolsets reach the model.'),
+  toolsets: z.array(z.string().min(1)).max(64).optional().describe('Enabled toolsets (default: clock; the in-process todo toolset is opt-in). Only available tools of these toolsets reach the model.'),
   maxIterations: z.number().int().positive().optional().describe('Model calls per turn (default: unlimited).'),
   contextFiles: z.array(z.object({ name: z.string().min(1), content: z.string().max(100_000) })).max(8).optional()
     .describe('Project context files (.hermes.md/HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules) for the prompt\'s context layer; scanned for injection and refused with a notice.'),

@@ -1,5 +1,5 @@
 // What every controller needs: the watched caches, the writers and the database.
-import type { KubeConfig, KubernetesObject, V1Deployment, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { RuntimeOptions } from './dedicated.js';
 import type { Db, Logger } from '../../services/core/index.js';
 import type { Condition } from '../api/common.js';
@@ -25,6 +25,8 @@ export interface Caches {
   secrets: WatchedCache<V1Secret>;
   /** Children of dedicated Agents (label app.kubernetes.io/managed-by=hermes-operator). */
   children: { deployments: WatchedCache<V1Deployment>; services: WatchedCache<V1Service> };
+  /** Sandbox Pods and workspace PVCs (label hermes.dev/component); absent when sandbox hygiene is off. */
+  sandbox?: { pods: WatchedCache<V1Pod>; workspaces: WatchedCache<V1PersistentVolumeClaim> };
 }
 
 export interface OperatorContext {

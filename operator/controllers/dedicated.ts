@@ -6,9 +6,11 @@
 import { AppsV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubernetesObject, type V1Container, type V1Deployment, type V1Probe } from '@kubernetes/client-node';
 import type { Agent } from '../api/agent.js';
 import type { OperatorContext, RawObject } from './context.js';
+import { agentKey } from '../api/sandbox-labels.js';
 
 export const managedBy = 'hermes-operator';
-export const agentLabel = 'hermes.dev/agent';
+/** The Agent a child belongs to: the same key as on sandbox Pods and workspace PVCs. */
+export const agentLabel = agentKey;
 export const childSelector = `app.kubernetes.io/managed-by=${managedBy}`;
 
 /** Where dedicated runtimes come from. */

@@ -34,6 +34,8 @@ export class LeaderElector {
   private leading = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The attempt in flight (never rejects); stop() waits for it so a late renew cannot overwrite the release. */
+  private inflight: Promise<void> | undefined;
   private observed: { record: string; at: number } | undefined;
   private lastRenew = 0;
   private otherHolds = false;
@@ -49,7 +51,7 @@ export class LeaderElector {
   }
 
   start(): void {
-    void this.tick();
+    this.inflight = this.tick();
   }
 
   private async tick(): Promise<void> {
@@ -61,7 +63,7 @@ export class LeaderElector {
     if (ok) this.lastRenew = Date.now();
     this.transition(ok);
     if (!this.stopped) {
-      this.timer = setTimeout(() => void this.tick(), this.opts.retryPeriodMs ?? 2_000);
+      this.timer = setTimeout(() => { this.inflight = this.tick(); }, this.opts.retryPeriodMs ?? 2_000);
       this.timer.unref();
     }
   }
@@ -125,6 +127,7 @@ export class LeaderElector {
   async stop({ release = true }: { release?: boolean } = {}): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    await this.inflight;
     if (!this.leading) return;
     this.leading = false;
     if (!release) return this.opts.onStoppedLeading();

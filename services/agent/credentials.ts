@@ -2,11 +2,35 @@
 // so a key that was rate-limited or refused is not the first one the next turn tries.
 import type { ChatProvider } from './messages.js';
 
+/**
+ * Re-resolves key `index`'s secret reference: a new client when the value changed (a rotated
+ * Secret), undefined when it did not (or no longer resolves).
+ */
+export type KeyRefresher = (index: number) => Promise<ChatProvider | undefined>;
+
 /** The keys of one provider endpoint, each as a ready client, with a rotating cursor. */
 export class CredentialPool {
   private cursor = 0;
-  constructor(readonly id: string, private readonly providers: ChatProvider[]) {
+  private readonly providers: ChatProvider[];
+  constructor(readonly id: string, providers: ChatProvider[], private readonly refresher?: KeyRefresher) {
     if (!providers.length) throw new Error(`credential pool ${id} is empty`);
+    this.providers = [...providers];
+  }
+  /** Which key is current (refresh bookkeeping). */
+  get index(): number {
+    return this.cursor % this.providers.length;
+  }
+  /**
+   * Auth refused the current key: re-resolve its secret. True when the value changed and the
+   * current key now uses it (retry once with it before rotating).
+   */
+  async refresh(): Promise<boolean> {
+    if (!this.refresher) return false;
+    const i = this.index;
+    const fresh = await this.refresher(i).catch(() => undefined);
+    if (!fresh) return false;
+    this.providers[i] = fresh;
+    return true;
   }
   get size(): number {
     return this.providers.length;

@@ -11,6 +11,7 @@ export * from './errors.js';
 export * from './credentials.js';
 export * from './model-call.js';
 export * from './loop.js';
+export * from './watchdog.js';
 export * from './tools/registry.js';
 export * from './tools/execute.js';
 export * from './tools/builtin.js';

@@ -10,7 +10,7 @@ import type { TurnControl } from './control.js';
 import { userMessageFor } from './errors.js';
 import { addUsage, emptyUsage, type ChatMessage, type Completion, type CompletionRequest, type ToolSpec, type Usage } from './messages.js';
 import { callModel, type ModelCallResult, type ModelRoute, type RetryPolicy } from './model-call.js';
-import { runToolBatch, type EffectDisposition } from './tools/execute.js';
+import { ResultBudget, runToolBatch, type EffectDisposition } from './tools/execute.js';
 import { toolSpec, type Tool } from './tools/registry.js';
 
 export interface LoopPersistence {
@@ -49,6 +49,11 @@ export interface LoopInput {
   /** After each successful call: per-call usage accounting. */
   onCall?: (completion: Completion, route: ModelRoute) => Promise<void>;
   onDelta?: (text: string) => void;
+  /**
+   * Liveness: called on every sign of progress — a model stream chunk, a model call finishing,
+   * a tool starting or finishing, a message persisted (the worker's ProgressWatchdog).
+   */
+  onProgress?: () => void;
   /** Steer and redirect while the turn runs (stop arrives through `signal`). */
   control?: TurnControl;
   /** Compress when over the threshold or when the provider reports a context overflow. */
@@ -100,12 +105,16 @@ class TurnLoop {
   private invalidInARow = 0;
   private partial = '';
   private compressions = 0;
+  /** SPEC: ≤ 200 000 characters of tool results per turn; the rest become preview blocks. */
+  private readonly budget = new ResultBudget();
+  private readonly progress: () => void;
 
   constructor(private readonly input: LoopInput) {
     this.clock = input.clock ?? systemClock;
     this.tools = new Map(input.tools.map((t) => [t.name, t]));
     this.specs = input.tools.map(toolSpec);
     this.messages = [...input.history];
+    this.progress = input.onProgress ?? (() => undefined);
   }
 
   /** Budget, stop and spend caps, before a model call: a LoopResult ends the turn. */
@@ -151,7 +160,8 @@ class TurnLoop {
     const out = await compress(this.messages, {
       session: input.sessionId, now: () => this.clock.now(), cooldown: input.compression.cooldown,
       summarise: async (messages, maxTokens) => {
-        const res = await callModel({ routes: input.routes, explicit: input.explicitModel ?? false, request: { messages, signal: input.signal, maxOutputTokens: maxTokens }, clock: this.clock, ...(input.cooldowns ? { cooldowns: input.cooldowns } : {}), ...(input.policy ? { policy: input.policy } : {}) });
+        const res = await callModel({ routes: input.routes, explicit: input.explicitModel ?? false, request: { messages, signal: input.signal, maxOutputTokens: maxTokens, onChunk: this.progress }, clock: this.clock, ...(input.cooldowns ? { cooldowns: input.cooldowns } : {}), ...(input.policy ? { policy: input.policy } : {}) });
+        this.progress();
         if (!res.ok) throw new Error(`summary call failed: ${res.error.reason}`);
         return res.completion.text;
       },
@@ -159,6 +169,7 @@ class TurnLoop {
     if (!out) return false;
     this.messages.splice(0, this.messages.length, ...out.messages);
     await input.persist.compressed?.(out.summary, out.coversSeq);
+    this.progress();
     return true;
   }
 
@@ -180,7 +191,9 @@ class TurnLoop {
     const signal = input.control ? input.control.beginCall(input.signal) : input.signal;
     this.partial = '';
     try {
-      return await this.callIn(signal, extra);
+      const res = await this.callIn(signal, extra);
+      this.progress();
+      return res;
     } catch (err) {
       if (input.signal.aborted) return undefined;
       const correction = input.control?.endCall();
@@ -208,6 +221,7 @@ class TurnLoop {
           signal,
           ...(this.specs.length ? { tools: this.specs } : {}),
           onDelta: (t) => { this.partial += t; input.onDelta?.(t); },
+          onChunk: this.progress,
           headers: injectTraceContext(),
           ...optional(input),
         },
@@ -222,15 +236,19 @@ class TurnLoop {
     const { input } = this;
     const assistant: ChatMessage = { role: 'assistant', content: done.text, toolCalls: done.toolCalls, ...(done.reasoning ? { reasoning: done.reasoning } : {}) };
     const seq = await input.persist.assistant(assistant, done.usage);
+    this.progress();
     if (typeof seq === 'number') assistant.seq = seq;
     this.messages.push(assistant);
     const ctx = { sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now() };
     const outcomes = await runToolBatch(this.tools, done.toolCalls, ctx, async (o) => {
+      this.progress(); // a tool finished
+      o.content = this.budget.fit(o.call.name, o.content);
       const msg: ChatMessage = { role: 'tool', content: o.content, toolCallId: o.call.id, name: o.call.name };
       const resultSeq = await input.persist.toolResult(msg, o.disposition);
+      this.progress();
       if (typeof resultSeq === 'number') msg.seq = resultSeq;
       this.messages.push(msg);
-    });
+    }, this.progress);
     if (input.signal.aborted) return interrupted(input.signal, done.text, this.usage, iterations);
     // Steers: user lines after the tool batch, for this turn's requests only.
     for (const text of input.control?.takeSteers() ?? []) this.messages.push({ role: 'user', content: text });

@@ -59,6 +59,8 @@ export interface CompletionRequest {
   tools?: ToolSpec[];
   /** Called with each piece of answer text as it streams. */
   onDelta?: (text: string) => void;
+  /** Called for every stream chunk received (liveness: the turn is making progress). */
+  onChunk?: () => void;
   maxOutputTokens?: number;
   temperature?: number;
   /** Extra request headers (W3C trace context, so a traced model server joins the trace). */

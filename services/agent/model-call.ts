@@ -57,6 +57,8 @@ interface RouteState {
   streamRetries: number;
   sameKeyRateLimits: number;
   rotations: number;
+  /** Keys (pool indexes) whose secret was already re-resolved after an auth error in this call. */
+  refreshed: Set<number>;
 }
 
 type Decision = { kind: 'again' } | { kind: 'wait'; ms: number } | { kind: 'stop'; next: 'fallback' | 'final' | 'compress' };
@@ -88,7 +90,7 @@ function decide(c: ClassifiedError, route: ModelRoute, rs: RouteState, st: CallS
 }
 
 async function tryRoute(route: ModelRoute, st: CallState): Promise<RouteOutcome> {
-  const rs: RouteState = { retries: 0, streamRetries: 0, sameKeyRateLimits: 0, rotations: 0 };
+  const rs: RouteState = { retries: 0, streamRetries: 0, sameKeyRateLimits: 0, rotations: 0, refreshed: new Set() };
   const onDelta = (t: string) => { st.delivered += t; st.request.onDelta?.(t); };
   for (;;) {
     try {
@@ -97,6 +99,12 @@ async function tryRoute(route: ModelRoute, st: CallState): Promise<RouteOutcome>
       if (st.request.signal.aborted) throw err;
       const c = classifyError(err, st.clock.now());
       st.onFailure?.(route, c);
+      // Auth: refresh then rotate — re-resolve the failing key's secret once (a rotated Secret
+      // gives a new value) and retry with it; only if it did not change, or failed again, rotate.
+      if (c.reason === 'auth' && !st.delivered && !rs.refreshed.has(route.pool.index)) {
+        rs.refreshed.add(route.pool.index);
+        if (await route.pool.refresh()) continue;
+      }
       const d = decide(c, route, rs, st);
       if (d.kind === 'stop') return { ok: false, error: c, next: d.next };
       if (d.kind === 'wait') await st.clock.sleep(d.ms, st.request.signal);

@@ -1,6 +1,6 @@
 // Builds providers for compiled model configs, resolving API key references, and the per-turn
 // route list (primary + fallback chain), each with its process-wide credential pool.
-import type { CompiledModel } from '../core/index.js';
+import type { CompiledModel, SecretRef } from '../core/index.js';
 import { CredentialPool } from './credentials.js';
 import type { ChatProvider } from './messages.js';
 import type { ModelRoute } from './model-call.js';
@@ -38,13 +38,19 @@ function build(model: ModelEndpoint, apiKey: string | undefined, defaults: Provi
   }
 }
 
-async function keysOf(model: ModelEndpoint, secrets: SecretResolver): Promise<(string | undefined)[]> {
+interface ResolvedKey {
+  /** Absent for endpoints without a key reference (local servers). */
+  ref?: SecretRef;
+  value: string | undefined;
+}
+
+async function keysOf(model: ModelEndpoint, secrets: SecretResolver): Promise<ResolvedKey[]> {
   const refs = [...(model.apiKeyRef ? [model.apiKeyRef] : []), ...(model.extraApiKeyRefs ?? [])];
-  if (!refs.length) return [undefined];
-  const keys: string[] = [];
+  if (!refs.length) return [{ value: undefined }];
+  const keys: ResolvedKey[] = [];
   for (const ref of refs) {
-    const v = await secrets.resolve(ref);
-    if (v) keys.push(v);
+    const value = await secrets.resolve(ref);
+    if (value) keys.push({ ref, value });
   }
   if (!keys.length) {
     const ref = refs[0]!;
@@ -55,8 +61,10 @@ async function keysOf(model: ModelEndpoint, secrets: SecretResolver): Promise<(s
 
 export async function createProvider(model: ModelEndpoint, secrets: SecretResolver, defaults: ProviderDefaults): Promise<ChatProvider> {
   const [key] = await keysOf(model, secrets);
-  return build(model, key, defaults);
+  return build(model, key!.value, defaults);
 }
+
+const fingerprintOf = (keys: readonly ResolvedKey[]) => JSON.stringify(keys.map((k) => k.value?.slice(-6)));
 
 const routeKey = (m: ModelEndpoint, defaults: ProviderDefaults) => `${m.provider}|${m.baseURL ?? defaults.openaiBaseURL ?? ''}|${m.model}`;
 
@@ -68,10 +76,23 @@ export class ModelRouter {
   async route(model: ModelEndpoint): Promise<ModelRoute> {
     const key = routeKey(model, this.defaults);
     const keys = await keysOf(model, this.secrets);
-    const fingerprint = JSON.stringify(keys.map((k) => k?.slice(-6)));
+    const fingerprint = fingerprintOf(keys);
     let entry = this.pools.get(key);
     if (!entry || entry.fingerprint !== fingerprint) {
-      entry = { fingerprint, pool: new CredentialPool(key, keys.map((k) => build(model, k, this.defaults))) };
+      // Auth errors re-resolve the failing key's reference (refresh before rotation).
+      const refresh = async (i: number): Promise<ChatProvider | undefined> => {
+        const k = keys[i];
+        if (!k?.ref) return undefined;
+        const value = await this.secrets.resolve(k.ref);
+        if (!value || value === k.value) return undefined;
+        k.value = value;
+        // The next turn's route() resolves the same new value: keep this pool (and its cursor).
+        const current = this.pools.get(key);
+        if (current?.pool === pool) current.fingerprint = fingerprintOf(keys);
+        return build(model, value, this.defaults);
+      };
+      const pool = new CredentialPool(key, keys.map((k) => build(model, k.value, this.defaults)), refresh);
+      entry = { fingerprint, pool };
       this.pools.set(key, entry);
     }
     return { key, model: model.model, pool: entry.pool };

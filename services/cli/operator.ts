@@ -7,6 +7,7 @@ import { Command } from 'commander';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ConfigError, createLogger, loadConfig, openDb } from '../core/index.js';
 import { startOperator, type OperatorHandle } from '../../operator/manager.js';
+import type { SandboxHygieneOptions } from '../../operator/controllers/sandbox-policy.js';
 import { onShutdown } from './runtime.js';
 
 /** The cluster to talk to: KUBECONFIG, ~/.kube/config or the in-cluster ServiceAccount; a clear error otherwise. */
@@ -29,12 +30,37 @@ export interface OperatorCliOptions {
   identity?: string;
   image?: string;
   runtimeSecret?: string;
+  /** `--no-sandbox-hygiene` sets false. */
+  sandboxHygiene?: boolean;
+  sandboxResyncSeconds?: string;
+  sandboxGraceSeconds?: string;
+  workspaceTtlSeconds?: string;
+}
+
+function seconds(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw new ConfigError(`${flag} must be a whole number of seconds, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+/** Sandbox hygiene options from the CLI flags (false with --no-sandbox-hygiene). */
+export function sandboxOptions(opts: OperatorCliOptions): SandboxHygieneOptions | false {
+  if (opts.sandboxHygiene === false) return false;
+  const resync = seconds('--sandbox-resync-seconds', opts.sandboxResyncSeconds);
+  const grace = seconds('--sandbox-grace-seconds', opts.sandboxGraceSeconds);
+  const ttl = seconds('--workspace-ttl-seconds', opts.workspaceTtlSeconds);
+  return {
+    ...(resync !== undefined ? { resyncMs: Math.max(resync, 1) * 1000 } : {}),
+    ...(grace !== undefined ? { finishedGraceMs: grace * 1000, unannotatedGraceMs: grace * 1000 } : {}),
+    ...(ttl !== undefined ? { workspaceTtlSeconds: ttl } : {}),
+  };
 }
 
 /** Starts the operator with CLI options (also used by `hermes dev` in K8S mode). */
 export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessEnv = process.env): Promise<{ handle: OperatorHandle; close(): Promise<void> }> {
   const config = loadConfig(env, { REDIS_URL: env.REDIS_URL ?? 'redis://unused:6379' });
   const kc = loadClusterConfig(env);
+  const sandbox = sandboxOptions(opts);
   const log = createLogger('operator', config.HERMES_LOG_LEVEL);
   const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator' });
   const handle = await startOperator({
@@ -45,6 +71,7 @@ export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessE
     ...(opts.leaseName ? { leaseName: opts.leaseName } : {}),
     ...(opts.identity ?? env.POD_NAME ? { identity: opts.identity ?? env.POD_NAME } : {}),
     runtime: { ...(opts.image ? { image: opts.image } : {}), ...(opts.runtimeSecret ? { envSecret: opts.runtimeSecret } : {}) },
+    sandbox,
   });
   return { handle, close: async () => { await handle.stop(); await db.close(); } };
 }
@@ -59,6 +86,10 @@ export const operatorCommand = new Command('operator')
   .option('--identity <id>', 'leader election identity (default: POD_NAME or hostname + random suffix)')
   .option('--image <image>', 'image of the Deployments of `runtime: dedicated` Agents (default: ghcr.io/hermes-operator/hermes:0.1.0)')
   .option('--runtime-secret <name>', 'Secret in the Agent\'s namespace with DATABASE_URL and REDIS_URL for dedicated pods (default: hermes-runtime)')
+  .option('--no-sandbox-hygiene', 'do not delete stray sandbox Pods and expired workspace PVCs (then the operator needs no Pod/PVC permissions)')
+  .option('--sandbox-resync-seconds <n>', 'how often every sandbox Pod and workspace PVC is checked again (default: 60)')
+  .option('--sandbox-grace-seconds <n>', 'age after which a finished sandbox Pod or one without a hermes.dev/admission-id is deleted (default: 60)')
+  .option('--workspace-ttl-seconds <n>', 'TTL of workspace PVCs without a hermes.dev/ttl-seconds annotation (default: 604800, 7 days)')
   .action(async (opts: OperatorCliOptions) => {
     const { handle, close } = await runOperator(opts);
     const log = createLogger('operator', process.env.HERMES_LOG_LEVEL ?? 'info');

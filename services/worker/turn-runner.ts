@@ -8,7 +8,7 @@ import {
 } from '../core/index.js';
 import {
   buildPrompt, builtinRegistry, promptIdentity, promptMessages, storePrompt, type PromptInputs, historyFromTranscript, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
-  SummaryCooldown, TurnControl, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolCall, type ToolRegistry,
+  SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolCall, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
 import { accountCall, checkSpendCaps, usageReply } from './usage.js';
@@ -36,6 +36,13 @@ export interface LoopDeps {
   tools: ToolRegistry;
   clock?: Clock;
   policy?: RetryPolicy;
+  /** Liveness watchdog time source and ticker (tests inject them; default: Date.now, setInterval). */
+  watchdog?: WatchdogTime;
+}
+
+export interface WatchdogTime {
+  now?: () => number;
+  ticker?: Ticker;
 }
 
 export interface LoopOptions {
@@ -45,6 +52,7 @@ export interface LoopOptions {
   /** Stale-stream timeout override (ms). */
   staleMs?: number;
   tools?: ToolRegistry;
+  watchdog?: WatchdogTime;
 }
 
 export function createLoopDeps(config: Config, secrets: SecretResolver, opts: LoopOptions = {}): LoopDeps {
@@ -53,7 +61,7 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
     ...(config.OPENAI_BASE_URL ? { openaiBaseURL: config.OPENAI_BASE_URL } : {}),
     ...(opts.staleMs !== undefined ? { staleMs: opts.staleMs } : {}),
   });
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}) };
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}) };
 }
 
 /**
@@ -147,14 +155,21 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
   const agentLabel = `${agent.agent.namespace}/${agent.agent.name}`;
   const control = new TurnControl();
   const unwatch = deps.control ? await deps.control.watch(deps.db, adm.sessionId, adm, control) : () => undefined;
+  // SPEC: a turn that keeps its lease but makes no progress for 600 s (polled every 15 s) ends.
+  const watchdog = new ProgressWatchdog({
+    stallMs: deps.config.HERMES_TURN_STALL_SECONDS * 1_000,
+    pollMs: deps.config.HERMES_TURN_WATCHDOG_POLL_SECONDS * 1_000,
+    ...loop.watchdog,
+  });
   const result = await runAgentLoop({
     sessionId: adm.sessionId,
     routes,
     system: [...promptMessages(prompt.stored), ...callerSystem(adm)],
     history,
     tools,
-    signal: AbortSignal.any([signal, control.signal]),
+    signal: AbortSignal.any([signal, control.signal, watchdog.signal]),
     control,
+    onProgress: watchdog.progress,
     ...modelOptions(agent, loop),
     compression: { cooldown: loop.summaryCooldown, ...(agent.model.contextWindow ? { contextWindow: agent.model.contextWindow } : {}) },
     persist: {
@@ -165,7 +180,7 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
     beforeCall: () => checkSpendCaps(deps.db, adm, agent),
     onCall: (done, route) => accountCall({ db: deps.db, metrics: deps.metrics, adm, agent }, done, route),
     onDelta: (text) => void publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'delta', text }).catch(() => undefined),
-  }).finally(unwatch);
+  }).finally(() => { watchdog.stop(); unwatch(); });
   if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: agentLabel, model: agent.model.model, outcome: result.outcome });
   // Refused context files: the user sees why the agent lacks them (once, when the prompt was built).
   if (prompt.notices.length) return { ...result, reply: `${result.reply}\n\n(Notice: ${prompt.notices.join(' ')})` };

@@ -10,6 +10,8 @@ describe('config', () => {
     expect(c.HERMES_LEASE_TTL_SECONDS).toBe(300);
     expect(c.HERMES_LEASE_RENEW_SECONDS).toBe(60);
     expect(c.HERMES_DELIVERY_MAX_ATTEMPTS).toBe(3);
+    expect(c.HERMES_TURN_STALL_SECONDS).toBe(600);
+    expect(c.HERMES_TURN_WATCHDOG_POLL_SECONDS).toBe(15);
     expect(Object.isFrozen(c)).toBe(true);
   });
 

@@ -102,6 +102,7 @@ async function read(stream: AsyncIterable<Anthropic.Messages.RawMessageStreamEve
   const acc = new EventAccumulator(req.onDelta);
   for await (const ev of stream) {
     touch();
+    req.onChunk?.();
     acc.add(ev);
   }
   return acc.result();

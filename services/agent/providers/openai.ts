@@ -92,6 +92,7 @@ export class OpenAIChatProvider implements ChatProvider {
     const acc = new ChunkAccumulator(req.onDelta);
     for await (const chunk of stream) {
       touch();
+      req.onChunk?.();
       acc.add(chunk);
     }
     return acc.result();

@@ -41,7 +41,7 @@ export const todoTool = defineTool({
 });
 
 /** Toolsets an agent gets when its Profile names none. */
-export const DEFAULT_TOOLSETS: readonly string[] = ['clock', 'todo'];
+export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 
 export function builtinRegistry(): ToolRegistry {
   return new ToolRegistry().register(getTimeTool).register(todoTool);

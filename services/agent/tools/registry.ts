@@ -45,7 +45,15 @@ export class ToolRegistry {
   }
 }
 
+const specs = new WeakMap<Tool, ToolSpec>();
+
+/** The tool as the model sees it (computed once per tool: the JSON Schema conversion is not free). */
 export function toolSpec(tool: Tool): ToolSpec {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: 'input' }) as Record<string, unknown>;
-  return { name: tool.name, description: tool.description, parameters };
+  let spec = specs.get(tool);
+  if (!spec) {
+    const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: 'input' }) as Record<string, unknown>;
+    spec = { name: tool.name, description: tool.description, parameters };
+    specs.set(tool, spec);
+  }
+  return spec;
 }

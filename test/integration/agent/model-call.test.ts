@@ -2,7 +2,7 @@
 // `openai` SDK against the wire-level fake. The clock is injected: no test waits for a delay.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  callModel, CooldownBook, CredentialPool, OpenAIChatProvider, runAgentLoop, type ModelRoute,
+  callModel, CooldownBook, CredentialPool, ModelRouter, OpenAIChatProvider, runAgentLoop, type ModelRoute, type SecretResolver,
 } from '../../../services/agent/index.js';
 import { startFakeOpenAI, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
 import { recordingClock, type RecordingClock } from './helpers.js';
@@ -147,5 +147,50 @@ describe('model call recovery', () => {
     expect(r.ok && r.completion.text).toBe('fresh');
     expect(clock.sleeps).toEqual([1_000]);
     await expect.poll(() => primary.requests[0]!.aborted).toBe(true);
+  });
+
+  describe('auth: refresh then rotate', () => {
+    // A resolver whose values can change between calls (a rotated Kubernetes Secret).
+    const secrets = (values: Record<string, string>) => {
+      const resolved: string[] = [];
+      const resolver: SecretResolver = { resolve: async (ref) => { resolved.push(ref.key); return values[ref.key]; } };
+      return { values, resolved, resolver };
+    };
+    const endpoint = () => ({ provider: 'openai' as const, model: 'gpt-test', baseURL: primary.baseURL, apiKeyRef: { name: 'keys', key: 'A' }, extraApiKeyRefs: [{ name: 'keys', key: 'B' }] });
+
+    it('re-resolves the failing key on 401 and retries once with the new value before rotating', async () => {
+      const s = secrets({ A: 'sk-old', B: 'sk-b' });
+      const router = new ModelRouter(s.resolver, { timeoutMs: 10_000 });
+      const r0 = await router.route(endpoint());
+      s.values.A = 'sk-new'; // the Secret was rotated after the pool was built
+      primary.setScript((_b, req) => (req.headers.authorization === 'Bearer sk-new' ? { text: 'refreshed' } : { status: 401 }));
+      const r = await callModel({ routes: [r0], request: request(), clock });
+      expect(r.ok && r.completion.text).toBe('refreshed');
+      expect(authOf(primary)).toEqual(['Bearer sk-old', 'Bearer sk-new']);
+      expect(clock.sleeps).toEqual([]);
+      // The next turn keeps the same pool (its fingerprint follows the refreshed value).
+      expect((await router.route(endpoint())).pool).toBe(r0.pool);
+    });
+
+    it('rotates when the re-resolved value did not change, or the refreshed key is refused too (403)', async () => {
+      const s = secrets({ A: 'sk-a', B: 'sk-b' });
+      const router = new ModelRouter(s.resolver, { timeoutMs: 10_000 });
+      const unchanged = await router.route(endpoint());
+      primary.setScript((_b, req) => (req.headers.authorization === 'Bearer sk-b' ? { text: 'key b' } : { status: 401 }));
+      const r = await callModel({ routes: [unchanged], request: request(), clock });
+      expect(r.ok && r.completion.text).toBe('key b');
+      expect(authOf(primary)).toEqual(['Bearer sk-a', 'Bearer sk-b']);
+      expect(s.resolved.slice(-1)).toEqual(['A']); // it did look before rotating
+
+      primary.requests.length = 0;
+      const t = secrets({ A: 'sk-a1', B: 'sk-b1' });
+      const router2 = new ModelRouter(t.resolver, { timeoutMs: 10_000 });
+      const route2 = await router2.route(endpoint());
+      t.values.A = 'sk-a2';
+      primary.setScript((_b, req) => (req.headers.authorization === 'Bearer sk-b1' ? { text: 'key b1' } : { status: 403 }));
+      const r2 = await callModel({ routes: [route2], request: request(), clock });
+      expect(r2.ok && r2.completion.text).toBe('key b1');
+      expect(authOf(primary)).toEqual(['Bearer sk-a1', 'Bearer sk-a2', 'Bearer sk-b1']);
+    });
   });
 });
