@@ -56,4 +56,34 @@ describe.skipIf(skipKubeLoudly('operator dedicated runtime tests', kubeAvailable
     const shared = await waitForCondition(kc, 'agents', ns, 'solo', { type: 'Ready', status: 'True' });
     expect(shared.status?.url).toBe(`http://gateway.test:8080/v1/agents/${ns}/solo/messages`);
   });
+
+  it('leaves the children to the garbage collector when the Agent goes, and never recreates them', async () => {
+    const kc = plane.cp.kubeConfig();
+    const ns = await plane.cp.createNamespace('dedicated-gone');
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=k=v']);
+    const manifest = (name: string) => [
+      { apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: 'p' }, spec: { model: { provider: 'openai', model: 'm', apiKey: { secretKeyRef: { name: 'model-key', key: 'k' } } } } },
+      { apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name }, spec: { profileRef: { name: 'p' }, runtime: { mode: 'dedicated' } } },
+    ].map((o) => stringify(o)).join('---\n');
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], manifest('gone'));
+    await waitForCondition(kc, 'agents', ns, 'gone', { type: 'Ready', status: 'True' });
+    const apps = kc.makeApiClient(AppsV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    const children = async () => ({
+      deployments: (await apps.listNamespacedDeployment({ namespace: ns })).items.filter((d) => d.metadata?.name?.startsWith('hermes-gone-')).length,
+      services: (await core.listNamespacedService({ namespace: ns })).items.filter((x) => x.metadata?.name === 'hermes-gone').length,
+      accounts: (await core.listNamespacedServiceAccount({ namespace: ns })).items.filter((x) => x.metadata?.name === 'hermes-gone').length,
+    });
+    expect(await children()).toEqual({ deployments: 2, services: 1, accounts: 1 });
+
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'agents.hermes.dev', 'gone', '--wait=true', '--timeout=60s']);
+    // There is no garbage collector in this control plane: delete the owned children as it would.
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'deployment', 'hermes-gone-gateway', 'hermes-gone-worker']);
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'service', 'hermes-gone']);
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'serviceaccount', 'hermes-gone']);
+    // A later Agent reconciled to Ready proves the operator kept working after the deletion.
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], manifest('after'));
+    await waitForCondition(kc, 'agents', ns, 'after', { type: 'Ready', status: 'True' });
+    expect(await children()).toEqual({ deployments: 0, services: 0, accounts: 0 });
+  });
 });
