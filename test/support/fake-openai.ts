@@ -21,6 +21,8 @@ export interface Script {
   /** Answer with this HTTP status and error body instead. */
   status?: number;
   errorMessage?: string;
+  /** Answer 200 with exactly this body (a malformed response). */
+  raw?: { contentType: string; body: string };
   headers?: Record<string, string>;
   usage?: { prompt_tokens: number; completion_tokens: number };
   /** Tool calls the model makes (streamed as tool_call deltas; finish_reason "tool_calls"). */
@@ -119,7 +121,10 @@ export async function startFakeOpenAI(script: ScriptFn = () => ({ text: 'ok' }))
       const s = await current(body, req);
       if (s.hold) await s.hold;
       if (seen.aborted) return;
-      if (s.status && s.status >= 400) {
+      if (s.raw) {
+        res.writeHead(200, { 'content-type': s.raw.contentType });
+        res.end(s.raw.body);
+      } else if (s.status && s.status >= 400) {
         res.writeHead(s.status, { 'content-type': 'application/json', ...s.headers });
         res.end(JSON.stringify({ error: { message: s.errorMessage ?? `fake error ${s.status}`, type: 'fake_error', code: null, param: null } }));
       } else {

@@ -34,6 +34,32 @@ const request = () => ({ messages: [{ role: 'user' as const, content: 'hi' }], s
 const sequence = (...scripts: Script[]) => { let i = 0; return () => scripts[Math.min(i++, scripts.length - 1)]!; };
 const authOf = (f: FakeOpenAI) => f.requests.map((r) => r.headers.authorization);
 
+describe('every error class over the wire', () => {
+  // status (or body) → classified reason, and whether the call was retried on the same route.
+  it.each([
+    ['401', { status: 401 }, 'auth', false],
+    ['402', { status: 402 }, 'billing', false],
+    ['408', { status: 408 }, 'timeout', true],
+    ['413', { status: 413 }, 'payload_too_large', false],
+    ['429 without Retry-After', { status: 429 }, 'rate_limit', true],
+    ['500', { status: 500 }, 'server_error', true],
+    ['502', { status: 502 }, 'server_error', true],
+    ['503', { status: 503 }, 'overloaded', true],
+    ['529', { status: 529 }, 'overloaded', true],
+    ['context overflow', { status: 400, errorMessage: "This model's maximum context length is 8192 tokens" }, 'context_overflow', false],
+    ['content policy', { status: 400, errorMessage: 'Request blocked by content policy' }, 'content_policy', false],
+    ['malformed streamed body', { raw: { contentType: 'text/event-stream', body: 'data: {"id": "x", "choices": [\n\n' } }, 'stream', true],
+  ] as [string, Script, string, boolean][])('%s → %s', async (_name, script, reason, retried) => {
+    primary.setScript(() => script);
+    const r = await callModel({ routes: [route(primary)], request: request(), clock });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error.reason).toBe(reason);
+    expect(primary.requests.length > 1).toBe(retried);
+    // Backoff without Retry-After: min(2·2^(n-1), 60) s plus jitter, never a real wait.
+    if (reason === 'rate_limit') expect(clock.sleeps[0]).toBeGreaterThanOrEqual(2_000);
+  });
+});
+
 describe('model call recovery', () => {
   it('honours Retry-After on 429 with SDK retries off (exactly one extra request)', async () => {
     primary.setScript(sequence({ status: 429, headers: { 'retry-after': '7' } }, { text: 'fine' }));

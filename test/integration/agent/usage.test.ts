@@ -83,6 +83,25 @@ describe('usage and spend', () => {
   });
 });
 
+describe('per-user monthly cap', () => {
+  it('stops one user at their monthly cap while another user of the same agent goes on', async () => {
+    const agentId = await createTestAgent(rt, model.baseURL, {
+      agent: { namespace: 'default', name: 'monthly' },
+      model: { provider: 'openai', model: 'gpt-test', baseURL: model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } },
+      spendCaps: { user: { monthlyUsd: 2 } },
+    });
+    const alice = 'agent:default/monthly:api:dm:alice';
+    expect((await say(agentId, alice, 'first')).a.outcome).toBe('completed'); // $3: over after this call
+    const before = model.requests.length;
+    const refused = await say(agentId, alice, 'second');
+    expect(refused.a.outcome).toBe('failed');
+    expect(refused.reply).toMatch(/monthly spend cap/);
+    expect(model.requests.length).toBe(before);
+    const bob = await say(agentId, 'agent:default/monthly:api:dm:bob', 'hello');
+    expect(bob.a.outcome).toBe('completed');
+  });
+});
+
 describe('price table', () => {
   const usage = { ...emptyUsage(), inputTokens: 1_000_000, cacheReadTokens: 400_000, outputTokens: 1_000_000 };
   it('bills cached input at the cache rate, prices by the longest model prefix, and never guesses', () => {
