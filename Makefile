@@ -6,7 +6,7 @@ export PRISMA_HIDE_UPDATE_MESSAGE := 1
 export CHECKPOINT_DISABLE := 1
 # `prisma generate` needs no schema engine, but the CLI insists that one exists: point it at any file.
 export PRISMA_SCHEMA_ENGINE_BINARY := $(firstword $(wildcard /usr/bin/true /bin/true))
-SERVICES := eval "$$(hack/services.sh up)"
+SERVICES := services_env=$$(hack/services.sh up) && eval "$$services_env"
 K8S ?= 0
 
 ##@ General
