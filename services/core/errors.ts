@@ -11,6 +11,9 @@ export const errorCatalogue = {
   HERMES_STORE_UNAVAILABLE: { status: 503, message: 'The ledger (Postgres) is unavailable; nothing was accepted. Retry later.' },
   HERMES_REPLY_TIMEOUT: { status: 504, message: 'The turn did not finish in time; the message is accepted and its reply will still be recorded.' },
   HERMES_TURN_FAILED: { status: 502, message: 'The agent could not answer.' },
+  HERMES_TURN_INTERRUPTED: { status: 502, message: 'The turn was interrupted when the process running it stopped, and it was not run again because it may already have had effects.' },
+  HERMES_ROUTE_NOT_FOUND: { status: 404, message: 'No such route.' },
+  HERMES_GATEWAY_CLOSING: { status: 503, message: 'The gateway is shutting down; the message stays accepted and its reply will still be recorded. Follow it again on another replica.' },
   HERMES_INTERNAL: { status: 500, message: 'Internal error.' },
 } as const;
 

@@ -3,7 +3,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createContext } from './context.js';
 import type { GatewayDeps } from './deps.js';
-import { GatewayError, sendApiError, toApiError } from './errors.js';
+import { HermesError } from '../core/index.js';
+import { sendApiError, toApiError } from './errors.js';
 import { registerRequestMetrics } from './request-metrics.js';
 import { registerAdmissionEventRoutes } from './routes/admission-events.js';
 import { registerAdmissionRoutes } from './routes/admissions.js';
@@ -32,7 +33,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
     return sendApiError(reply, request, apiError);
   });
   app.setNotFoundHandler((request, reply) =>
-    sendApiError(reply, request, toApiError(new GatewayError('HERMES_ROUTE_NOT_FOUND', `${request.method} ${request.url.split('?')[0]} is not a route of the Hermes gateway.`), request, config.HERMES_MAX_BODY_BYTES)));
+    sendApiError(reply, request, toApiError(new HermesError('HERMES_ROUTE_NOT_FOUND', `${request.method} ${request.url.split('?')[0]} is not a route of the Hermes gateway.`), request, config.HERMES_MAX_BODY_BYTES)));
 
   registerTracing(app);
   registerRequestMetrics(app, deps.metrics);

@@ -5,7 +5,6 @@ import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { HermesError } from '../core/index.js';
 import type { GatewayDeps } from './deps.js';
-import { GatewayError } from './errors.js';
 import { ChannelHub } from './subscriber.js';
 import { TurnWaiter } from './waiter.js';
 
@@ -13,7 +12,7 @@ export interface GatewayContext {
   deps: GatewayDeps;
   hub: ChannelHub;
   waiter: TurnWaiter;
-  /** Aborted (with a GatewayError) when the app starts closing. */
+  /** Aborted (with a HermesError) when the app starts closing. */
   shutdown: AbortSignal;
   beginShutdown(): void;
   /** Drops subscriptions (and closes the subscriber connection when the app opened it). */
@@ -37,7 +36,7 @@ export function createContext(deps: GatewayDeps): GatewayContext {
   return {
     deps, hub, waiter,
     shutdown: closing.signal,
-    beginShutdown: () => closing.abort(new GatewayError('HERMES_GATEWAY_CLOSING')),
+    beginShutdown: () => closing.abort(new HermesError('HERMES_GATEWAY_CLOSING')),
     async close() {
       await hub.close();
       owned?.disconnect();

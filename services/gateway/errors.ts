@@ -1,31 +1,14 @@
 // Every error the gateway answers, in one of two shapes: Hermes' `{ error: { code, message } }`
-// (codes from core's catalogue plus the few below), or OpenAI's `{ error: { message, type,
+// (codes from core's catalogue), or OpenAI's `{ error: { message, type,
 // code, param } }` on the OpenAI-compatible routes, so OpenAI SDKs surface it as an APIError.
 import { ZodError } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HermesError, isStoreUnavailable, type ErrorCode } from '../core/index.js';
 
-/** Gateway-only codes (not yet in core's catalogue). */
-export const gatewayErrorCatalogue = {
-  HERMES_ROUTE_NOT_FOUND: { status: 404, message: 'No such route.' },
-  HERMES_GATEWAY_CLOSING: { status: 503, message: 'The gateway is shutting down; the message stays accepted and its reply will still be recorded. Follow it again on another replica.' },
-  HERMES_TURN_INTERRUPTED: { status: 502, message: 'The turn was interrupted when the process running it stopped, and it was not run again because it may already have had effects.' },
-} as const;
-export type GatewayErrorCode = keyof typeof gatewayErrorCatalogue;
-
-export class GatewayError extends Error {
-  override name = 'GatewayError';
-  readonly status: number;
-  constructor(readonly code: GatewayErrorCode, detail?: string, readonly extra: Record<string, unknown> = {}) {
-    super(detail ? `${gatewayErrorCatalogue[code].message} ${detail}` : gatewayErrorCatalogue[code].message);
-    this.status = gatewayErrorCatalogue[code].status;
-  }
-}
-
 /** An error as answered: status, stable code, actionable message, extra fields. */
 export interface ApiError {
   status: number;
-  code: ErrorCode | GatewayErrorCode;
+  code: ErrorCode;
   message: string;
   extra: Record<string, unknown>;
 }
@@ -61,7 +44,7 @@ function fromFastify(err: { code?: string; statusCode?: number; message: string 
 
 /** Maps anything thrown while serving `request` to the answer we give. */
 export function toApiError(err: unknown, request: FastifyRequest, maxBodyBytes: number): ApiError {
-  if (err instanceof HermesError || err instanceof GatewayError) return { status: err.status, code: err.code, message: err.message, extra: err.extra };
+  if (err instanceof HermesError) return { status: err.status, code: err.code, message: err.message, extra: err.extra };
   if (err instanceof ZodError) {
     const { detail, issues } = describeIssues(err, 'body');
     return fromCatalogue('HERMES_BAD_REQUEST', detail, { issues });

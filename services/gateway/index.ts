@@ -3,4 +3,3 @@ export { buildGatewayApp } from './app.js';
 export { startGateway, type RunningGateway } from './server.js';
 export { openGatewayDeps, type GatewayDeps, type GatewayTuning } from './deps.js';
 export { apiSessionKey, defaultUserId } from './admission.js';
-export { gatewayErrorCatalogue, GatewayError, type GatewayErrorCode } from './errors.js';

@@ -2,32 +2,22 @@
 // sweeper, and graceful shutdown (stop taking jobs, let running turns finish within the grace
 // period, then cancel them; cancelled turns end `interrupted` and their sessions resume later).
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
-  AgentCache, checkEvictionPolicy, deliveryJobSchema, getAdmission, markStopped, queueNames, registerInstance, startSweeper, turnJobSchema,
-  type Config, type Db, type Instance, type Logger, type Metrics, type Queues,
+  checkEvictionPolicy, deliveryJobSchema, getAdmission, markStopped, queueNames, registerInstance, startSweeper, turnJobSchema,
+  type Instance,
 } from '../core/index.js';
-import type { SecretResolver } from '../agent/index.js';
 import { startHeartbeat } from './heartbeat.js';
 import { drainSession } from './session-drainer.js';
 import { apiAdapter, deliver, type DeliveryAdapter } from './delivery.js';
-import { createLoopDeps, type LoopOptions } from './turn-runner.js';
+import { createLoopDeps, type LoopOptions, type TurnDeps } from './turn-runner.js';
 import { startControlHub } from './control.js';
 
 export { drainSession } from './session-drainer.js';
 export { deliver, apiAdapter, type DeliveryAdapter } from './delivery.js';
 export { createLoopDeps, type LoopDeps, type LoopOptions } from './turn-runner.js';
 
-export interface WorkerDeps {
-  config: Config;
-  db: Db;
-  /** Producer/publisher connection. BullMQ consumers make their own blocking connections. */
-  redis: Redis;
-  queues: Queues;
-  agents: AgentCache;
-  secrets: SecretResolver;
-  log: Logger;
-  metrics: Metrics;
+/** A turn's dependencies (its `redis` is the producer/publisher connection; BullMQ consumers make their own). */
+export interface WorkerDeps extends Omit<TurnDeps, 'loop' | 'control'> {
   instance?: Instance;
   adapters?: Map<string, DeliveryAdapter>;
   /** Run the outbox sweeper in this process (default true). */

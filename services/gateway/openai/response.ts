@@ -1,7 +1,6 @@
 // OpenAI response objects: `chat.completion`, `chat.completion.chunk`, and the error a finished
 // turn maps to (failed → 502 with the reason; unknown → 502 "interrupted, not re-run").
 import { HermesError, type TurnUsage } from '../../core/index.js';
-import { GatewayError } from '../errors.js';
 import type { TurnEnd } from '../waiter.js';
 
 export interface CompletionIds {
@@ -16,7 +15,7 @@ export const completionIds = (admissionId: string, model: string): CompletionIds
 /** The reply text of a turn that answered, or the error to answer instead. */
 export function replyText(end: TurnEnd): string {
   const { admission, reply } = end;
-  if (admission.state === 'unknown') throw new GatewayError('HERMES_TURN_INTERRUPTED', `Admission ${admission.id}: send /retry in this conversation to run it again.`);
+  if (admission.state === 'unknown') throw new HermesError('HERMES_TURN_INTERRUPTED', `Admission ${admission.id}: send /retry in this conversation to run it again.`);
   if (admission.outcome === 'completed' || admission.outcome === 'interrupted') return reply?.content ?? '';
   const reason = reply?.content ?? admission.error ?? `the turn ended as "${admission.outcome}"`;
   throw new HermesError('HERMES_TURN_FAILED', reason);
