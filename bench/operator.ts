@@ -5,7 +5,7 @@
 // revisions straight to Postgres.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { createLogger, openDb, publishRevision, type Db } from '../services/core/index.js';
-import { compileAgent, type Agent, type Profile } from '../operator/index.js';
+import { compileAgent, staticConfigMaps, type Agent, type Profile } from '../operator/index.js';
 import { startOperator } from '../operator/manager.js';
 import { startControlPlane, waitFor, type ControlPlane } from '../test/support/kube/index.js';
 import { createTestDatabase } from '../test/support/services.js';
@@ -30,7 +30,7 @@ const seq = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 async function baselinePublish(db: Db, ns: string): Promise<number> {
   const profile: Profile = { apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: 'p', namespace: ns }, spec: { model: { provider: 'openai', model: 'm' }, fallbackModels: [], persona: '' } };
-  const lookup = { value: async () => 'v' };
+  const lookup = { secrets: { value: async () => 'v' }, configMaps: staticConfigMaps([]) };
   return pool(seq(N), async (i) => {
     const agent: Agent = { apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name: `raw-${i}`, namespace: ns },
       spec: { profileRef: { name: 'p' }, api: { enabled: true, keys: [] }, platforms: [], admins: [], skills: { enabled: true }, busyPolicy: 'interrupt', runtime: { mode: 'shared' } } };

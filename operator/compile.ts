@@ -5,10 +5,18 @@ import { sha256, type CompiledAgent } from '../services/core/index.js';
 import type { Agent } from './api/agent.js';
 import type { Profile } from './api/profile.js';
 import { secretRefOf } from './api/common.js';
+import { resolveProfileTexts, type ConfigMapLookup } from './texts.js';
 
 /** Looks up secret values during compile (a Secret in a cluster, the environment in dev). */
 export interface SecretLookup {
   value(namespace: string, ref: { name: string; key: string }): Promise<string | undefined>;
+}
+
+/** Where compile reads what the manifests reference. */
+export interface CompileSources {
+  secrets: SecretLookup;
+  /** ConfigMaps for `personaFrom` / `contextFiles[].contentFrom` (the watched cache; in dev, ConfigMap manifests). */
+  configMaps: ConfigMapLookup;
 }
 
 export class CompileError extends Error {
@@ -21,26 +29,30 @@ export class CompileError extends Error {
 /** A published Skill version an agent offers (resolved by the operator from Postgres). */
 export type CompiledSkillRef = NonNullable<CompiledAgent['skills']>[number];
 
-export async function compileAgent(agent: Agent, profile: Profile, secrets: SecretLookup, skills: CompiledSkillRef[] = []): Promise<CompiledAgent> {
+export async function compileAgent(agent: Agent, profile: Profile, sources: CompileSources, skills: CompiledSkillRef[] = []): Promise<CompiledAgent> {
   const ns = agent.metadata.namespace;
   if (profile.metadata.name !== agent.spec.profileRef.name || profile.metadata.namespace !== ns) {
     throw new CompileError('ProfileMismatch', `Agent ${ns}/${agent.metadata.name} references Profile "${agent.spec.profileRef.name}", got ${profile.metadata.namespace}/${profile.metadata.name}.`);
   }
-  const keySha256 = await hashApiKeys(agent, secrets);
-  await checkPlatformCredentials(agent, secrets);
+  const resolved = resolveProfileTexts(profile, sources.configMaps);
+  if ('problem' in resolved) throw new CompileError(resolved.problem.reason, resolved.problem.message);
+  const { persona, contextFiles } = resolved.texts;
+  const keySha256 = await hashApiKeys(agent, sources.secrets);
+  await checkPlatformCredentials(agent, sources.secrets);
   const m = profile.spec.model;
   return {
     apiVersion: 'hermes.dev/v1alpha1',
     agent: { namespace: ns, name: agent.metadata.name, ...(agent.metadata.generation !== undefined ? { generation: agent.metadata.generation } : {}) },
     profile: { namespace: profile.metadata.namespace, name: profile.metadata.name },
     model: compileModel(m),
-    persona: profile.spec.persona,
+    persona,
     api: { enabled: agent.spec.api.enabled, keySha256 },
     busyPolicy: agent.spec.busyPolicy,
     ...(profile.spec.fallbackModels?.length ? { fallbackModels: profile.spec.fallbackModels.map(compileModel) } : {}),
     ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
     ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
     ...(skills.length ? { skills } : {}),
+    ...(contextFiles.length ? { contextFiles } : {}),
     ...loopFields(profile),
   };
 }
@@ -51,7 +63,6 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
   return {
     ...(p.toolsets ? { toolsets: p.toolsets } : {}),
     ...(p.maxIterations ? { maxIterations: p.maxIterations } : {}),
-    ...(p.contextFiles?.length ? { contextFiles: p.contextFiles } : {}),
     ...(p.spendCaps ? { spendCaps: p.spendCaps } : {}),
   };
 }

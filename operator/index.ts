@@ -5,3 +5,4 @@ export * from './api/skill.js';
 export * from './api/cronjob.js';
 export * from './compile.js';
 export * from './manifests.js';
+export * from './texts.js';

@@ -1,10 +1,10 @@
-// The operator process: watched caches of Agents, Profiles, Skills, CronJobs and Secrets (and of
+// The operator process: watched caches of Agents, Profiles, Skills, CronJobs, Secrets and ConfigMaps (and of
 // sandbox Pods and workspace PVCs) feed the controllers' work queues; only the leader (a
 // coordination.k8s.io Lease) reconciles. Caches stay warm on followers so a failover starts from
 // a full cache.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { AppsV1Api, CoreV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1PersistentVolumeClaim, type V1Pod, type V1Secret } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1ConfigMap, type V1PersistentVolumeClaim, type V1Pod, type V1Secret } from '@kubernetes/client-node';
 import type { Db, Logger } from '../services/core/index.js';
 import { group, version } from './api/common.js';
 import { Controller } from './runtime/controller.js';
@@ -18,7 +18,7 @@ import { reconcileProfile } from './controllers/profile.js';
 import { reconcileSkill } from './controllers/skill.js';
 import { skillSelectionFingerprint } from './controllers/agent-skills.js';
 import { reconcileCronJob } from './controllers/cronjob.js';
-import { agentSecretNames, profileSecretNames } from './controllers/refs.js';
+import { agentSecretNames, profileConfigMapNames, profileSecretNames } from './controllers/refs.js';
 import { agentLabel, childSelector, type RuntimeOptions } from './controllers/dedicated.js';
 import { mountedClaimKeys, reconcileSandboxPod, reconcileWorkspace } from './controllers/sandbox-hygiene.js';
 import { resolveHygieneOptions, type ResolvedHygieneOptions, type SandboxHygieneOptions } from './controllers/sandbox-policy.js';
@@ -75,7 +75,7 @@ function crPath(plural: string, namespace?: string): string {
 
 type CrPlural = 'agents' | 'profiles' | 'skills' | 'cronjobs';
 type ChangeHandlers = Record<CrPlural, (o: RawObject) => void> & {
-  secrets: (s: V1Secret) => void; child: (o: KubernetesObject) => void; pods: (p: V1Pod) => void; workspaces: (c: V1PersistentVolumeClaim) => void;
+  secrets: (s: V1Secret) => void; configMaps: (c: V1ConfigMap) => void; child: (o: KubernetesObject) => void; pods: (p: V1Pod) => void; workspaces: (c: V1PersistentVolumeClaim) => void;
 };
 
 function makeCaches(opts: OperatorOptions, writer: ResourceWriter, onChange: ChangeHandlers, hygiene: ResolvedHygieneOptions | undefined): Caches {
@@ -102,6 +102,10 @@ function makeCaches(opts: OperatorOptions, writer: ResourceWriter, onChange: Cha
     secrets: new WatchedCache<V1Secret>({
       kc: opts.kc, path: ns ? `/api/v1/namespaces/${ns}/secrets` : '/api/v1/secrets', what: 'secrets', log: opts.log, onChange: onChange.secrets, resyncMs: 0,
       list: () => (ns ? core.listNamespacedSecret({ namespace: ns }) : core.listSecretForAllNamespaces()),
+    }),
+    configMaps: new WatchedCache<V1ConfigMap>({
+      kc: opts.kc, path: ns ? `/api/v1/namespaces/${ns}/configmaps` : '/api/v1/configmaps', what: 'configmaps', log: opts.log, onChange: onChange.configMaps, resyncMs: 0,
+      list: () => (ns ? core.listNamespacedConfigMap({ namespace: ns }) : core.listConfigMapForAllNamespaces()),
     }),
     ...(hygiene ? { sandbox: {
       pods: new WatchedCache<V1Pod>({
@@ -171,6 +175,16 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
       for (const p of ctx.caches.profiles.list(ns)) if (profileSecretNames(p).has(name)) profiles.enqueue(keyOf(p));
       agentsOf(ns, (a) => agentSecretNames(a, ctx.caches.profiles).has(name));
     },
+    // A ConfigMap edit recompiles the Agents whose Profile reads from it (a new revision when the text changed).
+    configMaps: (c: V1ConfigMap) => {
+      const ns = c.metadata?.namespace ?? '';
+      const name = c.metadata?.name ?? '';
+      for (const p of ctx.caches.profiles.list(ns)) {
+        if (!profileConfigMapNames(p).has(name)) continue;
+        profiles.enqueue(keyOf(p));
+        agentsOf(ns, (a) => (a.spec as { profileRef?: { name?: string } } | undefined)?.profileRef?.name === p.metadata.name);
+      }
+    },
     // A Pod that finishes or goes may free the workspaces it mounted.
     pods: (p: V1Pod) => {
       sandboxPods.enqueue(keyOf({ metadata: { namespace: p.metadata?.namespace, name: p.metadata?.name ?? '' } }));
@@ -179,7 +193,7 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
     workspaces: (c: V1PersistentVolumeClaim) => workspaces.enqueue(keyOf({ metadata: { namespace: c.metadata?.namespace, name: c.metadata?.name ?? '' } })),
   }, hygiene);
   ctx = { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events: new EventRecorder(opts.kc, 'hermes-operator', identity, log), db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080' };
-  const allCaches: { start(): Promise<void>; stop(): Promise<void>; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.children.deployments, caches.children.services, ...sandboxCaches(caches)];
+  const allCaches: { start(): Promise<void>; stop(): Promise<void>; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.configMaps, caches.children.deployments, caches.children.services, ...sandboxCaches(caches)];
   await Promise.all(allCaches.map((c) => c.start()));
 
   const controllers = [agents, profiles, skills, cronjobs, ...(hygiene ? [sandboxPods, workspaces] : [])];

@@ -1,15 +1,19 @@
 // Reading Hermes manifests from YAML files (`hermes dev`, tests): multi-document files, each
 // document validated against its kind's schema with errors that name the file and the field.
+// ConfigMaps are read too: Profiles may take their persona and context files from them.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { agentSchema, type Agent } from './api/agent.js';
 import { profileSchema, type Profile } from './api/profile.js';
+import { configMapText } from './texts.js';
 
 export interface ManifestSet {
   agents: Agent[];
   profiles: Profile[];
+  /** ConfigMaps beside the manifests (persona and context-file texts); namespace defaulted like the others. */
+  configMaps: { namespace: string; name: string; data: Record<string, string> }[];
   /** Kinds this build does not compile yet (Skill, CronJob): counted, not rejected. */
   skipped: { file: string; kind: string; name: string }[];
 }
@@ -19,6 +23,17 @@ function parseDoc<T>(schema: z.ZodType<T>, doc: unknown, where: string): T {
   if (r.success) return r.data;
   const issues = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
   throw new Error(`${where}: invalid manifest: ${issues}`);
+}
+
+const configMapDocSchema = z.object({
+  metadata: z.object({ name: z.string().min(1), namespace: z.string().default('default') }),
+  data: z.record(z.string(), z.string()).optional(),
+  binaryData: z.record(z.string(), z.string()).optional(),
+});
+
+function parseConfigMap(doc: unknown, where: string): ManifestSet['configMaps'][number] {
+  const cm = parseDoc(configMapDocSchema, doc, where);
+  return { namespace: cm.metadata.namespace, name: cm.metadata.name, data: configMapText(cm) };
 }
 
 async function yamlFiles(dir: string): Promise<string[]> {
@@ -32,7 +47,7 @@ async function yamlFiles(dir: string): Promise<string[]> {
 }
 
 export async function loadManifests(dir: string): Promise<ManifestSet> {
-  const set: ManifestSet = { agents: [], profiles: [], skipped: [] };
+  const set: ManifestSet = { agents: [], profiles: [], configMaps: [], skipped: [] };
   for (const file of await yamlFiles(dir)) {
     const docs = parseAllDocuments(await readFile(file, 'utf8'));
     for (const [i, d] of (Array.isArray(docs) ? docs : [docs]).entries()) {
@@ -40,7 +55,11 @@ export async function loadManifests(dir: string): Promise<ManifestSet> {
       const doc = d.toJSON() as { kind?: string; apiVersion?: string; metadata?: { name?: string } } | null;
       if (!doc) continue;
       const where = `${file} (document ${i + 1})`;
-      if (doc.apiVersion !== 'hermes.dev/v1alpha1') continue; // Secrets, ConfigMaps… belong to Kubernetes
+      if (doc.apiVersion === 'v1' && doc.kind === 'ConfigMap') {
+        set.configMaps.push(parseConfigMap(doc, where));
+        continue;
+      }
+      if (doc.apiVersion !== 'hermes.dev/v1alpha1') continue; // Secrets and the rest belong to Kubernetes
       if (doc.kind === 'Agent') set.agents.push(parseDoc(agentSchema, doc, where));
       else if (doc.kind === 'Profile') set.profiles.push(parseDoc(profileSchema, doc, where));
       else set.skipped.push({ file, kind: doc.kind ?? '?', name: doc.metadata?.name ?? '?' });

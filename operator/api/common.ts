@@ -66,6 +66,19 @@ export function secretRefOf(v: SecretValue): { name: string; key: string } {
   return v.secretKeyRef ? { name: v.secretKeyRef.name, key: v.secretKeyRef.key } : { name: '', key: v.env ?? '' };
 }
 
+/** A key of a ConfigMap in the resource's namespace (Kubernetes' `configMapKeyRef` shape). */
+export const configMapKeySelectorSchema = z.object({
+  name: z.string().min(1).describe('Name of a ConfigMap in the resource\'s namespace.'),
+  key: z.string().min(1).describe('Key within the ConfigMap (data or binaryData).'),
+  optional: z.boolean().optional().describe('When true, a missing ConfigMap or key leaves the text out instead of blocking the Agent.'),
+});
+export type ConfigMapKeySelector = z.infer<typeof configMapKeySelectorSchema>;
+
+/** Text kept outside the manifest: today a ConfigMap key (e.g. `kubectl create configmap persona --from-file=persona.md`). */
+export const textSourceSchema = z.object({
+  configMapKeyRef: configMapKeySelectorSchema.describe('Read the text from this ConfigMap key; edits to the ConfigMap recompile the Agents that use it.'),
+});
+
 export const localObjectRefSchema = z.object({ name: z.string().min(1).describe('Name of an object in the same namespace.') });
 
 export const conditionSchema = z.object({

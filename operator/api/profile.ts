@@ -1,7 +1,7 @@
 // Profile: how an agent thinks and what it may do. This issue's slice: the model and persona;
 // the agent-loop, tools, sandbox and memory issues add their fields here.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, withRules } from './common.js';
+import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, textSourceSchema, withRules } from './common.js';
 
 export const modelSpecSchema = z.object({
   provider: z.enum(['openai', 'anthropic', 'openai-compatible']).describe('API flavour of the model endpoint.'),
@@ -27,20 +27,41 @@ export const fallbackModelSchema = withRules(modelSpecSchema.partial({ provider:
   check: (m) => m.provider !== undefined && !!m.model,
 }]);
 
-export const profileSpecSchema = z.object({
+/** Most context files a Profile may list, and the size of each (characters). */
+export const contextFileLimits = { files: 8, chars: 100_000 } as const;
+/** Longest persona (characters), inline or from a ConfigMap. */
+export const personaMaxChars = 20_000;
+
+export const contextFileSchema = withRules(z.object({
+  name: z.string().min(1).describe('File name as the project knows it: .hermes.md, HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules.'),
+  content: z.string().max(contextFileLimits.chars).optional().describe('The file\'s text, inline.'),
+  contentFrom: textSourceSchema.optional().describe('The file\'s text from a ConfigMap key (e.g. kubectl create configmap repo-context --from-file=AGENTS.md).'),
+}), [{
+  rule: 'has(self.content) != has(self.contentFrom)',
+  message: 'each context file needs exactly one of content or contentFrom',
+  check: (f) => (f.content !== undefined) !== (f.contentFrom !== undefined),
+}]);
+export type ContextFile = z.infer<typeof contextFileSchema>;
+
+export const profileSpecSchema = withRules(z.object({
   model: modelSpecSchema,
   fallbackModels: z.array(fallbackModelSchema).max(8).default([]).describe('Tried in order when the primary model fails (rate limit, outage).'),
-  persona: z.string().max(20_000).default('').describe('Identity and voice of the agent (the first prompt layer).'),
+  persona: z.string().max(personaMaxChars).default('').describe('Identity and voice of the agent (the first prompt layer), inline. Use personaFrom to keep it in a ConfigMap.'),
+  personaFrom: textSourceSchema.optional().describe('The persona from a ConfigMap key instead of inline text (at most 20 000 characters).'),
   toolsets: z.array(z.string().min(1)).max(64).optional().describe('Enabled toolsets (default: clock; the in-process todo toolset is opt-in). Only available tools of these toolsets reach the model.'),
   maxIterations: z.number().int().positive().optional().describe('Model calls per turn (default: unlimited).'),
-  contextFiles: z.array(z.object({ name: z.string().min(1), content: z.string().max(100_000) })).max(8).optional()
-    .describe('Project context files (.hermes.md/HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules) for the prompt\'s context layer; scanned for injection and refused with a notice.'),
+  contextFiles: z.array(contextFileSchema).max(contextFileLimits.files).optional()
+    .describe('Project context files (.hermes.md/HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules) for the prompt\'s context layer, inline or from ConfigMaps; scanned for injection and refused with a notice.'),
   spendCaps: z.object({
     agent: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     profile: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     user: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
   }).optional().describe('Estimated-spend caps in USD per agent, per profile and per user, per UTC day and month; checked before every model call.'),
-});
+}), [{
+  rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
+  message: 'set persona or personaFrom, not both',
+  check: (s) => !(s.personaFrom && s.persona),
+}]);
 
 export const profileSchema = z.object({
   apiVersion: z.literal(apiVersion),

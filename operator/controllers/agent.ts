@@ -1,4 +1,4 @@
-// Agent controller: resolves the Profile and every credential, compiles with operator/compile.ts
+// Agent controller: resolves the Profile (and the ConfigMaps its texts come from) and every credential, compiles with operator/compile.ts
 // (the code `hermes dev` runs) and publishes the revision to Postgres (NOTIFY → gateways and
 // workers switch). Conditions: ProfileResolved, CredentialsResolved, Ready. A finalizer deletes
 // the agent's rows when the Agent is deleted.
@@ -9,7 +9,7 @@ import { compileAgent, CompileError } from '../compile.js';
 import { keyOf, parseKey } from '../runtime/kube.js';
 import type { ReconcileResult } from '../runtime/controller.js';
 import type { ConditionInput } from '../runtime/conditions.js';
-import { cachedSecrets, type OperatorContext, type RawObject } from './context.js';
+import { cachedSources, type OperatorContext, type RawObject } from './context.js';
 import { missingProfileSecret } from './profile.js';
 import { childName, reconcileRuntime } from './dedicated.js';
 import { selectedSkills } from './agent-skills.js';
@@ -56,9 +56,14 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   if (missing) return notReady(profileOk, cond('CredentialsResolved', 'False', missing.reason, missing.message), cond('Ready', 'False', missing.reason, missing.message), { platforms });
   let compiled: CompiledAgent;
   try {
-    compiled = await compileAgent(agent, profile, cachedSecrets(ctx), selectedSkills(ctx, agent));
+    compiled = await compileAgent(agent, profile, cachedSources(ctx), selectedSkills(ctx, agent));
   } catch (err) {
     if (!(err instanceof CompileError)) throw err;
+    // The Profile's texts (personaFrom, contextFiles[].contentFrom) did not resolve: the Profile is not usable yet.
+    if (err.reason.startsWith('ConfigMap')) {
+      return notReady(cond('ProfileResolved', 'False', err.reason, `Profile "${profile.metadata.name}": ${err.message}`),
+        cond('CredentialsResolved', 'Unknown', 'ProfileNotResolved', 'Waiting for the Profile.'), cond('Ready', 'False', err.reason, `Profile "${profile.metadata.name}": ${err.message}`), { platforms });
+    }
     return notReady(profileOk, cond('CredentialsResolved', err.reason === 'CredentialsMissing' ? 'False' : 'Unknown', err.reason, err.message), cond('Ready', 'False', err.reason, err.message), { platforms });
   }
   const hash = revisionHash(compiled);

@@ -1,12 +1,13 @@
 // What every controller needs: the watched caches, the writers and the database.
-import type { KubeConfig, KubernetesObject, V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { RuntimeOptions } from './dedicated.js';
 import type { Db, Logger } from '../../services/core/index.js';
 import type { Condition } from '../api/common.js';
 import type { EventRecorder } from '../runtime/events.js';
 import type { WatchedCache } from '../runtime/informer.js';
 import type { ResourceWriter } from '../runtime/kube.js';
-import type { SecretLookup } from '../compile.js';
+import type { CompileSources, SecretLookup } from '../compile.js';
+import { configMapText, type ConfigMapLookup } from '../texts.js';
 
 /** A custom resource as the apiserver returns it (defaults applied, status possibly absent). */
 export interface RawObject extends KubernetesObject {
@@ -23,6 +24,8 @@ export interface Caches {
   skills: WatchedCache<RawObject>;
   cronjobs: WatchedCache<RawObject>;
   secrets: WatchedCache<V1Secret>;
+  /** ConfigMaps, for Profiles' personaFrom / contextFiles[].contentFrom. */
+  configMaps: WatchedCache<V1ConfigMap>;
   /** Children of dedicated Agents (label app.kubernetes.io/managed-by=hermes-operator). */
   children: { deployments: WatchedCache<V1Deployment>; services: WatchedCache<V1Service> };
   /** Sandbox Pods and workspace PVCs (label hermes.dev/component); absent when sandbox hygiene is off. */
@@ -50,6 +53,21 @@ export function cachedSecrets(ctx: OperatorContext, env: NodeJS.ProcessEnv = pro
       return data === undefined ? undefined : Buffer.from(data, 'base64').toString('utf8');
     },
   };
+}
+
+/** ConfigMap texts from the watched ConfigMap cache. */
+export function cachedConfigMaps(ctx: OperatorContext): ConfigMapLookup {
+  return {
+    data: (namespace, name) => {
+      const cm = ctx.caches.configMaps.get(name, namespace);
+      return cm ? configMapText(cm) : undefined;
+    },
+  };
+}
+
+/** What compile reads in the operator: the watched Secrets and ConfigMaps. */
+export function cachedSources(ctx: OperatorContext): CompileSources {
+  return { secrets: cachedSecrets(ctx), configMaps: cachedConfigMaps(ctx) };
 }
 
 /** A Secret and key check that never touches the value: 'ok', or what is missing. */

@@ -1,10 +1,12 @@
 // Profile controller: validates the spec and checks that every referenced Secret and key exists
-// (values are never read into status). Conditions: Valid, Ready.
+// (values are never read into status) and that every ConfigMap text (personaFrom,
+// contextFiles[].contentFrom) is there and within its size limit. Conditions: Valid, Ready.
 import { profileSchema, type Profile } from '../api/profile.js';
 import type { SecretValue } from '../api/common.js';
 import { parseKey } from '../runtime/kube.js';
 import type { ReconcileResult } from '../runtime/controller.js';
-import { secretKeyState, type OperatorContext, type RawObject } from './context.js';
+import { cachedConfigMaps, secretKeyState, type OperatorContext, type RawObject } from './context.js';
+import { profileTextProblem } from '../texts.js';
 import { prepare, writeStatus, zodMessage, type StatusDraft } from './status.js';
 
 export const profileConditions = ['Valid', 'Ready'] as const;
@@ -52,10 +54,10 @@ function draftFor(ctx: OperatorContext, obj: RawObject): StatusDraft {
       { type: 'Ready', status: 'False', reason: 'InvalidSpec', message: `Fix the spec: ${message}` },
     ] };
   }
-  const missing = missingProfileSecret(ctx, parsed.data);
+  const missing = missingProfileSecret(ctx, parsed.data) ?? profileTextProblem(parsed.data, cachedConfigMaps(ctx));
   return { applied: true, conditions: [
     { type: 'Valid', status: 'True', reason: 'Valid', message: 'The spec is valid.' },
-    missing ? { type: 'Ready', status: 'False', ...missing } : { type: 'Ready', status: 'True', reason: 'Resolved', message: 'Every referenced Secret and key exists.' },
+    missing ? { type: 'Ready', status: 'False', ...missing } : { type: 'Ready', status: 'True', reason: 'Resolved', message: 'Every referenced Secret, ConfigMap and key exists.' },
   ] };
 }
 

@@ -1,8 +1,9 @@
-// Which Secrets an object names, so a Secret event re-queues exactly the objects that use it.
+// Which Secrets and ConfigMaps an object names, so their events re-queue exactly the objects that use them.
 import type { RawObject } from './context.js';
 import type { WatchedCache } from '../runtime/informer.js';
 
 interface SourceLike { secretKeyRef?: { name?: string } }
+interface TextSourceLike { configMapKeyRef?: { name?: string } }
 interface AgentSpecLike { profileRef?: { name?: string }; api?: { keys?: SourceLike[] }; platforms?: { credentials?: { secretRef?: { name?: string } } }[] }
 
 /** Names of every `secretKeyRef` anywhere in a Profile's spec (fields added by other issues included). */
@@ -16,6 +17,14 @@ export function profileSecretNames(p: RawObject | undefined): Set<string> {
     Object.values(v).forEach(walk);
   };
   walk(p?.spec);
+  return names;
+}
+
+/** Names of the ConfigMaps a Profile reads text from (personaFrom, contextFiles[].contentFrom). */
+export function profileConfigMapNames(p: RawObject | undefined): Set<string> {
+  const spec = (p?.spec ?? {}) as { personaFrom?: TextSourceLike; contextFiles?: { contentFrom?: TextSourceLike }[] };
+  const names = new Set<string>();
+  for (const s of [spec.personaFrom, ...(spec.contextFiles ?? []).map((f) => f.contentFrom)]) if (s?.configMapKeyRef?.name) names.add(s.configMapKeyRef.name);
   return names;
 }
 

@@ -1,6 +1,7 @@
 // `hermes dev --k8s` (behind `make dev K8S=1`): instead of compiling manifest files directly,
-// install the CRDs into the dev kube-apiserver, apply the manifests there (Secrets they reference
-// are created from the environment, as `hermes dev` resolves them), and run the operator against
+// install the CRDs into the dev kube-apiserver, apply the manifests there (hermes.dev objects and
+// ConfigMaps; Secrets they reference are created from the environment, as `hermes dev` resolves
+// them), and run the operator against
 // it — so the local loop exercises the same path as a cluster.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -49,7 +50,7 @@ async function apply(api: KubernetesObjectApi, obj: KubernetesObject): Promise<v
 export async function applyDevManifests(kc: KubeConfig, dir: string, env: NodeJS.ProcessEnv, namespace = 'default'): Promise<string[]> {
   const api = KubernetesObjectApi.makeApiClient(kc);
   for (const crd of await yamlDocs(crdsDir, false)) await apply(api, crd);
-  const docs = (await yamlDocs(dir, true)).filter((d) => d.apiVersion === 'hermes.dev/v1alpha1')
+  const docs = (await yamlDocs(dir, true)).filter((d) => d.apiVersion === 'hermes.dev/v1alpha1' || (d.apiVersion === 'v1' && d.kind === 'ConfigMap'))
     .map((d) => ({ ...d, metadata: { ...d.metadata, namespace: d.metadata?.namespace ?? namespace } }));
   for (const [name, keys] of referencedSecretKeys(docs)) {
     const stringData = Object.fromEntries([...keys].filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { findAgent, publishRevision, registerInstance, type Config } from '../core/index.js';
-import { compileAgent, loadManifests, type Profile } from '../../operator/index.js';
+import { CompileError, compileAgent, loadManifests, staticConfigMaps, type Profile } from '../../operator/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
 import { applyMigrations } from '../../prisma/migrate.js';
@@ -36,13 +36,15 @@ async function loadAgents(rt: Runtime, dir: string, apiKey: string): Promise<str
   const problem = modelProblem(rt.config, set.profiles);
   if (problem) throw Object.assign(new Error(problem), { userFacing: true });
   const env = { ...process.env, HERMES_DEV_API_KEY: apiKey, ...(rt.config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) };
-  const secrets = envSecrets(env);
+  const sources = { secrets: envSecrets(env), configMaps: staticConfigMaps(set.configMaps) };
   const names: string[] = [];
   for (const agent of set.agents) {
     const profile = set.profiles.find((p) => p.metadata.name === agent.spec.profileRef.name && p.metadata.namespace === agent.metadata.namespace);
     if (!profile) throw Object.assign(new Error(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: Profile "${agent.spec.profileRef.name}" not found in ${dir}`), { userFacing: true });
     if (rt.config.HERMES_DEV_MODEL) profile.spec.model.model = rt.config.HERMES_DEV_MODEL;
-    await publishRevision(rt.db, await compileAgent(agent, profile, secrets));
+    await publishRevision(rt.db, await compileAgent(agent, profile, sources).catch((err: Error) => {
+      throw err instanceof CompileError ? Object.assign(new Error(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: ${err.message}`), { userFacing: true }) : err;
+    }));
     names.push(`${agent.metadata.namespace}/${agent.metadata.name}`);
   }
   return names;
@@ -67,7 +69,7 @@ async function loadAgentsK8s(rt: Runtime, dir: string, apiKey: string): Promise<
 
 export const devCommand = new Command('dev')
   .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
-  .option('-m, --manifests <dir>', 'folder of Agent/Profile manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
+  .option('-m, --manifests <dir>', 'folder of Agent/Profile (and ConfigMap) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
   .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)')
   .option('--k8s', 'apply the manifests to the cluster in KUBECONFIG (`make dev K8S=1`) and run the operator instead of compiling files')
   .action(async (opts: { manifests?: string; port?: string; k8s?: boolean }) => {

@@ -1,11 +1,11 @@
 // Profile fields of the agent loop reach the compiled config (and stay absent when unset).
 import { describe, expect, it } from 'vitest';
-import { agentSchema, compileAgent, profileSchema } from '../../operator/index.js';
+import { agentSchema, compileAgent, profileSchema, staticConfigMaps } from '../../operator/index.js';
 import { compiledAgentSchema } from '../../services/core/index.js';
 
 const meta = { name: 'p', namespace: 'ns' };
 const agent = agentSchema.parse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name: 'a', namespace: 'ns' }, spec: { profileRef: { name: 'p' } } });
-const secrets = { value: async () => 'v' };
+const sources = { secrets: { value: async () => 'v' }, configMaps: staticConfigMaps([]) };
 
 describe('Profile → compiled agent-loop fields', () => {
   it('maps toolsets, budget, context files, spend caps, extra keys and pricing', async () => {
@@ -16,7 +16,7 @@ describe('Profile → compiled agent-loop fields', () => {
         toolsets: ['clock'], maxIterations: 12, contextFiles: [{ name: 'AGENTS.md', content: 'Be terse.' }], spendCaps: { user: { dailyUsd: 1 } },
       },
     });
-    const compiled = compiledAgentSchema.parse(await compileAgent(agent, profile, secrets));
+    const compiled = compiledAgentSchema.parse(await compileAgent(agent, profile, sources));
     expect(compiled).toMatchObject({
       toolsets: ['clock'], maxIterations: 12, contextFiles: [{ name: 'AGENTS.md', content: 'Be terse.' }], spendCaps: { user: { dailyUsd: 1 } },
       model: { extraApiKeyRefs: [{ key: 'OPENAI_KEY_2' }], pricing: { inputPerMTok: 1, outputPerMTok: 2 } },
@@ -25,7 +25,7 @@ describe('Profile → compiled agent-loop fields', () => {
 
   it('leaves them out when the Profile does not set them', async () => {
     const profile = profileSchema.parse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'gpt-4o' } } });
-    const compiled = await compileAgent(agent, profile, secrets);
+    const compiled = await compileAgent(agent, profile, sources);
     for (const k of ['toolsets', 'maxIterations', 'contextFiles', 'spendCaps'] as const) expect(compiled[k]).toBeUndefined();
     expect(compiled.model.extraApiKeyRefs).toBeUndefined();
   });

@@ -31,6 +31,7 @@ describe.skipIf(skipKubeLoudly('operator CRD tests', kubeAvailable()))('hermes.d
   it('accepts good objects and fills in the defaults', async () => {
     for (const obj of [agent('good', { api: { keys: [{ secretKeyRef: { name: 's', key: 'k' } }, { env: 'KEY' }] } }),
       profile('good', { fallbackModels: [{ provider: 'anthropic', model: 'claude' }] }),
+      profile('fromconfigmaps', { personaFrom: { configMapKeyRef: { name: 'prompt', key: 'persona.md' } }, contextFiles: [{ name: 'AGENTS.md', contentFrom: { configMapKeyRef: { name: 'prompt', key: 'AGENTS.md', optional: true } } }, { name: 'CLAUDE.md', content: 'Prefer tables.' }] }),
       skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
       const r = await apply(obj);
       expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
@@ -44,6 +45,9 @@ describe.skipIf(skipKubeLoudly('operator CRD tests', kubeAvailable()))('hermes.d
     ['a secret value with two sources', agent('twosources', { api: { keys: [{ env: 'K', secretKeyRef: { name: 's', key: 'k' } }] } }), 'set exactly one source of the secret value'],
     ['a fallback model without provider', profile('nofallbackprovider', { fallbackModels: [{ model: 'm' }] }), 'each fallback model needs provider and model'],
     ['a fallback model without model', profile('nofallbackmodel', { fallbackModels: [{ provider: 'openai' }] }), 'each fallback model needs provider and model'],
+    ['persona together with personaFrom', profile('twopersonas', { persona: 'Hi.', personaFrom: { configMapKeyRef: { name: 'c', key: 'k' } } }), 'set persona or personaFrom, not both'],
+    ['a context file with content and contentFrom', profile('twocontents', { contextFiles: [{ name: 'AGENTS.md', content: 'a', contentFrom: { configMapKeyRef: { name: 'c', key: 'k' } } }] }), 'each context file needs exactly one of content or contentFrom'],
+    ['a context file with neither', profile('nocontent', { contextFiles: [{ name: 'AGENTS.md' }] }), 'each context file needs exactly one of content or contentFrom'],
     ['a skill name over 64 characters', skill('longname', { name: 'a'.repeat(65) }), 'name must be at most 64 characters'],
     ['a skill description over 1024 characters', skill('longdesc', { description: 'd'.repeat(1025) }), 'description must be at most 1024 characters'],
     ['an empty schedule', cron('empty', ''), 'schedule must be a 5-field cron expression'],

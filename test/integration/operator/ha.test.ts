@@ -11,8 +11,8 @@ import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index
 import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
 const rbacFile = new URL('../../../charts/hermes/templates/operator-rbac.yaml', import.meta.url);
-const manifests = (name: string) => [
-  { apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: `${name}-p` }, spec: { model: { provider: 'openai', model: 'm', apiKey: { secretKeyRef: { name: 'model-key', key: 'k' } } } } },
+const manifests = (name: string, profileSpec: Record<string, unknown> = {}) => [
+  { apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: `${name}-p` }, spec: { model: { provider: 'openai', model: 'm', apiKey: { secretKeyRef: { name: 'model-key', key: 'k' } } }, ...profileSpec } },
   { apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name }, spec: { profileRef: { name: `${name}-p` } } },
 ].map((o) => stringify(o)).join('---\n');
 
@@ -78,8 +78,12 @@ describe.skipIf(skipKubeLoudly('operator HA/RBAC tests', kubeAvailable()))('oper
 
     const op = await plane.start({ kc: sa.kubeConfig, namespace: ns, leaderElection: true, leaseNamespace: ns, leaseDurationSeconds: 2, leaseRetryMs: 200, identity: 'sa-operator' });
     await waitFor(() => op.isLeader(), { what: 'the ServiceAccount operator to lead' });
-    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], manifests('rbac'));
+    // The persona comes from a ConfigMap, so the ConfigMap watch needs its permission too.
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'configmap', 'persona', '--from-literal=persona.md=You are the RBAC bot.']);
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], manifests('rbac', { personaFrom: { configMapKeyRef: { name: 'persona', key: 'persona.md' } } }));
     await waitForCondition(kc(), 'agents', ns, 'rbac', { type: 'Ready', status: 'True' });
+    const { rows } = await plane.db.pool.query(`SELECT r.compiled->>'persona' AS persona FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id WHERE a.namespace = $1`, [ns]);
+    expect(rows[0]?.persona).toBe('You are the RBAC bot.');
     await waitForCondition(kc(), 'profiles', ns, 'rbac-p', { type: 'Ready', status: 'True' });
     // Events and finalizer removal work with these permissions too.
     await kubectlOk(plane.cp, ['-n', ns, 'delete', 'agents.hermes.dev', 'rbac', '--timeout=30s']);

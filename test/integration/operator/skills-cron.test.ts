@@ -50,6 +50,9 @@ describe.skipIf(skipKubeLoudly('operator skill/cron tests', kubeAvailable()))('S
     expect(rows[0].compiled.platforms).toEqual([{ type: 'slack', credentialsSecret: 'slack-team', allowlist: ['U012ALICE', 'U034BOB'], allowAll: false, dmPairing: true, groupPolicy: 'mention' }]);
     expect(rows[0].compiled.fallbackModels).toEqual([{ provider: 'anthropic', model: 'claude-haiku-4-5', apiKeyRef: { name: 'anthropic', key: 'ANTHROPIC_API_KEY' } }]);
     expect(rows[0].compiled.admins).toEqual(['slack:U012ALICE']);
+    // Persona and handbook come from the example's ConfigMap (prompt.yaml).
+    expect(rows[0].compiled.persona).toBe("You are the team's assistant in Slack. Be brief, use threads, and link sources.\n");
+    expect(rows[0].compiled.contextFiles).toEqual([{ name: 'AGENTS.md', content: expect.stringMatching(/^# Team handbook\n/) }]);
     // A missing platform key keeps the agent out of service, saying which key.
     await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'slack-team' }, stringData: { SLACK_BOT_TOKEN: 'x' } }));
     await kubectlOk(plane.cp, ['-n', ns, 'patch', 'secret', 'slack-team', '--type=json', '-p', '[{"op":"remove","path":"/data/SLACK_APP_TOKEN"}]']);
