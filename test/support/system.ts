@@ -1,5 +1,6 @@
 // Builds in-process pieces of the system (worker, agents) on a test database and prefix.
-import { publishRevision, sha256, type CompiledAgent, type Config } from '../../services/core/index.js';
+import { admit, enqueueTurn, getAdmission, getObligationForAdmission, publishRevision, sha256, type Admission, type CompiledAgent, type Config } from '../../services/core/index.js';
+import { eventually } from './services.js';
 import { openResources, type Runtime } from '../../services/cli/runtime.js';
 import { EnvSecretResolver } from '../../services/agent/index.js';
 import { startWorker, type LoopOptions, type RunningWorker } from '../../services/worker/index.js';
@@ -34,4 +35,18 @@ export async function createTestAgent(rt: TestRuntime, baseURL: string, override
 export async function startTestWorker(rt: TestRuntime, extra: { sweeper?: boolean; loop?: LoopOptions; secrets?: Record<string, string> } = {}): Promise<RunningWorker> {
   const { secrets, ...rest } = extra;
   return startWorker({ ...rt, secrets: new EnvSecretResolver({ OPENAI_API_KEY: 'sk-test', ...secrets }), ...rest });
+}
+
+/**
+ * One message through the ledger as the message API admits it (platform `api` unless given),
+ * waited on until its turn is terminal: the admission and the reply it produced.
+ */
+export async function runTurn(rt: TestRuntime, m: { agentId: string; sessionKey: string; content: string; userId?: string; platform?: string }): Promise<{ a: Admission; reply: string }> {
+  const adm = await admit(rt.db, { agentId: m.agentId, platform: m.platform ?? 'api', sessionKey: m.sessionKey, user: { platformUserId: m.userId ?? 'u1' }, content: m.content, replyTarget: { kind: 'api' } });
+  await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
+  const a = await eventually(async () => {
+    const row = await getAdmission(rt.db.pool, adm.admissionId);
+    return row?.state === 'terminal' ? row : undefined;
+  }, `turn of "${m.content.slice(0, 40)}" terminal`);
+  return { a, reply: (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content };
 }

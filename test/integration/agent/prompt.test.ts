@@ -1,11 +1,10 @@
 // The session prompt: three layers built once, stored with an identity and re-sent byte for
 // byte on every turn; context files scanned and refused with a notice the user sees.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admit, enqueueTurn, getAdmission, getObligationForAdmission } from '../../../services/core/index.js';
 import { buildPrompt, promptIdentity, scanForInjection, selectContextFiles } from '../../../services/agent/index.js';
-import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
+import { createTestDatabase, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../../support/fake-openai.js';
-import { createTestAgent, openTestRuntime, startTestWorker, testAgent, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, openTestRuntime, runTurn, startTestWorker, testAgent, type TestRuntime } from '../../support/system.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 
 let database: TestDatabase;
@@ -27,10 +26,8 @@ afterAll(async () => {
 });
 
 async function say(agentId: string, key: string, content: string) {
-  const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey: key, user: { platformUserId: 'u1' }, content, replyTarget: { kind: 'api' } });
-  await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
-  await eventually(async () => ((await getAdmission(rt.db.pool, adm.admissionId))?.state === 'terminal' ? true : undefined), 'terminal');
-  return { reply: (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content, request: model.requests.find((r) => lastUser(r.body) === content)!.body };
+  const { reply } = await runTurn(rt, { agentId, sessionKey: key, content });
+  return { reply, request: model.requests.find((r) => lastUser(r.body) === content)!.body };
 }
 
 describe('session prompt', () => {

@@ -1,12 +1,11 @@
 // Usage and spend: per-call rows with tokens and estimated cost, `/usage`, Prometheus counters by
 // agent and model, and spend caps checked before each call (over the cap, nothing is sent).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admit, enqueueTurn, getAdmission, getObligationForAdmission } from '../../../services/core/index.js';
 import { estimateCost, emptyUsage } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
-import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
+import { createTestDatabase, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../../support/fake-openai.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
 
 let database: TestDatabase;
 let model: FakeOpenAI;
@@ -26,15 +25,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function say(agentId: string, key: string, content: string) {
-  const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey: key, user: { platformUserId: key }, content, replyTarget: { kind: 'api' } });
-  await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
-  const a = await eventually(async () => {
-    const row = await getAdmission(rt.db.pool, adm.admissionId);
-    return row?.state === 'terminal' ? row : undefined;
-  }, 'terminal');
-  return { a, reply: (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content };
-}
+const say = (agentId: string, key: string, content: string) => runTurn(rt, { agentId, sessionKey: key, content, userId: key });
 
 describe('usage and spend', () => {
   it('records each call with its estimated cost, answers /usage without the model, and counts by agent and model', async () => {

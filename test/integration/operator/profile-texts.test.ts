@@ -5,12 +5,12 @@
 // ConfigMap is refused with a notice the user sees; an oversized edit never replaces what is live.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { admit, enqueueTurn, findAgent, getAdmission, getObligationForAdmission } from '../../../services/core/index.js';
+import { findAgent } from '../../../services/core/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
-import { eventually, testConfig } from '../../support/services.js';
+import { testConfig } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
-import { openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
 import { conditionOf, eventsFor, kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
 const configMap = (name: string, data: Record<string, string>) => stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
@@ -38,10 +38,8 @@ describe.skipIf(skipKubeLoudly('Profile texts from ConfigMaps', kubeAvailable())
   const kc = () => plane.cp.kubeConfig();
 
   async function say(agentId: string, sessionKey: string, content: string) {
-    const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey, user: { platformUserId: 'u1' }, content, replyTarget: { kind: 'api' } });
-    await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
-    await eventually(async () => ((await getAdmission(rt.db.pool, adm.admissionId))?.state === 'terminal' ? true : undefined), 'terminal');
-    return { reply: (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content, system: model.requests.find((r) => lastUser(r.body) === content)!.body.messages.filter((m) => m.role === 'system').map((m) => m.content) };
+    const { reply } = await runTurn(rt, { agentId, sessionKey, content });
+    return { reply, system: model.requests.find((r) => lastUser(r.body) === content)!.body.messages.filter((m) => m.role === 'system').map((m) => m.content) };
   }
 
   it('blocks the Agent until the ConfigMap exists, then the model sees its texts; edits reach new sessions', async () => {
