@@ -3,7 +3,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { ChatMessage, ChatProvider, Completion, CompletionRequest, ToolCall, Usage } from '../messages.js';
 import { emptyUsage } from '../messages.js';
-import { isLocalURL, staleTimeoutMs, startWatchdog } from './stream-watchdog.js';
+import { isLocalURL, staleTimeoutMs, streamCompletion } from './stream-watchdog.js';
 
 export interface AnthropicProviderOptions {
   apiKey: string;
@@ -71,41 +71,18 @@ export class AnthropicProvider implements ChatProvider {
     this.client = new Anthropic({ apiKey: opts.apiKey, ...(opts.baseURL ? { baseURL: opts.baseURL } : {}), maxRetries: 0, timeout: opts.timeoutMs });
   }
 
-  async complete(req: CompletionRequest): Promise<Completion> {
-    const dog = startWatchdog(req.signal, this.staleMs);
-    let started = false;
-    try {
-      const { system, messages } = toAnthropic(req.messages);
-      const stream = await this.client.messages.create({
-        model: req.model,
-        max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS,
-        messages,
-        stream: true,
-        ...(system.length ? { system } : {}),
-        ...(req.tools?.length ? { tools: req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters as Anthropic.Messages.Tool.InputSchema })) } : {}),
-        ...(req.temperature !== undefined ? { temperature: Math.min(req.temperature, 1) } : {}),
-      }, { signal: dog.signal, ...(req.headers ? { headers: req.headers } : {}) });
-      started = true;
-      const out = await read(stream, req, dog.touch);
-      // The SDK ends an aborted stream quietly: a stop or a stale stream must not pass as an answer.
-      if (dog.signal.aborted) throw new Error('stream aborted');
-      return out;
-    } catch (err) {
-      throw dog.wrap(err, started);
-    } finally {
-      dog.stop();
-    }
+  complete(req: CompletionRequest): Promise<Completion> {
+    const { system, messages } = toAnthropic(req.messages);
+    return streamCompletion(req, this.staleMs, (signal) => this.client.messages.create({
+      model: req.model,
+      max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS,
+      messages,
+      stream: true,
+      ...(system.length ? { system } : {}),
+      ...(req.tools?.length ? { tools: req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters as Anthropic.Messages.Tool.InputSchema })) } : {}),
+      ...(req.temperature !== undefined ? { temperature: Math.min(req.temperature, 1) } : {}),
+    }, { signal, ...(req.headers ? { headers: req.headers } : {}) }), new EventAccumulator(req.onDelta));
   }
-}
-
-async function read(stream: AsyncIterable<Anthropic.Messages.RawMessageStreamEvent>, req: CompletionRequest, touch: () => void): Promise<Completion> {
-  const acc = new EventAccumulator(req.onDelta);
-  for await (const ev of stream) {
-    touch();
-    req.onChunk?.();
-    acc.add(ev);
-  }
-  return acc.result();
 }
 
 /** Folds stream events into one completion: text (announced as it comes), thinking, tool_use, usage. */

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ChatMessage, ChatProvider, Completion, CompletionRequest, ToolCall, Usage } from '../messages.js';
 import { emptyUsage } from '../messages.js';
-import { isLocalURL, staleTimeoutMs, startWatchdog } from './stream-watchdog.js';
+import { isLocalURL, staleTimeoutMs, streamCompletion } from './stream-watchdog.js';
 
 export interface OpenAIProviderOptions {
   apiKey: string;
@@ -60,42 +60,19 @@ export class OpenAIChatProvider implements ChatProvider {
     this.client = new OpenAI({ apiKey: opts.apiKey, ...(opts.baseURL ? { baseURL: opts.baseURL } : {}), maxRetries: 0, timeout: opts.timeoutMs });
   }
 
-  async complete(req: CompletionRequest): Promise<Completion> {
-    const dog = startWatchdog(req.signal, this.staleMs);
-    let started = false;
-    try {
-      const tools: ChatCompletionTool[] | undefined = req.tools?.length
-        ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
-        : undefined;
-      const stream = await this.client.chat.completions.create({
-        model: req.model,
-        messages: toOpenAIMessages(req.messages),
-        stream: true,
-        stream_options: { include_usage: true },
-        ...(tools ? { tools } : {}),
-        ...(req.maxOutputTokens ? { max_completion_tokens: req.maxOutputTokens } : {}),
-        ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
-      }, { signal: dog.signal, ...(req.headers ? { headers: req.headers } : {}) });
-      started = true;
-      const out = await this.read(stream, req, dog.touch);
-      // The SDK ends an aborted stream quietly: a stop or a stale stream must not pass as an answer.
-      if (dog.signal.aborted) throw new Error('stream aborted');
-      return out;
-    } catch (err) {
-      throw dog.wrap(err, started);
-    } finally {
-      dog.stop();
-    }
-  }
-
-  private async read(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>, req: CompletionRequest, touch: () => void): Promise<Completion> {
-    const acc = new ChunkAccumulator(req.onDelta);
-    for await (const chunk of stream) {
-      touch();
-      req.onChunk?.();
-      acc.add(chunk);
-    }
-    return acc.result();
+  complete(req: CompletionRequest): Promise<Completion> {
+    const tools: ChatCompletionTool[] | undefined = req.tools?.length
+      ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
+      : undefined;
+    return streamCompletion(req, this.staleMs, (signal) => this.client.chat.completions.create({
+      model: req.model,
+      messages: toOpenAIMessages(req.messages),
+      stream: true,
+      stream_options: { include_usage: true },
+      ...(tools ? { tools } : {}),
+      ...(req.maxOutputTokens ? { max_completion_tokens: req.maxOutputTokens } : {}),
+      ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+    }, { signal, ...(req.headers ? { headers: req.headers } : {}) }), new ChunkAccumulator(req.onDelta));
   }
 }
 
