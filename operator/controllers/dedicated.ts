@@ -28,16 +28,18 @@ function labels(agent: Agent, component?: string): Record<string, string> {
     [agentLabel]: agent.metadata.name, ...(component ? { 'app.kubernetes.io/component': component } : {}) };
 }
 
-function container(component: 'gateway' | 'worker', opts: RuntimeOptions, agent: Agent): V1Container {
-  // The worker has no HTTP endpoint yet: a dead worker is detected by its heartbeat row instead.
-  const probes: Partial<V1Container> = component === 'gateway'
-    ? { readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 10 } satisfies V1Probe, livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 20 } }
-    : {};
+function container(component: 'gateway' | 'worker', opts: RuntimeOptions): V1Container {
+  // Both serve /healthz and /readyz on their `http` port: the gateway on HERMES_PORT (8080), the worker
+  // its probe and metrics server on HERMES_WORKER_PORT (8081).
+  const port = component === 'gateway' ? 8080 : 8081;
+  const probes: Partial<V1Container> = {
+    readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 10 } satisfies V1Probe,
+    livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 20 } satisfies V1Probe,
+  };
   return {
     name: component, image: opts.image ?? 'ghcr.io/hermes-operator/hermes:0.1.0', command: ['node', 'bin/hermes.js', component],
-    env: [{ name: 'HERMES_AGENT', value: `${agent.metadata.namespace}/${agent.metadata.name}` }, { name: 'HERMES_TMP', value: '/tmp' }],
     envFrom: [{ secretRef: { name: opts.envSecret ?? 'hermes-runtime' } }],
-    ...(component === 'gateway' ? { ports: [{ name: 'http', containerPort: 8080 }] } : {}),
+    ports: [{ name: 'http', containerPort: port }],
     ...probes,
     resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } },
     securityContext: { runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
@@ -56,7 +58,7 @@ function deployment(agent: Agent, component: 'gateway' | 'worker', opts: Runtime
         metadata: { labels: labels(agent, component) },
         spec: { serviceAccountName: childName(agent.metadata.name), automountServiceAccountToken: false,
           securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
-          containers: [container(component, opts, agent)], volumes: [{ name: 'tmp', emptyDir: {} }] },
+          containers: [container(component, opts)], volumes: [{ name: 'tmp', emptyDir: {} }] },
       },
     },
   };

@@ -10,6 +10,7 @@ export * from './events.js';
 export * from './compiled.js';
 export * from './agents.js';
 export * from './sweeper.js';
+export * from './health.js';
 export * from './ledger/instances.js';
 export * from './ledger/leases.js';
 export * from './ledger/messages.js';

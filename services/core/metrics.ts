@@ -19,7 +19,8 @@ export interface Metrics {
 export function createMetrics(component: string): Metrics {
   const registry = new Registry();
   registry.setDefaultLabels({ component });
-  collectDefaultMetrics({ register: registry, prefix: 'hermes_process_' });
+  // Node's own metrics under their standard names (process_*, nodejs_*), as the usual dashboards expect.
+  collectDefaultMetrics({ register: registry });
   const r = [registry];
   return {
     registry,

@@ -15,6 +15,7 @@ import { startControlHub } from './control.js';
 export { drainSession } from './session-drainer.js';
 export { deliver, apiAdapter, type DeliveryAdapter } from './delivery.js';
 export { createLoopDeps, type LoopDeps, type LoopOptions } from './turn-runner.js';
+export { startWorkerProbes, type RunningProbes } from './probes.js';
 
 /** A turn's dependencies (its `redis` is the producer/publisher connection; BullMQ consumers make their own). */
 export interface WorkerDeps extends Omit<TurnDeps, 'loop' | 'control'> {

@@ -1,6 +1,7 @@
 // runtime: dedicated — the Agent's own gateway and worker Deployments, Service and ServiceAccount,
 // owned by the Agent, secure by default, drift corrected, removed when switching back to shared.
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { loadConfig } from '../../../services/core/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
@@ -36,8 +37,14 @@ describe.skipIf(skipKubeLoudly('operator dedicated runtime tests', kubeAvailable
       expect(c.command).toEqual(['node', 'bin/hermes.js', part]);
       expect(c.securityContext).toMatchObject({ runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
       expect(d.spec!.template.spec!.serviceAccountName).toBe('hermes-solo');
+      // Both answer probes on their http port (gateway 8080, worker 8081: HERMES_WORKER_PORT's default).
+      expect(c.ports).toEqual([{ name: 'http', containerPort: part === 'gateway' ? 8080 : 8081, protocol: 'TCP' }]);
+      expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
+      expect(c.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
+      // What the pod sets must start the process: every HERMES_* name is a known setting.
+      const env = Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? '']));
+      expect(() => loadConfig({ ...env, DATABASE_URL: 'postgres://db/hermes', REDIS_URL: 'redis://redis:6379' })).not.toThrow();
     }
-    expect((await apps.readNamespacedDeployment({ namespace: ns, name: 'hermes-solo-gateway' })).spec!.template.spec!.containers[0]!.readinessProbe?.httpGet?.path).toBe('/readyz');
     const svc = await core.readNamespacedService({ namespace: ns, name: 'hermes-solo' });
     expect(svc.spec?.selector).toEqual({ 'hermes.dev/agent': 'solo', 'app.kubernetes.io/component': 'gateway' });
     expect((await core.readNamespacedServiceAccount({ namespace: ns, name: 'hermes-solo' })).metadata?.ownerReferences?.[0]?.name).toBe('solo');

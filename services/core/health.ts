@@ -1,0 +1,38 @@
+// Readiness checks shared by every process that answers probes (gateway, worker): Postgres and
+// Redis must answer within a short timeout; a failure names the dependency and the error.
+import type { Redis } from 'ioredis';
+import type { Db } from './db.js';
+
+export interface CheckResult { ok: boolean; error?: string }
+
+/** Runs `probe`, failing it when it does not answer within `timeoutMs`. */
+export async function checkWithin(probe: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs); });
+  try {
+    await Promise.race([probe(), late]);
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: (err as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, CheckResult>;
+  /** "postgres (…), redis (…)" — what failed, for the 503 body. */
+  failed: string[];
+}
+
+/** Postgres and Redis checks plus any process-specific ones (e.g. "shutting down"). */
+export async function readiness(deps: { db: Db; redis: Redis }, timeoutMs: number, extra: Record<string, CheckResult> = {}): Promise<Readiness> {
+  const [postgres, redis] = await Promise.all([
+    checkWithin(() => deps.db.pool.query('select 1'), timeoutMs),
+    checkWithin(() => deps.redis.ping(), timeoutMs),
+  ]);
+  const checks = { postgres, redis, ...extra };
+  const failed = Object.entries(checks).filter(([, c]) => !c.ok).map(([name, c]) => `${name} (${c.error})`);
+  return { ready: failed.length === 0, checks, failed };
+}
