@@ -15,5 +15,6 @@ export * from './watchdog.js';
 export * from './tools/registry.js';
 export * from './tools/execute.js';
 export * from './tools/builtin.js';
+export * from './tools/guardrails.js';
 export { OpenAIChatProvider, toOpenAIMessages } from './providers/openai.js';
 export { AnthropicProvider, toAnthropic } from './providers/anthropic.js';

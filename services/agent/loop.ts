@@ -10,7 +10,8 @@ import type { TurnControl } from './control.js';
 import { userMessageFor } from './errors.js';
 import { addUsage, emptyUsage, type ChatMessage, type Completion, type CompletionRequest, type ToolSpec, type Usage } from './messages.js';
 import { callModel, type ModelCallResult, type ModelRoute, type RetryPolicy } from './model-call.js';
-import { ResultBudget, runToolBatch, type EffectDisposition } from './tools/execute.js';
+import { ResultBudget, runToolBatch, type BatchHooks, type EffectDisposition, type ToolOutcome } from './tools/execute.js';
+import { haltReply, ToolLoopGuard, type GuardSettings } from './tools/guardrails.js';
 import { toolSpec, type Tool } from './tools/registry.js';
 
 export interface LoopPersistence {
@@ -25,6 +26,8 @@ export interface LoopPersistence {
 export interface CompressionOptions {
   /** Context window in tokens (default 128K). */
   contextWindow?: number;
+  /** Token budget of the verbatim tail (default 20 000, capped at 0.20 of the threshold). */
+  keepRecentTokens?: number;
   cooldown: SummaryCooldown;
 }
 
@@ -60,6 +63,19 @@ export interface LoopInput {
   compression?: CompressionOptions;
   maxOutputTokens?: number;
   temperature?: number;
+  /**
+   * Unattended platform (cron): nobody watches this turn, so the tool-loop guard's blocks and
+   * halts end it. @defaultValue false
+   */
+  unattended?: boolean;
+  /** Tool-loop guard thresholds; SPEC defaults (`GUARD_DEFAULTS`) for the ones not given. */
+  guardrails?: Partial<GuardSettings>;
+  /**
+   * Deadline of each tool step (a parallel group, or one call run in order). Its own clock, not
+   * `clock`: a test clock whose sleeps return at once would end every tool call at once.
+   * @defaultValue 420 000 ms on `systemClock`
+   */
+  toolTimeout?: { ms?: number; clock?: Clock };
   clock?: Clock;
   cooldowns?: CooldownBook;
   policy?: RetryPolicy;
@@ -107,6 +123,8 @@ class TurnLoop {
   private compressions = 0;
   /** SPEC: ≤ 200 000 characters of tool results per turn; the rest become preview blocks. */
   private readonly budget = new ResultBudget();
+  /** SPEC: tool-loop guardrails over the turn's last 64 calls. */
+  private readonly guard: ToolLoopGuard;
   private readonly progress: () => void;
 
   constructor(private readonly input: LoopInput) {
@@ -115,6 +133,7 @@ class TurnLoop {
     this.specs = input.tools.map(toolSpec);
     this.messages = [...input.history];
     this.progress = input.onProgress ?? (() => undefined);
+    this.guard = new ToolLoopGuard({ hardHalt: input.unattended ?? false, ...input.guardrails });
   }
 
   /** Budget, stop and spend caps, before a model call: a LoopResult ends the turn. */
@@ -158,7 +177,7 @@ class TurnLoop {
     if (!input.compression) return false;
     this.compressions++;
     const out = await compress(this.messages, {
-      session: input.sessionId, now: () => this.clock.now(), cooldown: input.compression.cooldown,
+      ...input.compression, session: input.sessionId, now: () => this.clock.now(),
       summarise: async (messages, maxTokens) => {
         const res = await callModel({ routes: input.routes, explicit: input.explicitModel ?? false, request: { messages, signal: input.signal, maxOutputTokens: maxTokens, onChunk: this.progress }, clock: this.clock, ...(input.cooldowns ? { cooldowns: input.cooldowns } : {}), ...(input.policy ? { policy: input.policy } : {}) });
         this.progress();
@@ -240,22 +259,45 @@ class TurnLoop {
     if (typeof seq === 'number') assistant.seq = seq;
     this.messages.push(assistant);
     const ctx = { sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now() };
-    const outcomes = await runToolBatch(this.tools, done.toolCalls, ctx, async (o) => {
-      this.progress(); // a tool finished
-      o.content = this.budget.fit(o.call.name, o.content);
-      const msg: ChatMessage = { role: 'tool', content: o.content, toolCallId: o.call.id, name: o.call.name };
-      const resultSeq = await input.persist.toolResult(msg, o.disposition);
-      this.progress();
-      if (typeof resultSeq === 'number') msg.seq = resultSeq;
-      this.messages.push(msg);
-    }, this.progress);
+    const outcomes = await runToolBatch(this.tools, done.toolCalls, ctx, this.batchHooks());
     if (input.signal.aborted) return interrupted(input.signal, done.text, this.usage, iterations);
     // Steers: user lines after the tool batch, for this turn's requests only.
     for (const text of input.control?.takeSteers() ?? []) this.messages.push({ role: 'user', content: text });
-    for (const o of outcomes) this.invalidInARow = o.invalid ? this.invalidInARow + 1 : 0;
+    const halt = this.guard.halt;
+    if (halt) return { outcome: 'failed', reply: haltReply(halt, done.text), error: `tool-loop guard ended the turn: ${halt.code} (${halt.tool}, ${halt.count}×)`, usage: this.usage, iterations };
+    // A call the guard blocked counts like an invalid one: a model that keeps repeating it cannot loop forever.
+    for (const o of outcomes) this.invalidInARow = o.kind === 'invalid' || o.kind === 'blocked' ? this.invalidInARow + 1 : 0;
     if (this.invalidInARow < MAX_INVALID_IN_A_ROW) return undefined;
-    const reply = `I stopped: the model made ${this.invalidInARow} invalid or unknown tool calls in a row.${done.text ? ` Partial answer: ${done.text}` : ''}`;
+    const reply = `I stopped: the model made ${this.invalidInARow} invalid, unknown or blocked tool calls in a row.${done.text ? ` Partial answer: ${done.text}` : ''}`;
     return { outcome: 'failed', reply, error: 'too many invalid tool calls in a row', usage: this.usage, iterations };
+  }
+
+  /** The guard decides before each call and after each result; each step has its deadline. */
+  private batchHooks(): BatchHooks {
+    const timeout = this.input.toolTimeout;
+    return {
+      onStart: this.progress,
+      admit: (call) => this.guard.before(call, this.tools.get(call.name)),
+      halted: () => this.guard.halt !== undefined,
+      onResult: (o) => this.recordResult(o),
+      ...(timeout?.ms !== undefined ? { timeoutMs: timeout.ms } : {}),
+      ...(timeout?.clock ? { clock: timeout.clock } : {}),
+    };
+  }
+
+  /** One finished call: budget, the guard's words for the model, then persist. */
+  private async recordResult(o: ToolOutcome): Promise<void> {
+    this.progress(); // a tool finished
+    const raw = o.content;
+    o.content = this.budget.fit(o.call.name, raw);
+    if (o.kind === 'ok' || o.kind === 'failed' || o.kind === 'timeout') {
+      o.content += this.guard.after(o.call, this.tools.get(o.call.name), { content: raw, failed: o.kind !== 'ok', rateLimited: o.rateLimited ?? false });
+    }
+    const msg: ChatMessage = { role: 'tool', content: o.content, toolCallId: o.call.id, name: o.call.name };
+    const resultSeq = await this.input.persist.toolResult(msg, o.disposition);
+    this.progress();
+    if (typeof resultSeq === 'number') msg.seq = resultSeq;
+    this.messages.push(msg);
   }
 }
 

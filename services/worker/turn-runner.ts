@@ -12,7 +12,7 @@ import {
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
 import { accountCall, checkSpendCaps, usageReply } from './usage.js';
-import { compressReply, recordCompression } from './compress.js';
+import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
 
 export interface TurnDeps {
   config: Config;
@@ -38,6 +38,8 @@ export interface LoopDeps {
   policy?: RetryPolicy;
   /** Liveness watchdog time source and ticker (tests inject them; default: Date.now, setInterval). */
   watchdog?: WatchdogTime;
+  /** Token budget of the verbatim tail after compression. @defaultValue 20 000 (SPEC) */
+  keepRecentTokens?: number;
 }
 
 export interface WatchdogTime {
@@ -53,6 +55,8 @@ export interface LoopOptions {
   staleMs?: number;
   tools?: ToolRegistry;
   watchdog?: WatchdogTime;
+  /** Token budget of the verbatim tail after compression. @defaultValue 20 000 (SPEC) */
+  keepRecentTokens?: number;
 }
 
 export function createLoopDeps(config: Config, secrets: SecretResolver, opts: LoopOptions = {}): LoopDeps {
@@ -61,7 +65,7 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
     ...(config.OPENAI_BASE_URL ? { openaiBaseURL: config.OPENAI_BASE_URL } : {}),
     ...(opts.staleMs !== undefined ? { staleMs: opts.staleMs } : {}),
   });
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}) };
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
 }
 
 /**
@@ -146,12 +150,14 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
   const routes = await routesOf(loop, agent);
   if (!Array.isArray(routes)) return routes;
-  const compressed = await compressReply({ db: deps.db, lease, adm, loop, routes, signal, history: () => historyFor(deps, adm) });
+  const command = { db: deps.db, lease, adm, loop, routes, signal, tail: tailOptions(loop, agent), history: () => historyFor(deps, adm) };
+  const compressed = await compressReply(command);
   if (compressed) return compressed;
   const tools = loop.tools.select(agent.toolsets ?? DEFAULT_TOOLSETS);
+  // Hygiene before the prompt is loaded: a compression here makes this turn rebuild the prompt.
+  const history = await precompress(command, deps.log);
   const prompt = await sessionPrompt(deps, adm, { agent, toolNames: tools.map((t) => t.name) });
   if (prompt.notices.length) deps.log.warn({ session: adm.sessionId, notices: prompt.notices }, 'Refused context files');
-  const history = await historyFor(deps, adm);
   const agentLabel = `${agent.agent.namespace}/${agent.agent.name}`;
   const control = new TurnControl();
   const unwatch = deps.control ? await deps.control.watch(deps.db, adm.sessionId, adm, control) : () => undefined;
@@ -170,8 +176,9 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
     signal: AbortSignal.any([signal, control.signal, watchdog.signal]),
     control,
     onProgress: watchdog.progress,
+    unattended: adm.platform === 'cron', // SPEC: the tool-loop guard's hard halts only where nobody watches
     ...modelOptions(agent, loop),
-    compression: { cooldown: loop.summaryCooldown, ...(agent.model.contextWindow ? { contextWindow: agent.model.contextWindow } : {}) },
+    compression: { cooldown: loop.summaryCooldown, ...command.tail },
     persist: {
       assistant: async (m, usage) => (await appendTurnMessage(deps.db, lease, adm.id, { role: 'assistant', content: m.content, toolCalls: m.toolCalls, usage })).seq,
       toolResult: async (m, disposition) => (await appendTurnMessage(deps.db, lease, adm.id, { role: 'tool', content: m.content, toolCallId: m.toolCallId ?? null, effectDisposition: disposition })).seq,

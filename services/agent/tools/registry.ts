@@ -18,6 +18,11 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   toolset: string;
   schema: S;
   sideEffect: SideEffect;
+  /**
+   * Failing runs are normal work output here (red test runs, non-zero exits): the tool-loop guard
+   * only warns about this tool, it never blocks a call or halts the turn. @defaultValue false
+   */
+  terminalLike?: boolean;
   /** Whether the tool can run here (credentials, backends); unavailable tools are not offered. */
   available?: () => boolean;
   handler: (args: z.infer<S>, ctx: ToolContext) => Promise<string> | string;

@@ -120,7 +120,7 @@ describe('agent loop in the worker', () => {
     const before = model.requests.length;
     const { a, reply } = await turn('invalid', 'always invalid');
     expect(a.outcome).toBe('failed');
-    expect(reply).toMatch(/3 invalid or unknown tool calls in a row/);
+    expect(reply).toMatch(/3 invalid, unknown or blocked tool calls in a row/);
     expect(model.requests.length - before).toBe(3);
   });
 });
