@@ -12,6 +12,7 @@ import { EventRecorder } from './runtime/events.js';
 import { WatchedCache } from './runtime/informer.js';
 import { keyOf, ResourceWriter } from './runtime/kube.js';
 import { LeaderElector } from './runtime/leader.js';
+import type { OperatorMetrics } from './runtime/metrics.js';
 import type { Caches, OperatorContext, RawObject } from './controllers/context.js';
 import { reconcileAgent } from './controllers/agent.js';
 import { reconcileProfile } from './controllers/profile.js';
@@ -55,6 +56,8 @@ export interface OperatorOptions {
   runtime?: RuntimeOptions;
   /** Sandbox hygiene (stray sandbox Pods, expired workspace PVCs); `false` turns it off (no Pod/PVC permissions needed then). @defaultValue on, see {@link SandboxHygieneOptions} */
   sandbox?: SandboxHygieneOptions | false;
+  /** Prometheus metrics (reconciles, work queues, leader status); none when absent. */
+  metrics?: OperatorMetrics;
 }
 
 export interface OperatorHandle {
@@ -65,6 +68,8 @@ export interface OperatorHandle {
   restarts(): number;
   /** Reconciles finished per controller. */
   reconciles(): Record<string, number>;
+  /** Every watched cache has listed once (the readiness of `hermes operator`). */
+  synced(): boolean;
   /** Stops; `releaseLease: false` simulates a crash (the Lease is left to expire). @defaultValue releaseLease true */
   stop(opts?: { releaseLease?: boolean }): Promise<void>;
 }
@@ -131,15 +136,16 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
   const log = opts.log;
   const writer = new ResourceWriter(opts.kc);
   const queueOpts = { baseMs: opts.retryBaseMs ?? 200 };
+  const m = opts.metrics;
   // eslint-disable-next-line prefer-const -- assigned after the caches that the reconcilers read
   let ctx: OperatorContext;
-  const agents = new Controller('agent', (k) => reconcileAgent(ctx, k), log, queueOpts);
-  const profiles = new Controller('profile', (k) => reconcileProfile(ctx, k), log, queueOpts);
-  const skills = new Controller('skill', (k) => reconcileSkill(ctx, k), log, queueOpts);
-  const cronjobs = new Controller('cronjob', (k) => reconcileCronJob(ctx, k), log, queueOpts);
+  const agents = new Controller('agent', (k) => reconcileAgent(ctx, k), log, queueOpts, m);
+  const profiles = new Controller('profile', (k) => reconcileProfile(ctx, k), log, queueOpts, m);
+  const skills = new Controller('skill', (k) => reconcileSkill(ctx, k), log, queueOpts, m);
+  const cronjobs = new Controller('cronjob', (k) => reconcileCronJob(ctx, k), log, queueOpts, m);
   const hygiene = hygieneOf(opts.sandbox);
-  const sandboxPods = new Controller('sandbox-pod', (k) => reconcileSandboxPod(ctx, hygiene!, k), log, queueOpts);
-  const workspaces = new Controller('workspace', (k) => reconcileWorkspace(ctx, hygiene!, k), log, queueOpts);
+  const sandboxPods = new Controller('sandbox-pod', (k) => reconcileSandboxPod(ctx, hygiene!, k), log, queueOpts, m);
+  const workspaces = new Controller('workspace', (k) => reconcileWorkspace(ctx, hygiene!, k), log, queueOpts, m);
 
   const skillSeen = new Map<string, string>();
   const agentsOf = (namespace: string, pred: (a: RawObject) => boolean) => {
@@ -193,20 +199,25 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
     workspaces: (c: V1PersistentVolumeClaim) => workspaces.enqueue(keyOf({ metadata: { namespace: c.metadata?.namespace, name: c.metadata?.name ?? '' } })),
   }, hygiene);
   ctx = { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events: new EventRecorder(opts.kc, 'hermes-operator', identity, log), db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080' };
-  const allCaches: { start(): Promise<void>; stop(): Promise<void>; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.configMaps, caches.children.deployments, caches.children.services, ...sandboxCaches(caches)];
+  const allCaches: { start(): Promise<void>; stop(): Promise<void>; hasSynced(): boolean; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.configMaps, caches.children.deployments, caches.children.services, ...sandboxCaches(caches)];
   await Promise.all(allCaches.map((c) => c.start()));
 
   const controllers = [agents, profiles, skills, cronjobs, ...(hygiene ? [sandboxPods, workspaces] : [])];
+  const leaseName = opts.leaseName ?? 'hermes-operator';
   const startControllers = () => {
+    m?.leader.set({ name: leaseName }, 1);
     for (const c of controllers) c.start(opts.workers ?? 4);
     for (const c of [caches.profiles, caches.agents, caches.skills, caches.cronjobs, ...sandboxCaches(caches)]) c.resync();
   };
-  const stopControllers = () => { void Promise.all(controllers.map((c) => c.stop())); };
+  const stopControllers = () => {
+    m?.leader.set({ name: leaseName }, 0);
+    void Promise.all(controllers.map((c) => c.stop()));
+  };
   let elector: LeaderElector | undefined;
   if (opts.leaderElection === false) startControllers();
   else {
     elector = new LeaderElector({
-      kc: opts.kc, namespace: opts.leaseNamespace ?? opts.namespace ?? process.env.POD_NAMESPACE ?? 'default', name: opts.leaseName ?? 'hermes-operator',
+      kc: opts.kc, namespace: opts.leaseNamespace ?? opts.namespace ?? process.env.POD_NAMESPACE ?? 'default', name: leaseName,
       identity, leaseDurationSeconds: opts.leaseDurationSeconds ?? 15, retryPeriodMs: opts.leaseRetryMs ?? 2_000,
       renewDeadlineMs: Math.round((opts.leaseDurationSeconds ?? 15) * 1000 * 2 / 3), log,
       onStartedLeading: startControllers, onStoppedLeading: stopControllers,
@@ -220,6 +231,7 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
     caches,
     reconciles: () => Object.fromEntries(controllers.map((c) => [c.name, c.reconciles])),
     restarts: () => allCaches.reduce((n, c) => n + c.restarts, 0),
+    synced: () => allCaches.every((c) => c.hasSynced()),
     async stop({ releaseLease = true } = {}) {
       await elector?.stop({ release: releaseLease });
       await Promise.all(controllers.map((c) => c.stop()));

@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ConfigError, createLogger, loadConfig, openDb } from '../core/index.js';
-import { startOperator, type OperatorHandle } from '../../operator/manager.js';
+import { startOperator, type OperatorHandle, type OperatorOptions } from '../../operator/manager.js';
+import { createOperatorMetrics } from '../../operator/runtime/metrics.js';
+import { startOperatorProbes } from '../../operator/probes.js';
 import type { SandboxHygieneOptions } from '../../operator/controllers/sandbox-policy.js';
 import { onShutdown } from './runtime.js';
 
@@ -35,6 +37,10 @@ export interface OperatorCliOptions {
   sandboxResyncSeconds?: string;
   sandboxGraceSeconds?: string;
   workspaceTtlSeconds?: string;
+  /** Port of /healthz, /readyz and /metrics; `false` (from `--no-http`) serves none. */
+  httpPort?: string;
+  http?: boolean;
+  httpHost?: string;
 }
 
 function seconds(flag: string, v: string | undefined): number | undefined {
@@ -56,24 +62,40 @@ export function sandboxOptions(opts: OperatorCliOptions): SandboxHygieneOptions 
   };
 }
 
-/** Starts the operator with CLI options (also used by `hermes dev` in K8S mode). */
-export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessEnv = process.env): Promise<{ handle: OperatorHandle; close(): Promise<void> }> {
-  const config = loadConfig(env, { REDIS_URL: env.REDIS_URL ?? 'redis://unused:6379' });
-  const kc = loadClusterConfig(env);
-  const sandbox = sandboxOptions(opts);
-  const log = createLogger('operator', config.HERMES_LOG_LEVEL);
-  const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator' });
-  const handle = await startOperator({
-    kc, db, log, leaderElection: opts.leaderElect,
+function httpPort(opts: OperatorCliOptions): number {
+  const port = opts.httpPort === undefined ? 8081 : Number(opts.httpPort);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`--http-port must be a port number (0–65535), got ${JSON.stringify(opts.httpPort)}`);
+  return port;
+}
+
+/** The manager's options from the CLI flags (only those given; the manager has the defaults). */
+function managerOptions(opts: OperatorCliOptions, env: NodeJS.ProcessEnv): Partial<OperatorOptions> {
+  const identity = opts.identity ?? env.POD_NAME;
+  return {
+    leaderElection: opts.leaderElect,
     ...(opts.namespace ? { namespace: opts.namespace } : {}),
     ...(opts.gatewayUrl ? { gatewayUrl: opts.gatewayUrl } : {}),
     ...(opts.leaseNamespace ? { leaseNamespace: opts.leaseNamespace } : {}),
     ...(opts.leaseName ? { leaseName: opts.leaseName } : {}),
-    ...(opts.identity ?? env.POD_NAME ? { identity: opts.identity ?? env.POD_NAME } : {}),
+    ...(identity ? { identity } : {}),
     runtime: { ...(opts.image ? { image: opts.image } : {}), ...(opts.runtimeSecret ? { envSecret: opts.runtimeSecret } : {}) },
-    sandbox,
-  });
-  return { handle, close: async () => { await handle.stop(); await db.close(); } };
+    sandbox: sandboxOptions(opts),
+  };
+}
+
+/** Starts the operator with CLI options, and its probe/metrics server unless `--no-http`. */
+export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessEnv = process.env): Promise<{ handle: OperatorHandle; url?: string; close(): Promise<void> }> {
+  const config = loadConfig(env, { REDIS_URL: env.REDIS_URL ?? 'redis://unused:6379' });
+  const kc = loadClusterConfig(env);
+  const port = httpPort(opts);
+  const managed = managerOptions(opts, env);
+  const log = createLogger('operator', config.HERMES_LOG_LEVEL);
+  const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator' });
+  const metrics = createOperatorMetrics();
+  const handle = await startOperator({ kc, db, log, metrics, ...managed });
+  const probes = opts.http === false ? undefined : await startOperatorProbes({ handle, db, metrics, log, host: opts.httpHost ?? '0.0.0.0', port });
+  if (probes) log.info({ url: probes.url }, 'Operator probes and metrics listening');
+  return { handle, ...(probes ? { url: probes.url } : {}), close: async () => { await handle.stop(); await probes?.close(); await db.close(); } };
 }
 
 export const operatorCommand = new Command('operator')
@@ -90,6 +112,9 @@ export const operatorCommand = new Command('operator')
   .option('--sandbox-resync-seconds <n>', 'how often every sandbox Pod and workspace PVC is checked again (default: 60)')
   .option('--sandbox-grace-seconds <n>', 'age after which a finished sandbox Pod or one without a hermes.dev/admission-id is deleted (default: 60)')
   .option('--workspace-ttl-seconds <n>', 'TTL of workspace PVCs without a hermes.dev/ttl-seconds annotation (default: 604800, 7 days)')
+  .option('--http-port <port>', '/healthz, /readyz and Prometheus /metrics (controller-runtime metric names) on this port; 0 picks a free one', '8081')
+  .option('--http-host <host>', 'listen address of the probe and metrics server', '0.0.0.0')
+  .option('--no-http', 'serve no probes or metrics')
   .action(async (opts: OperatorCliOptions) => {
     const { handle, close } = await runOperator(opts);
     const log = createLogger('operator', process.env.HERMES_LOG_LEVEL ?? 'info');

@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
+import { request } from 'undici';
 import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
+import { freePort } from '../../support/redis-server.js';
 import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
 const rbacFile = new URL('../../../charts/hermes/templates/operator-rbac.yaml', import.meta.url);
@@ -114,7 +116,8 @@ describe.skipIf(skipKubeLoudly('operator HA/RBAC tests', kubeAvailable()))('oper
   it('`hermes operator` runs the controllers from the CLI and releases its Lease on SIGTERM', async () => {
     const ns = await namespaceWithKey('cli');
     const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
-    const child = spawn(process.execPath, [bin, 'operator', '--namespace', ns, '--identity', 'cli-operator', '--gateway-url', 'http://gw.cli:8080'], {
+    const port = await freePort();
+    const child = spawn(process.execPath, [bin, 'operator', '--namespace', ns, '--identity', 'cli-operator', '--gateway-url', 'http://gw.cli:8080', '--http-host', '127.0.0.1', '--http-port', String(port)], {
       env: { PATH: process.env.PATH, KUBECONFIG: plane.cp.adminKubeconfig, DATABASE_URL: plane.testDb.url, HERMES_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -126,6 +129,16 @@ describe.skipIf(skipKubeLoudly('operator HA/RBAC tests', kubeAvailable()))('oper
       expect(a.status?.url).toBe(`http://gw.cli:8080/v1/agents/${ns}/cli/messages`);
       const leases = kc().makeApiClient(CoordinationV1Api);
       expect((await leases.readNamespacedLease({ name: 'hermes-operator', namespace: ns })).spec?.holderIdentity).toBe('cli-operator');
+      // Probes and controller-runtime metrics on --http-port.
+      const base = `http://127.0.0.1:${port}`;
+      const ready = await request(`${base}/readyz`);
+      expect(ready.statusCode).toBe(200);
+      expect(await ready.body.json()).toEqual({ status: 'ready', leader: true, checks: { caches: { ok: true }, postgres: { ok: true } } });
+      const metrics = await (await request(`${base}/metrics`)).body.text();
+      expect(metrics).toMatch(/^controller_runtime_reconcile_total\{(?=[^}]*controller="agent")(?=[^}]*result="success")[^}]*\} [1-9]/m);
+      expect(metrics).toMatch(/^controller_runtime_reconcile_time_seconds_count\{[^}]*controller="profile"[^}]*\} [1-9]/m);
+      expect(metrics).toMatch(/^workqueue_depth\{[^}]*name="agent"[^}]*\} 0$/m);
+      expect(metrics).toMatch(/^leader_election_master_status\{[^}]*name="hermes-operator"[^}]*\} 1$/m);
       child.kill('SIGTERM');
       expect(await exited, stderr).toBe(0);
       expect((await leases.readNamespacedLease({ name: 'hermes-operator', namespace: ns })).spec?.holderIdentity).toBe('');
