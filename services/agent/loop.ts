@@ -10,7 +10,9 @@ import type { TurnControl } from './control.js';
 import { userMessageFor } from './errors.js';
 import { addUsage, emptyUsage, type ChatMessage, type Completion, type CompletionRequest, type ToolSpec, type Usage } from './messages.js';
 import { callModel, type ModelCallResult, type ModelRoute, type RetryPolicy } from './model-call.js';
-import { ResultBudget, runToolBatch, type BatchHooks, type EffectDisposition, type ToolOutcome } from './tools/execute.js';
+import { runToolBatch, type BatchHooks, type EffectDisposition, type ToolOutcome } from './tools/execute.js';
+import { READ_TOOL_RESULT, ResultBudget, type ToolResultStore } from './tools/results.js';
+import { readToolResultTool } from './tools/stored-results.js';
 import { haltReply, ToolLoopGuard, type GuardSettings } from './tools/guardrails.js';
 import { toolSpec, type Tool } from './tools/registry.js';
 
@@ -21,6 +23,11 @@ export interface LoopPersistence {
   toolResult(msg: ChatMessage, disposition: EffectDisposition): Promise<number | void>;
   /** Records a compression (summary + last sequence it covers); the prompt is rebuilt after it. */
   compressed?(summary: string, coversSeq: number | undefined): Promise<void>;
+  /**
+   * The session's spill-over storage: results over a limit are stored in full and the model gets
+   * a preview block plus `read_tool_result`. Without it they are cut with a notice.
+   */
+  results?: ToolResultStore;
 }
 
 export interface CompressionOptions {
@@ -121,16 +128,20 @@ class TurnLoop {
   private invalidInARow = 0;
   private partial = '';
   private compressions = 0;
-  /** SPEC: ≤ 200 000 characters of tool results per turn; the rest become preview blocks. */
-  private readonly budget = new ResultBudget();
+  /** SPEC: ≤ 100 000 characters per result, ≤ 200 000 per turn; the rest are stored, previewed. */
+  private readonly budget: ResultBudget;
   /** SPEC: tool-loop guardrails over the turn's last 64 calls. */
   private readonly guard: ToolLoopGuard;
   private readonly progress: () => void;
 
   constructor(private readonly input: LoopInput) {
     this.clock = input.clock ?? systemClock;
-    this.tools = new Map(input.tools.map((t) => [t.name, t]));
-    this.specs = input.tools.map(toolSpec);
+    // Where results can be stored, the model can always read them back: a tool list that
+    // changed at the first spill would change the request prefix the provider caches.
+    const tools = input.persist.results && !input.tools.some((t) => t.name === READ_TOOL_RESULT) ? [...input.tools, readToolResultTool] : input.tools;
+    this.tools = new Map(tools.map((t) => [t.name, t]));
+    this.specs = tools.map(toolSpec);
+    this.budget = new ResultBudget(input.persist.results);
     this.messages = [...input.history];
     this.progress = input.onProgress ?? (() => undefined);
     this.guard = new ToolLoopGuard({ hardHalt: input.unattended ?? false, ...input.guardrails });
@@ -258,7 +269,7 @@ class TurnLoop {
     this.progress();
     if (typeof seq === 'number') assistant.seq = seq;
     this.messages.push(assistant);
-    const ctx = { sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now() };
+    const ctx = { sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now(), ...(input.persist.results ? { storedResults: input.persist.results } : {}) };
     const outcomes = await runToolBatch(this.tools, done.toolCalls, ctx, this.batchHooks());
     if (input.signal.aborted) return interrupted(input.signal, done.text, this.usage, iterations);
     // Steers: user lines after the tool batch, for this turn's requests only.
@@ -285,11 +296,11 @@ class TurnLoop {
     };
   }
 
-  /** One finished call: budget, the guard's words for the model, then persist. */
+  /** One finished call: limits (an oversized result is stored first), the guard's words for the model, then persist. */
   private async recordResult(o: ToolOutcome): Promise<void> {
     this.progress(); // a tool finished
     const raw = o.content;
-    o.content = this.budget.fit(o.call.name, raw);
+    o.content = await this.budget.fit(o.call, raw);
     if (o.kind === 'ok' || o.kind === 'failed' || o.kind === 'timeout') {
       o.content += this.guard.after(o.call, this.tools.get(o.call.name), { content: raw, failed: o.kind !== 'ok', rateLimited: o.rateLimited ?? false });
     }

@@ -24,6 +24,7 @@ export const configSchema = z.object({
   HERMES_DELIVERY_CONCURRENCY: z.coerce.number().int().positive().default(16).describe('Delivery jobs one worker process runs at once.'),
   HERMES_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3).describe('Delivery attempts before abandoning (SPEC: 3).'),
   HERMES_DELIVERY_MAX_AGE_SECONDS: seconds(86_400, 'Delivery obligations older than this are abandoned (SPEC: 24 h).'),
+  HERMES_TOOL_RESULT_RETENTION_SECONDS: seconds(86_400, 'Oversized tool results stored for read_tool_result are deleted after this long (Hermes keeps its spill files 24 h).'),
   HERMES_TURN_STALL_SECONDS: seconds(600, 'Liveness watchdog: a turn with no progress (stream chunk, model call, tool, stored message) for this long is ended (SPEC: 600 s).'),
   HERMES_TURN_WATCHDOG_POLL_SECONDS: seconds(15, 'How often the liveness watchdog checks a running turn (SPEC: 15 s).'),
   HERMES_MODEL_TIMEOUT_SECONDS: seconds(600, 'Upper bound on one model request.'),

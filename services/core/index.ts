@@ -20,3 +20,4 @@ export * from './ledger/deliveries.js';
 export * from './ledger/transcript.js';
 export * from './ledger/signals.js';
 export * from './ledger/usage.js';
+export * from './ledger/spills.js';

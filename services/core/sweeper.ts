@@ -1,7 +1,8 @@
 // The outbox sweeper and recovery loop, run by every worker (and `hermes dev`):
 //  - started turns of dead owners → unknown (never re-run), with a notice to deliver;
 //  - queued admissions whose job was lost (Redis down/restarted after commit) → re-enqueued;
-//  - due or orphaned delivery obligations → re-enqueued; expired ones → abandoned.
+//  - due or orphaned delivery obligations → re-enqueued; expired ones → abandoned;
+//  - stored oversized tool results past their retention → deleted.
 // Every step is idempotent (job ids are row ids), so many sweepers may run at once.
 import type { Queue } from 'bullmq';
 import type { Config } from './config.js';
@@ -11,14 +12,17 @@ import type { Metrics } from './metrics.js';
 import { enqueueDelivery, enqueueTurn, type Queues } from './queues.js';
 import { listStrandedQueued, settleOrphanedTurns } from './ledger/admissions.js';
 import { abandonExpired, getObligationForAdmission, listDueDeliveries, oldestPendingAgeSeconds } from './ledger/deliveries.js';
+import { pruneToolResultSpills } from './ledger/spills.js';
 
-type SweepConfig = Pick<Config, 'HERMES_INSTANCE_TTL_SECONDS' | 'HERMES_SWEEP_GRACE_SECONDS' | 'HERMES_DELIVERY_MAX_AGE_SECONDS'>;
+type SweepConfig = Pick<Config, 'HERMES_INSTANCE_TTL_SECONDS' | 'HERMES_SWEEP_GRACE_SECONDS' | 'HERMES_DELIVERY_MAX_AGE_SECONDS' | 'HERMES_TOOL_RESULT_RETENTION_SECONDS'>;
 
 export interface SweepReport {
   settledUnknown: number;
   requeuedTurns: number;
   requeuedDeliveries: number;
   abandoned: number;
+  /** Stored tool results past their retention, deleted. */
+  prunedToolResults: number;
 }
 
 /** True when a job with this id is waiting or running; a finished one is removed so the id can be reused. */
@@ -35,7 +39,7 @@ async function jobIsLive(queue: Queue, id: string): Promise<boolean> {
 
 export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, metrics?: Metrics): Promise<SweepReport> {
   const ttl = config.HERMES_INSTANCE_TTL_SECONDS;
-  const report: SweepReport = { settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0 };
+  const report: SweepReport = { settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0, prunedToolResults: 0 };
 
   for (const admissionId of await settleOrphanedTurns(db, ttl)) {
     report.settledUnknown++;
@@ -55,6 +59,7 @@ export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, met
     report.requeuedDeliveries++;
   }
   report.abandoned = await abandonExpired(db.pool, config.HERMES_DELIVERY_MAX_AGE_SECONDS);
+  report.prunedToolResults = await pruneToolResultSpills(db.pool, config.HERMES_TOOL_RESULT_RETENTION_SECONDS);
   metrics?.oldestPendingDeliverySeconds.set(await oldestPendingAgeSeconds(db.pool));
   return report;
 }

@@ -3,7 +3,7 @@
 import type { Redis } from 'ioredis';
 import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
-  appendTurnMessage, enqueueDelivery, expireSignalOf, parseControlCommand, signalOfAdmission, finishTurn, inSpan, listTranscript, publishTurnEvent, LeaseLostError, extractTraceContext, injectTraceContext,
+  appendTurnMessage, readToolResultSpill, saveToolResultSpill, enqueueDelivery, expireSignalOf, parseControlCommand, signalOfAdmission, finishTurn, inSpan, listTranscript, publishTurnEvent, LeaseLostError, extractTraceContext, injectTraceContext,
   type TurnResult,
 } from '../core/index.js';
 import {
@@ -183,6 +183,13 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
       assistant: async (m, usage) => (await appendTurnMessage(deps.db, lease, adm.id, { role: 'assistant', content: m.content, toolCalls: m.toolCalls, usage })).seq,
       toolResult: async (m, disposition) => (await appendTurnMessage(deps.db, lease, adm.id, { role: 'tool', content: m.content, toolCallId: m.toolCallId ?? null, effectDisposition: disposition })).seq,
       compressed: (summary, coversSeq) => recordCompression(deps.db, lease, adm, summary, coversSeq),
+      results: {
+        save: (r) => saveToolResultSpill(deps.db, lease, adm.id, r).catch((err: unknown) => {
+          deps.log.warn({ err, session: adm.sessionId, tool: r.toolName, chars: r.content.length }, 'Storing an oversized tool result failed; the model gets it cut');
+          throw err;
+        }),
+        read: (id, offset, limit) => readToolResultSpill(deps.db.pool, adm.sessionId, id, offset, limit),
+      },
     },
     beforeCall: () => checkSpendCaps(deps.db, adm, agent),
     onCall: (done, route) => accountCall({ db: deps.db, metrics: deps.metrics, adm, agent }, done, route),

@@ -46,3 +46,6 @@ export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 export function builtinRegistry(): ToolRegistry {
   return new ToolRegistry().register(getTimeTool).register(todoTool);
 }
+
+/** Not in any toolset: the loop offers it whenever the turn can store oversized results. */
+export { readToolResultTool } from './stored-results.js';

@@ -5,6 +5,9 @@ import { systemClock, type Clock } from '../clock.js';
 import type { ToolCall } from '../messages.js';
 import type { Tool, ToolContext } from './registry.js';
 
+// The result limits are applied by the loop when a result is recorded (`ResultBudget`).
+export * from './results.js';
+
 export type EffectDisposition = 'applied' | 'none' | 'unknown';
 
 /**
@@ -16,6 +19,7 @@ export type OutcomeKind = 'ok' | 'failed' | 'timeout' | 'invalid' | 'blocked' | 
 
 export interface ToolOutcome {
   call: ToolCall;
+  /** The handler's whole output: the loop applies the result limits when it records it. */
   content: string;
   disposition: EffectDisposition;
   kind: OutcomeKind;
@@ -23,7 +27,6 @@ export interface ToolOutcome {
   rateLimited?: boolean;
 }
 
-export const MAX_RESULT_CHARS = 100_000;
 export const MAX_ERROR_CHARS = 2_048;
 /** Calls of one parallel step running at once (SPEC: 8). */
 export const MAX_PARALLEL = 8;
@@ -32,56 +35,6 @@ export const TOOL_BATCH_TIMEOUT_MS = 420_000;
 export const INVALID_ARGS = 'Tool arguments must be a valid JSON object; tool was not executed.';
 
 const sanitize = (msg: string) => msg.replace(/(sk-|key-|Bearer\s+)[A-Za-z0-9_-]{6,}/g, '$1[redacted]').slice(0, MAX_ERROR_CHARS - 13);
-
-/** Characters the model sees of all tool results of one turn (SPEC: 200 000). */
-export const MAX_TURN_RESULT_CHARS = 200_000;
-/** What a result over the turn's budget is cut to (SPEC: 1 500). */
-export const PREVIEW_CHARS = 1_500;
-/** Tools whose results are never replaced by a preview (SPEC: `read_file` never spills). */
-export const NEVER_SPILLS: ReadonlySet<string> = new Set(['read_file']);
-
-const n = (x: number) => x.toLocaleString('en-US');
-
-/** A result over the per-result limit keeps its first 100 000 characters and says how much was cut. */
-export function truncateResult(s: string, limit = MAX_RESULT_CHARS): string {
-  if (s.length <= limit) return s;
-  return `${s.slice(0, limit)}\n[truncated: the result had ${n(s.length)} characters; the first ${n(limit)} are shown and ${n(s.length - limit)} were cut (not stored). Ask for a narrower result if you need the rest.]`;
-}
-
-/** The block that replaces a result the turn's budget has no room for. */
-export function previewBlock(content: string, used: number, limit = MAX_TURN_RESULT_CHARS, preview = PREVIEW_CHARS): string {
-  return [
-    '<tool-result-preview>',
-    `This result had ${n(content.length)} characters, more than this turn's tool-output budget has left (${n(limit)} characters per turn, ${n(Math.min(used, limit))} already used).`,
-    `The first ${n(preview)} characters are shown; ${n(content.length - preview)} were cut and not stored. Ask for a narrower result (a range, a filter) if you need more.`,
-    '<preview>',
-    content.slice(0, preview),
-    '</preview>',
-    '</tool-result-preview>',
-  ].join('\n');
-}
-
-/**
- * The per-turn budget over tool results: results fit while the turn's total stays within
- * 200 000 characters; a bigger one is replaced by its preview block (the block's size counts).
- * `read_file` results and results no longer than a preview always go through unchanged.
- */
-export class ResultBudget {
-  private used = 0;
-  constructor(private readonly limit = MAX_TURN_RESULT_CHARS, private readonly preview = PREVIEW_CHARS) {}
-
-  get spent(): number {
-    return this.used;
-  }
-
-  fit(tool: string, content: string): string {
-    const out = NEVER_SPILLS.has(tool) || content.length <= this.preview || this.used + content.length <= this.limit
-      ? content
-      : previewBlock(content, this.used, this.limit, this.preview);
-    this.used += out.length;
-    return out;
-  }
-}
 
 function parseArgs(raw: string): Record<string, unknown> | undefined {
   try {
@@ -156,7 +109,7 @@ export async function runTool(tools: ReadonlyMap<string, Tool>, call: ToolCall, 
     const out = await untilAborted(Promise.resolve(tool.handler(parsed.data, ctx)), ctx.signal);
     if (out === ABORTED) return abandoned(call, tool, ctx.signal);
     const error = errorValue(out);
-    return { call, content: truncateResult(out), disposition: effect, kind: error ? 'failed' : 'ok', ...(error && RATE_LIMITED.test(error) ? { rateLimited: true } : {}) };
+    return { call, content: out, disposition: effect, kind: error ? 'failed' : 'ok', ...(error && RATE_LIMITED.test(error) ? { rateLimited: true } : {}) };
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
     // A side-effecting handler that failed part-way may have changed something: say so.

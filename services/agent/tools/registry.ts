@@ -2,6 +2,7 @@
 // check, a side-effect class and a handler. Only available tools of enabled toolsets reach the model.
 import { z } from 'zod';
 import type { ToolSpec } from '../messages.js';
+import type { ToolResultStore } from './results.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -10,6 +11,8 @@ export interface ToolContext {
   sessionId: string;
   signal: AbortSignal;
   now: () => number;
+  /** This session's stored (spilled) tool results, where the turn can store them. */
+  storedResults?: Pick<ToolResultStore, 'read'>;
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {

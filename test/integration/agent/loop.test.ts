@@ -72,7 +72,7 @@ async function turn(agentName: string, content: string, extra: Record<string, un
 }
 
 describe('agent loop in the worker', () => {
-  it('runs a tool call and answers with its result; only the enabled, available tools are offered', async () => {
+  it('runs a tool call and answers with its result; only the enabled, available tools are offered, and read_tool_result', async () => {
     const { a, reply, transcript } = await turn('clocky', 'what time is it');
     expect(a.outcome).toBe('completed');
     expect(reply).toBe('answered after 1 tool results');
@@ -81,7 +81,7 @@ describe('agent loop in the worker', () => {
     expect(transcript[2]).toMatchObject({ toolCallId: 't1', effectDisposition: 'none' });
     expect(JSON.parse(transcript[2]!.content)).toMatchObject({ timezone: 'UTC' });
     const second = model.requests.filter((r) => lastUser(r.body) === 'what time is it').at(-1)!.body;
-    expect(second.tools!.map((t) => t.function.name)).toEqual(['get_time', 'probe']);
+    expect(second.tools!.map((t) => t.function.name)).toEqual(['get_time', 'probe', 'read_tool_result']);
     expect(second.messages.at(-2)!.tool_calls![0]!.function.name).toBe('get_time');
     expect(second.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 't1' });
   });
