@@ -37,7 +37,9 @@ export async function bullmqRate(redisUrl: string, concurrency: number, total: n
   let done = 0;
   let finish!: () => void;
   const all = new Promise<void>((r) => { finish = r; });
-  const worker = new Worker('baseline', async () => undefined, { connection: connection.duplicate(), prefix, concurrency });
+  // BullMQ does not close connections it was given: both are quit below, or the process never exits.
+  const workerConnection = connection.duplicate();
+  const worker = new Worker('baseline', async () => undefined, { connection: workerConnection, prefix, concurrency });
   worker.on('completed', () => { if (++done === total) finish(); });
   const started = performance.now();
   for (let i = 0; i < total; i += 500) {
@@ -48,6 +50,7 @@ export async function bullmqRate(redisUrl: string, concurrency: number, total: n
   await worker.close();
   await queue.obliterate({ force: true });
   await queue.close();
+  await workerConnection.quit();
   await connection.quit();
   return { label: `bullmq add→processed, concurrency ${concurrency}`, perSecond: total / seconds };
 }

@@ -1,7 +1,7 @@
 // `hermes operator`'s HTTP endpoints, on one port like controller-runtime's probe address:
 // /healthz (the process answers), /readyz (every watched cache has listed and Postgres answers;
 // a follower is ready too — it keeps warm caches to take over), /metrics (Prometheus).
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import { checkWithin, type Db, type Logger } from '../services/core/index.js';
 import type { OperatorHandle } from './manager.js';
 import type { OperatorMetrics } from './runtime/metrics.js';
@@ -12,7 +12,7 @@ export interface RunningOperatorProbes {
 }
 
 export async function startOperatorProbes(opts: { handle: OperatorHandle; db: Db; metrics: OperatorMetrics; log: Logger; host: string; port: number }): Promise<RunningOperatorProbes> {
-  const app = Fastify({ loggerInstance: opts.log.child({ component: 'operator-probes' }), disableRequestLogging: true });
+  const app = Fastify({ loggerInstance: opts.log.child({ component: 'operator-probes' }), logController: new LogController({ disableRequestLogging: true }) });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const caches = opts.handle.synced() ? { ok: true } : { ok: false, error: 'the watched caches have not listed yet' };

@@ -2,7 +2,7 @@
 // gateway has: /healthz (liveness: the event loop answers), /readyz (Postgres and Redis answer and
 // the worker is not shutting down; 503 names what failed) and /metrics — the turn, model-call,
 // token, cost and tool counters live in the worker process and are scraped here.
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import { readiness, type Config, type Db, type Logger, type Metrics } from '../core/index.js';
 import type { Redis } from 'ioredis';
 
@@ -24,7 +24,7 @@ export interface RunningProbes {
 
 export async function startWorkerProbes(deps: ProbeDeps, opts: { readinessTimeoutMs?: number } = {}): Promise<RunningProbes> {
   let stopping = false;
-  const app = Fastify({ loggerInstance: deps.log.child({ component: 'worker-probes' }), disableRequestLogging: true });
+  const app = Fastify({ loggerInstance: deps.log.child({ component: 'worker-probes' }), logController: new LogController({ disableRequestLogging: true }) });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const r = await readiness(deps, opts.readinessTimeoutMs ?? 1_500, stopping ? { worker: { ok: false, error: 'shutting down' } } : {});

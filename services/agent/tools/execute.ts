@@ -167,6 +167,9 @@ function pooled<T, R>(items: readonly T[], size: number, fn: (item: T) => Promis
   });
 }
 
+/** Ends a finished step's deadline timer (one shared reason: abort() without one builds a DOMException each time). */
+const STEP_DONE = new Error('tool step finished');
+
 /** Starts one step under its deadline; the calls still running when it passes are abandoned. */
 function runStep(tools: ReadonlyMap<string, Tool>, step: Step, ctx: ToolContext, hooks: BatchHooks): Promise<ToolOutcome>[] {
   const ms = hooks.timeoutMs ?? TOOL_BATCH_TIMEOUT_MS;
@@ -182,7 +185,7 @@ function runStep(tools: ReadonlyMap<string, Tool>, step: Step, ctx: ToolContext,
     return runTool(tools, call, { ...ctx, signal });
   };
   const results = pooled(step.calls, step.parallel ? MAX_PARALLEL : 1, start);
-  void Promise.allSettled(results).then(() => timer.abort());
+  void Promise.allSettled(results).then(() => timer.abort(STEP_DONE));
   return results;
 }
 
