@@ -1,6 +1,7 @@
-// Estimated cost of a model call from a price table (USD per million tokens). The built-in
-// table covers common hosted models; a Profile's `model.pricing` overrides it. Local endpoints
-// without a configured price cost nothing ("included"); an unknown model is "unknown", never guessed.
+// The cost of a model call: what the provider reported ("actual", e.g. OpenRouter's usage.cost),
+// else an estimate from a price table (USD per million tokens). The built-in table covers common
+// hosted models; a Profile's `model.pricing` overrides it. Local endpoints without a configured
+// price cost nothing ("included"); an unknown model is "unknown", never guessed.
 import type { Usage } from './messages.js';
 
 export interface Price {
@@ -10,7 +11,8 @@ export interface Price {
   cacheWritePerMTok?: number;
 }
 
-export type CostStatus = 'estimated' | 'unknown' | 'included';
+/** `actual`: the provider reported the charge; `estimated`: from the price table; `included`: a local endpoint; `unknown`: no price. */
+export type CostStatus = 'actual' | 'estimated' | 'unknown' | 'included';
 
 export interface CostEstimate {
   costUsd: number | null;
@@ -40,6 +42,8 @@ export function priceFor(model: string, override?: Price): Price | undefined {
  * Either way each token is billed once, at its own rate.
  */
 export function estimateCost(opts: { provider: string; model: string; local?: boolean; usage: Usage; price?: Price }): CostEstimate {
+  // What the provider charged beats any table (OpenRouter reports it per call).
+  if (opts.usage.costUsd !== undefined) return { costUsd: Math.round(opts.usage.costUsd * 1e6) / 1e6, status: 'actual' };
   // A configured price wins even for local endpoints (an internal charge-back rate).
   if (opts.local && !opts.price) return { costUsd: 0, status: 'included' };
   const price = priceFor(opts.model, opts.price);

@@ -1,4 +1,4 @@
-// Usage accounting around the loop: each model call's tokens and estimated cost (Postgres row +
+// Usage accounting around the loop: each model call's tokens and cost — reported or estimated (Postgres row +
 // Prometheus counters by agent and model), spend caps checked before every call, and `/usage`.
 import { Counter } from 'prom-client';
 import {
@@ -11,7 +11,7 @@ const costCounters = new WeakMap<Metrics, Counter<'agent' | 'model' | 'status'>>
 function costCounter(metrics: Metrics): Counter<'agent' | 'model' | 'status'> {
   let c = costCounters.get(metrics);
   if (!c) {
-    c = new Counter({ name: 'hermes_model_cost_usd_total', help: 'Estimated model spend in USD (status: estimated | included | unknown).', labelNames: ['agent', 'model', 'status'], registers: [metrics.registry] });
+    c = new Counter({ name: 'hermes_model_cost_usd_total', help: 'Model spend in USD (status: actual = reported by the provider | estimated | included | unknown).', labelNames: ['agent', 'model', 'status'], registers: [metrics.registry] });
     costCounters.set(metrics, c);
   }
   return c;
@@ -70,11 +70,18 @@ export async function checkSpendCaps(db: Db, adm: Admission, agent: CompiledAgen
   return undefined;
 }
 
-/** `/usage`: the session's tokens and estimated cost, answered without calling the model. */
+/** How sure a total is: all reported by the provider, all estimated, or how it splits. */
+function costWords(total: number, actual: number): string {
+  if (actual <= 0) return 'estimated';
+  if (actual >= total) return 'as reported by the provider';
+  return `(${usd(actual)} reported by the provider, ${usd(total - actual)} estimated)`;
+}
+
+/** `/usage`: the session's tokens and cost (reported or estimated), answered without calling the model. */
 export async function usageReply(db: Db, adm: Admission): Promise<TurnResult | undefined> {
   if (adm.content.trim().toLowerCase() !== '/usage') return undefined;
   const t = await sessionUsage(db.pool, adm.sessionId);
-  const cost = t.unpricedCalls ? `${usd(t.costUsd)} estimated (${t.unpricedCalls} call(s) with no known price not included)` : `${usd(t.costUsd)} estimated`;
+  const cost = `${usd(t.costUsd)} ${costWords(t.costUsd, t.actualUsd)}${t.unpricedCalls ? ` (${t.unpricedCalls} call(s) with no known price not included)` : ''}`;
   const reply = [
     `Usage in this conversation: ${t.calls} model call(s).`,
     `Tokens — input ${t.inputTokens}, output ${t.outputTokens}, cache read ${t.cacheReadTokens}, cache write ${t.cacheWriteTokens}, reasoning ${t.reasoningTokens}.`,

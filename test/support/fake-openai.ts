@@ -24,7 +24,7 @@ export interface Script {
   /** Answer 200 with exactly this body (a malformed response). */
   raw?: { contentType: string; body: string };
   headers?: Record<string, string>;
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  usage?: { prompt_tokens: number; completion_tokens: number; cost?: number };
   /** Tool calls the model makes (streamed as tool_call deltas; finish_reason "tool_calls"). */
   toolCalls?: { id?: string; name: string; arguments: string }[];
   /** Stream this many text chunks, then destroy the connection (a stream that breaks). */

@@ -16,7 +16,8 @@ export interface OpenAIProviderOptions {
   name?: string;
 }
 
-type OpenAIUsage = { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null; completion_tokens_details?: { reasoning_tokens?: number } | null } | null | undefined;
+/** Chat Completions usage; `cost` is OpenRouter's (and compatible gateways') reported charge in USD. */
+type OpenAIUsage = { prompt_tokens?: number; completion_tokens?: number; cost?: unknown; prompt_tokens_details?: { cached_tokens?: number } | null; completion_tokens_details?: { reasoning_tokens?: number } | null } | null | undefined;
 
 function toUsage(u: OpenAIUsage): Usage {
   const usage = emptyUsage();
@@ -25,6 +26,7 @@ function toUsage(u: OpenAIUsage): Usage {
   usage.outputTokens = u.completion_tokens ?? 0;
   usage.cacheReadTokens = u.prompt_tokens_details?.cached_tokens ?? 0;
   usage.reasoningTokens = u.completion_tokens_details?.reasoning_tokens ?? 0;
+  if (typeof u.cost === 'number' && Number.isFinite(u.cost) && u.cost >= 0) usage.costUsd = u.cost;
   return usage;
 }
 

@@ -16,7 +16,7 @@ export interface ModelCallUsageRow {
   cacheWriteTokens: number;
   reasoningTokens: number;
   costUsd: number | null;
-  costStatus: 'estimated' | 'unknown' | 'included';
+  costStatus: 'actual' | 'estimated' | 'unknown' | 'included';
 }
 
 export async function recordModelCall(sql: Sql, r: ModelCallUsageRow): Promise<void> {
@@ -39,6 +39,8 @@ export interface UsageTotals {
   costUsd: number;
   /** Calls whose model had no known price (their cost is not in costUsd). */
   unpricedCalls: number;
+  /** The part of costUsd the provider reported (status `actual`); the rest is estimated. */
+  actualUsd: number;
 }
 
 export async function sessionUsage(sql: Sql, sessionId: string): Promise<UsageTotals> {
@@ -46,7 +48,8 @@ export async function sessionUsage(sql: Sql, sessionId: string): Promise<UsageTo
     `SELECT count(*) AS calls, coalesce(sum(input_tokens), 0) AS "inputTokens", coalesce(sum(output_tokens), 0) AS "outputTokens",
             coalesce(sum(cache_read_tokens), 0) AS "cacheReadTokens", coalesce(sum(cache_write_tokens), 0) AS "cacheWriteTokens",
             coalesce(sum(reasoning_tokens), 0) AS "reasoningTokens", coalesce(sum(cost_usd), 0) AS "costUsd",
-            count(*) FILTER (WHERE cost_status = 'unknown') AS "unpricedCalls"
+            count(*) FILTER (WHERE cost_status = 'unknown') AS "unpricedCalls",
+            coalesce(sum(cost_usd) FILTER (WHERE cost_status = 'actual'), 0) AS "actualUsd"
      FROM model_call_usage WHERE session_id = $1`,
     [sessionId],
   );
@@ -56,7 +59,7 @@ export async function sessionUsage(sql: Sql, sessionId: string): Promise<UsageTo
 
 export type SpendScope = { kind: 'agent'; agentId: string } | { kind: 'profile'; profileKey: string } | { kind: 'user'; userId: string };
 
-/** Estimated USD spent in `scope` since `since`. */
+/** USD spent in `scope` since `since`: reported by the provider where it did, estimated elsewhere. */
 export async function spendSince(sql: Sql, scope: SpendScope, since: Date): Promise<number> {
   const [column, value] = scope.kind === 'agent' ? ['agent_id', scope.agentId] : scope.kind === 'profile' ? ['profile_key', scope.profileKey] : ['user_id', scope.userId];
   const { rows } = await sql.query<{ spent: string | null }>(

@@ -14,7 +14,8 @@ let worker: RunningWorker;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  model = await startFakeOpenAI((b) => ({ text: `echo: ${lastUser(b)}`, usage: { prompt_tokens: 1_000_000, completion_tokens: 100_000 } }));
+  // Messages starting "routed" come back with a provider-reported charge, as OpenRouter's usage.cost.
+  model = await startFakeOpenAI((b) => ({ text: `echo: ${lastUser(b)}`, usage: { prompt_tokens: 1_000_000, completion_tokens: 100_000, ...(lastUser(b).startsWith('routed') ? { cost: 0.4321 } : {}) } }));
   rt = await openTestRuntime(testConfig(database.url));
   worker = await startTestWorker(rt);
 });
@@ -55,6 +56,27 @@ describe('usage and spend', () => {
     await say(agentId, key, 'three');
     const last = model.requests.at(-1)!.body.messages.map((m) => m.content);
     expect(last).toEqual(['You are the test agent.', 'one', 'echo: one', 'two', 'echo: two', 'three']);
+  });
+
+  it('takes the charge the provider reports over the price table, and says which part of /usage is reported', async () => {
+    const agentId = await createTestAgent(rt, model.baseURL, {
+      agent: { namespace: 'default', name: 'routed' },
+      model: { provider: 'openai', model: 'gpt-test', baseURL: model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } },
+      spendCaps: { agent: { dailyUsd: 3.5 } },
+    });
+    const key = 'agent:default/routed:api:dm:u1';
+    await say(agentId, key, 'routed one');
+    expect((await say(agentId, key, '/usage')).reply).toMatch(/\nCost: \$0\.43 as reported by the provider\.$/);
+    await say(agentId, key, 'priced by the table'); // $3 estimated
+    const { rows } = await rt.db.pool.query<{ cost_usd: string; cost_status: string }>(`SELECT cost_usd, cost_status FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [agentId]);
+    expect(rows).toEqual([{ cost_usd: '0.432100', cost_status: 'actual' }, { cost_usd: '3.000000', cost_status: 'estimated' }]);
+    expect((await say(agentId, key, '/usage')).reply).toMatch(/\nCost: \$3\.43 \(\$0\.43 reported by the provider, \$3\.00 estimated\)\.$/);
+    // The cap counts the reported charge: $3.43 spent of $3.50, so one more call may go out…
+    expect((await say(agentId, key, 'routed two')).a.outcome).toBe('completed');
+    // …and now $3.86 is over it.
+    expect((await say(agentId, key, 'routed three')).reply).toMatch(/daily spend cap is reached \(\$3\.86 of \$3\.50 used\)/);
+    const metrics = await rt.metrics.registry.metrics();
+    expect(metrics).toMatch(/hermes_model_cost_usd_total\{agent="default\/routed",model="gpt-test",status="actual"[^}]*\} 0\.8642/);
   });
 
   it('refuses before calling the model once the daily cap is reached, with a clear message', async () => {
@@ -101,5 +123,7 @@ describe('price table', () => {
       .toEqual({ costUsd: 3 + 0.4 * 0.3 + 15 + 3.75, status: 'estimated' });
     expect(estimateCost({ provider: 'openai', model: 'mystery-1', usage })).toEqual({ costUsd: null, status: 'unknown' });
     expect(estimateCost({ provider: 'openai-compatible', model: 'llama3.2', local: true, usage })).toEqual({ costUsd: 0, status: 'included' });
+    // A charge the provider reported wins over every table, even for unknown or local models.
+    expect(estimateCost({ provider: 'openai-compatible', model: 'mystery-1', local: true, usage: { ...usage, costUsd: 0.0000123 } })).toEqual({ costUsd: 0.000012, status: 'actual' });
   });
 });
