@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { findAgent, publishRevision, registerInstance, type Config } from '../core/index.js';
+import { findAgent, publishRevision, registerInstance, sha256, type Config } from '../core/index.js';
 import { CompileError, compileAgent, loadManifests, staticConfigMaps, type Profile } from '../../operator/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
@@ -31,23 +31,30 @@ export function modelProblem(config: Config, profiles: Profile[]): string | unde
   return undefined;
 }
 
-async function loadAgents(rt: Runtime, dir: string, apiKey: string): Promise<string[]> {
+/** The agents loaded, and those the printed API key does not open (their spec.api.keys name other secrets). */
+interface Loaded { agents: string[]; keyless: string[] }
+
+async function loadAgents(rt: Runtime, dir: string, apiKey: string): Promise<Loaded> {
   const set = await loadManifests(dir);
   const problem = modelProblem(rt.config, set.profiles);
   if (problem) throw Object.assign(new Error(problem), { userFacing: true });
   const env = { ...process.env, HERMES_DEV_API_KEY: apiKey, ...(rt.config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) };
   const sources = { secrets: envSecrets(env), configMaps: staticConfigMaps(set.configMaps) };
   const names: string[] = [];
+  const keyless: string[] = [];
   for (const agent of set.agents) {
     const profile = set.profiles.find((p) => p.metadata.name === agent.spec.profileRef.name && p.metadata.namespace === agent.metadata.namespace);
     if (!profile) throw Object.assign(new Error(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: Profile "${agent.spec.profileRef.name}" not found in ${dir}`), { userFacing: true });
     if (rt.config.HERMES_DEV_MODEL) profile.spec.model.model = rt.config.HERMES_DEV_MODEL;
-    await publishRevision(rt.db, await compileAgent(agent, profile, sources).catch((err: Error) => {
+    const compiled = await compileAgent(agent, profile, sources).catch((err: Error) => {
       throw err instanceof CompileError ? Object.assign(new Error(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: ${err.message}`), { userFacing: true }) : err;
-    }));
-    names.push(`${agent.metadata.namespace}/${agent.metadata.name}`);
+    });
+    await publishRevision(rt.db, compiled);
+    const name = `${agent.metadata.namespace}/${agent.metadata.name}`;
+    names.push(name);
+    if (!compiled.api.enabled || !compiled.api.keySha256.includes(sha256(apiKey))) keyless.push(name);
   }
-  return names;
+  return { agents: names, keyless };
 }
 
 /** K8S mode: the manifests go into the dev kube-apiserver and the operator compiles them. */
@@ -79,10 +86,11 @@ export const devCommand = new Command('dev')
     const apiKey = rt.config.HERMES_DEV_API_KEY ?? `hk-dev-${randomBytes(18).toString('base64url')}`;
     const dir = resolve(opts.manifests ?? rt.config.HERMES_DEV_MANIFESTS);
     let agents: string[];
+    let keyless: string[] = [];
     let operator: OperatorHandle | undefined;
     try {
       if (opts.k8s) ({ agents, operator } = await loadAgentsK8s(rt, dir, apiKey));
-      else agents = await loadAgents(rt, dir, apiKey);
+      else ({ agents, keyless } = await loadAgents(rt, dir, apiKey));
     } catch (err) {
       if ((err as { userFacing?: boolean }).userFacing) {
         say(`\n${(err as Error).message}`);
@@ -103,6 +111,9 @@ export const devCommand = new Command('dev')
     say(`  models:         curl -H "Authorization: Bearer ${apiKey}" ${gw.url}/v1/models`);
     say(`  send a message: curl -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' -d '{"content":"hello"}' ${gw.url}/v1/agents/${first}/messages`);
     say(`  metrics:        ${gw.url}/metrics     health: ${gw.url}/readyz`);
+    for (const name of keyless) {
+      say(`  note: ${name} does not take this API key (its spec.api has no key from HERMES_DEV_API_KEY); add \`keys: [{ env: HERMES_DEV_API_KEY }]\` under spec.api to call it over HTTP.`);
+    }
     say('Press Ctrl-C to stop.');
     onShutdown(rt.log, async () => {
       await gw.close();
