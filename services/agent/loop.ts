@@ -52,7 +52,10 @@ export interface LoopInput {
   persist: LoopPersistence;
   /** Iteration budget (model calls per turn); undefined = unlimited. */
   maxIterations?: number;
-  /** Request-only additions (budget warnings, steer text): never stored with the prompt. */
+  /**
+   * Request-only notes, appended to the last message of each request (never stored, never in the
+   * cached prefix). The iteration-budget warnings are added to these by the loop itself.
+   */
   ephemeral?: () => string[];
   /** Checked before each model call: a reason refuses the call (spend caps); nothing is sent. */
   beforeCall?: () => Promise<string | undefined>;
@@ -163,7 +166,7 @@ class TurnLoop {
     for (let iteration = 0; ; iteration++) {
       const end = await this.gate(iteration);
       if (end) return end;
-      const res = await this.call();
+      const res = await this.call(iteration);
       if (res === 'redirected') continue;
       if (!res) return interrupted(input.signal, this.partial, this.usage, iteration);
       if (!res.ok && res.compress && this.compressions < MAX_ATTEMPTS && (await this.compressNow())) continue;
@@ -215,13 +218,14 @@ class TurnLoop {
   }
 
   /** The model call; undefined when the turn was stopped, 'redirected' when a correction cut it short. */
-  private async call(): Promise<ModelCallResult | undefined | 'redirected'> {
+  private async call(iteration: number): Promise<ModelCallResult | undefined | 'redirected'> {
     const { input } = this;
-    const extra = (input.ephemeral?.() ?? []).map((content): ChatMessage => ({ role: 'system', content }));
+    const budget = budgetNote(iteration, input.maxIterations);
+    const notes = [...(input.ephemeral?.() ?? []), ...(budget ? [budget] : [])];
     const signal = input.control ? input.control.beginCall(input.signal) : input.signal;
     this.partial = '';
     try {
-      const res = await this.callIn(signal, extra);
+      const res = await this.callIn(signal, notes);
       this.progress();
       return res;
     } catch (err) {
@@ -238,7 +242,7 @@ class TurnLoop {
     }
   }
 
-  private async callIn(signal: AbortSignal, extra: ChatMessage[]): Promise<ModelCallResult> {
+  private async callIn(signal: AbortSignal, notes: string[]): Promise<ModelCallResult> {
     const { input } = this;
     const primary = input.routes[0]!;
     const attrs = { 'gen_ai.system': primary.pool.current().name, 'gen_ai.request.model': primary.model };
@@ -247,7 +251,7 @@ class TurnLoop {
         routes: input.routes,
         explicit: input.explicitModel ?? false,
         request: {
-          messages: [...input.system, ...extra, ...this.messages],
+          messages: [...input.system, ...withNotes(this.messages, notes)],
           signal,
           ...(this.specs.length ? { tools: this.specs } : {}),
           onDelta: (t) => { this.partial += t; input.onDelta?.(t); },
@@ -310,6 +314,32 @@ class TurnLoop {
     if (typeof resultSeq === 'number') msg.seq = resultSeq;
     this.messages.push(msg);
   }
+}
+
+/** SPEC/Hermes iteration-budget pressure: a nudge at 70 % of the budget, a warning at 90 %. */
+export const BUDGET_CAUTION = 0.7;
+export const BUDGET_WARNING = 0.9;
+
+/** The budget note for the model call at `iteration` (0-based), if the budget is that far spent. */
+export function budgetNote(iteration: number, max: number | undefined): string | undefined {
+  if (max === undefined) return undefined;
+  const progress = iteration / max;
+  const left = max - iteration; // this call included
+  if (progress >= BUDGET_WARNING) return `[Iteration budget: this is model call ${iteration + 1} of ${max}; ${left === 1 ? 'it is the last one' : `only ${left} are left`}. Give your final answer now.]`;
+  if (progress >= BUDGET_CAUTION) return `[Iteration budget: this is model call ${iteration + 1} of ${max}; ${left} are left. Start wrapping up your work.]`;
+  return undefined;
+}
+
+/**
+ * The request's copy of the conversation with `notes` appended to its last message (a tool
+ * result or the user's line), so the prefix a provider caches is untouched and nothing is stored.
+ */
+export function withNotes(messages: readonly ChatMessage[], notes: readonly string[]): ChatMessage[] {
+  if (!notes.length) return [...messages];
+  const text = notes.join('\n\n');
+  const last = messages.at(-1);
+  if (last && (last.role === 'tool' || last.role === 'user')) return [...messages.slice(0, -1), { ...last, content: `${last.content}\n\n${text}` }];
+  return [...messages, { role: 'user', content: text }];
 }
 
 export function runAgentLoop(input: LoopInput): Promise<LoopResult> {

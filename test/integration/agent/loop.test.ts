@@ -116,6 +116,21 @@ describe('agent loop in the worker', () => {
     expect(model.requests.length - before).toBe(3);
   });
 
+  it('warns the model at 70 % and 90 % of the iteration budget, on the request only', async () => {
+    const before = model.requests.length;
+    const { transcript } = await turn('pressure', 'loop forever', { maxIterations: 10 });
+    const requests = model.requests.slice(before).map((r) => r.body.messages);
+    const lastText = requests.map((m) => String(m.at(-1)!.content));
+    expect(lastText).toHaveLength(10);
+    expect(lastText.slice(0, 7).filter((c) => c.includes('[Iteration budget'))).toEqual([]);
+    expect(lastText[7]).toMatch(/\n\n\[Iteration budget: this is model call 8 of 10; 3 are left\. Start wrapping up your work\.\]$/);
+    expect(lastText[8]).toMatch(/\n\n\[Iteration budget: this is model call 9 of 10; 2 are left\. Start wrapping up your work\.\]$/);
+    expect(lastText[9]).toMatch(/\n\n\[Iteration budget: this is model call 10 of 10; it is the last one\. Give your final answer now\.\]$/);
+    // Only ever on the last message of a request (the cached prefix is untouched), and never stored.
+    for (const m of requests) expect(m.slice(0, -1).filter((x) => String(x.content).includes('[Iteration budget'))).toEqual([]);
+    expect(transcript.filter((m) => m.content.includes('[Iteration budget'))).toEqual([]);
+  });
+
   it('ends the turn after three invalid tool calls in a row', async () => {
     const before = model.requests.length;
     const { a, reply } = await turn('invalid', 'always invalid');
