@@ -1,6 +1,8 @@
 // Builds in-process pieces of the system (worker, agents) on a test database and prefix.
 import { admit, enqueueTurn, getAdmission, getObligationForAdmission, publishRevision, sha256, type Admission, type CompiledAgent, type Config } from '../../services/core/index.js';
-import { eventually } from './services.js';
+import { afterAll, beforeAll } from 'vitest';
+import { createTestDatabase, eventually, testConfig, type TestDatabase } from './services.js';
+import { startFakeOpenAI, type FakeOpenAI, type ScriptFn } from './fake-openai.js';
 import { openResources, type Runtime } from '../../services/cli/runtime.js';
 import { EnvSecretResolver } from '../../services/agent/index.js';
 import { startWorker, type LoopOptions, type RunningWorker } from '../../services/worker/index.js';
@@ -49,4 +51,34 @@ export async function runTurn(rt: TestRuntime, m: { agentId: string; sessionKey:
     return row?.state === 'terminal' ? row : undefined;
   }, `turn of "${m.content.slice(0, 40)}" terminal`);
   return { a, reply: (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content };
+}
+
+/** What {@link useAgentSystem} starts: a test database, a scripted fake OpenAI server, a runtime and a worker. */
+export interface AgentSystem {
+  database: TestDatabase;
+  model: FakeOpenAI;
+  rt: TestRuntime;
+  worker: RunningWorker;
+}
+
+/**
+ * Registers the suite's beforeAll/afterAll: a migrated database, the fake model answering with
+ * `script`, the runtime and an in-process worker (with `worker` options). The returned object is
+ * filled in by beforeAll.
+ */
+export function useAgentSystem(script: ScriptFn, worker: Parameters<typeof startTestWorker>[1] = {}): AgentSystem {
+  const sys = {} as AgentSystem;
+  beforeAll(async () => {
+    sys.database = await createTestDatabase();
+    sys.model = await startFakeOpenAI(script);
+    sys.rt = await openTestRuntime(testConfig(sys.database.url));
+    sys.worker = await startTestWorker(sys.rt, worker);
+  });
+  afterAll(async () => {
+    await sys.worker?.close();
+    await sys.rt?.close();
+    await sys.model?.close();
+    await sys.database?.drop();
+  });
+  return sys;
 }

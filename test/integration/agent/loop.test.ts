@@ -1,20 +1,13 @@
 // The agent loop inside the real worker: tool calls persisted before they run, results with
 // their effect disposition, tool errors as results, the iteration budget — on real Postgres and
 // Redis with the wire-level fake model behind the openai SDK.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { admit, enqueueTurn, getAdmission, getObligationForAdmission, listTranscript } from '../../../services/core/index.js';
+import { listTranscript } from '../../../services/core/index.js';
 import { builtinRegistry, defineTool, INVALID_ARGS } from '../../../services/agent/index.js';
-import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { startFakeOpenAI, lastUser, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
-import type { RunningWorker } from '../../../services/worker/index.js';
+import { lastUser, type ChatRequestBody, type Script } from '../../support/fake-openai.js';
+import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 import { recordingClock } from './helpers.js';
-
-let database: TestDatabase;
-let model: FakeOpenAI;
-let rt: TestRuntime;
-let worker: RunningWorker;
 
 // A side-effecting probe: reports what the transcript held when it ran (persist-before-execute).
 const probe = defineTool({
@@ -22,7 +15,7 @@ const probe = defineTool({
   schema: z.object({ fail: z.boolean().optional() }).strict(),
   handler: async ({ fail }, ctx) => {
     if (fail) throw new Error('disk full (key sk-secretsecret123)');
-    const rows = await listTranscript(rt.db.pool, ctx.sessionId);
+    const rows = await listTranscript(sys.rt.db.pool, ctx.sessionId);
     const last = rows.at(-1)!;
     return JSON.stringify({ lastRole: last.role, lastToolCalls: (last.toolCalls ?? []).map((c) => c.name) });
   },
@@ -46,29 +39,12 @@ function script(b: ChatRequestBody): Script {
   return { text: `answered after ${b.messages.filter((m) => m.role === 'tool').length} tool results` };
 }
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  model = await startFakeOpenAI(script);
-  rt = await openTestRuntime(testConfig(database.url));
-  worker = await startTestWorker(rt, { loop: { clock: recordingClock(), tools: builtinRegistry().register(probe) } });
-});
-afterAll(async () => {
-  await worker?.close();
-  await rt?.close();
-  await model?.close();
-  await database?.drop();
-});
+const sys = useAgentSystem(script, { loop: { clock: recordingClock(), tools: builtinRegistry().register(probe) } });
 
 async function turn(agentName: string, content: string, extra: Record<string, unknown> = {}) {
-  const agentId = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: agentName }, toolsets: ['clock', 'test'], ...extra });
-  const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey: `agent:default/${agentName}:api:dm:u1`, user: { platformUserId: 'u1' }, content, replyTarget: { kind: 'api' } });
-  await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
-  const a = await eventually(async () => {
-    const row = await getAdmission(rt.db.pool, adm.admissionId);
-    return row?.state === 'terminal' ? row : undefined;
-  }, `admission ${adm.admissionId} terminal`);
-  const reply = (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content;
-  return { a, reply, transcript: await listTranscript(rt.db.pool, adm.sessionId) };
+  const agentId = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: agentName }, toolsets: ['clock', 'test'], ...extra });
+  const { a, reply } = await runTurn(sys.rt, { agentId, sessionKey: `agent:default/${agentName}:api:dm:u1`, content });
+  return { a, reply, transcript: await listTranscript(sys.rt.db.pool, a.sessionId) };
 }
 
 describe('agent loop in the worker', () => {
@@ -80,7 +56,7 @@ describe('agent loop in the worker', () => {
     expect(transcript[1]!.toolCalls).toEqual([{ id: 't1', name: 'get_time', arguments: '{"timezone":"UTC"}' }]);
     expect(transcript[2]).toMatchObject({ toolCallId: 't1', effectDisposition: 'none' });
     expect(JSON.parse(transcript[2]!.content)).toMatchObject({ timezone: 'UTC' });
-    const second = model.requests.filter((r) => lastUser(r.body) === 'what time is it').at(-1)!.body;
+    const second = sys.model.requests.filter((r) => lastUser(r.body) === 'what time is it').at(-1)!.body;
     expect(second.tools!.map((t) => t.function.name)).toEqual(['get_time', 'probe', 'read_tool_result']);
     expect(second.messages.at(-2)!.tool_calls![0]!.function.name).toBe('get_time');
     expect(second.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 't1' });
@@ -109,17 +85,17 @@ describe('agent loop in the worker', () => {
   });
 
   it('ends at the iteration budget with a clear final message', async () => {
-    const before = model.requests.length;
+    const before = sys.model.requests.length;
     const { a, reply } = await turn('budget', 'loop forever', { maxIterations: 3 });
     expect(a.outcome).toBe('completed');
     expect(reply).toMatch(/stopped after 3 model calls .*iteration budget/);
-    expect(model.requests.length - before).toBe(3);
+    expect(sys.model.requests.length - before).toBe(3);
   });
 
   it('warns the model at 70 % and 90 % of the iteration budget, on the request only', async () => {
-    const before = model.requests.length;
+    const before = sys.model.requests.length;
     const { transcript } = await turn('pressure', 'loop forever', { maxIterations: 10 });
-    const requests = model.requests.slice(before).map((r) => r.body.messages);
+    const requests = sys.model.requests.slice(before).map((r) => r.body.messages);
     const lastText = requests.map((m) => String(m.at(-1)!.content));
     expect(lastText).toHaveLength(10);
     expect(lastText.slice(0, 7).filter((c) => c.includes('[Iteration budget'))).toEqual([]);
@@ -132,10 +108,10 @@ describe('agent loop in the worker', () => {
   });
 
   it('ends the turn after three invalid tool calls in a row', async () => {
-    const before = model.requests.length;
+    const before = sys.model.requests.length;
     const { a, reply } = await turn('invalid', 'always invalid');
     expect(a.outcome).toBe('failed');
     expect(reply).toMatch(/3 invalid, unknown or blocked tool calls in a row/);
-    expect(model.requests.length - before).toBe(3);
+    expect(sys.model.requests.length - before).toBe(3);
   });
 });

@@ -2,20 +2,13 @@
 // SDK): the model sees the warnings and then the block result of a call that keeps failing; on an
 // unattended platform (cron) the guard halts the turn with a clear final message, on an attended
 // one it only warns.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { admit, enqueueTurn, getAdmission, getObligationForAdmission, listTranscript } from '../../../services/core/index.js';
+import { listTranscript } from '../../../services/core/index.js';
 import { builtinRegistry, defineTool } from '../../../services/agent/index.js';
-import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { startFakeOpenAI, lastUser, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
-import type { RunningWorker } from '../../../services/worker/index.js';
+import { lastUser, type ChatRequestBody, type Script } from '../../support/fake-openai.js';
+import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 import { recordingClock } from './helpers.js';
-
-let database: TestDatabase;
-let model: FakeOpenAI;
-let rt: TestRuntime;
-let worker: RunningWorker;
 
 // A tool whose backend is down: every call fails. Runs are counted per session.
 const runs = new Map<string, number>();
@@ -42,31 +35,15 @@ function script(b: ChatRequestBody): Script {
   return { toolCalls: [{ id: `o${results}`, name: 'flaky', arguments: `{"id":${results}}` }] };
 }
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  model = await startFakeOpenAI(script);
-  rt = await openTestRuntime(testConfig(database.url));
-  worker = await startTestWorker(rt, { loop: { clock: recordingClock(), tools: builtinRegistry().register(flaky) } });
-});
-afterAll(async () => {
-  await worker?.close();
-  await rt?.close();
-  await model?.close();
-  await database?.drop();
-});
+const sys = useAgentSystem(script, { loop: { clock: recordingClock(), tools: builtinRegistry().register(flaky) } });
 
 async function turn(agentName: string, content: string, platform = 'api', extra: Record<string, unknown> = {}) {
+  const { rt, model } = sys;
   const agentId = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: agentName }, toolsets: ['test'], ...extra });
   const before = model.requests.length;
-  const adm = await admit(rt.db, { agentId, platform, sessionKey: `agent:default/${agentName}:${platform}:dm:u1`, user: { platformUserId: 'u1' }, content, replyTarget: { kind: 'api' } });
-  await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
-  const a = await eventually(async () => {
-    const row = await getAdmission(rt.db.pool, adm.admissionId);
-    return row?.state === 'terminal' ? row : undefined;
-  }, `admission ${adm.admissionId} terminal`);
-  const reply = (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content;
-  const results = (await listTranscript(rt.db.pool, adm.sessionId)).filter((m) => m.role === 'tool');
-  return { a, reply, results, requests: model.requests.slice(before).map((r) => r.body), ran: runs.get(adm.sessionId) ?? 0 };
+  const { a, reply } = await runTurn(rt, { agentId, platform, sessionKey: `agent:default/${agentName}:${platform}:dm:u1`, content });
+  const results = (await listTranscript(rt.db.pool, a.sessionId)).filter((m) => m.role === 'tool');
+  return { a, reply, results, requests: model.requests.slice(before).map((r) => r.body), ran: runs.get(a.sessionId) ?? 0 };
 }
 
 describe('tool-loop guard in the worker', () => {
