@@ -1,5 +1,6 @@
 // The session prompt in three layers — stable (identity/persona, tool guidance) → context
-// (project context files) → volatile (memory and user snapshots) — built once per session and
+// (project context files) → volatile (memory and user snapshots; when the conversation started,
+// on which platform, with which model) — built once per session and
 // stored with a prompt identity, so every turn sends a byte-identical prefix and the provider's
 // prefix cache stays warm. Ephemeral additions (steer text, budget warnings) never enter it.
 import { createHash } from 'node:crypto';
@@ -18,6 +19,8 @@ export interface PromptInputs {
   /** Memory / user snapshots (memory issue); empty today. */
   memory?: string;
   user?: string;
+  /** The conversation this prompt is for: when it started (not when the prompt was built) and where. */
+  session?: { startedAt: Date; platform: string };
 }
 
 export interface BuiltPrompt {
@@ -87,12 +90,32 @@ export function promptIdentity(inputs: PromptInputs): string {
   return createHash('sha256').update(source).digest('hex').slice(0, 32);
 }
 
+const startedFormat = new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+
+/**
+ * Facts that hold for the whole conversation: its start (a fixed point in time, so a prompt
+ * built once never goes stale — `get_time` answers "now"), the platform and the model.
+ */
+function sessionBlock(agent: CompiledAgent, session: NonNullable<PromptInputs['session']>): string {
+  return [
+    '# This conversation',
+    '',
+    `Started: ${startedFormat.format(session.startedAt)} UTC`,
+    `Platform: ${session.platform}`,
+    `Model: ${agent.model.model} (${agent.model.provider})`,
+  ].join('\n');
+}
+
 export function buildPrompt(inputs: PromptInputs): BuiltPrompt {
   const { agent } = inputs;
   const notices: string[] = [];
   const stable = agent.persona.trim() || `You are ${agent.agent.name}, a helpful assistant.`;
   const context = contextLayer(agent.contextFiles ?? [], notices);
-  const volatile = [inputs.memory ? `# Memory\n\n${inputs.memory}` : '', inputs.user ? `# About the user\n\n${inputs.user}` : ''].filter(Boolean).join('\n\n');
+  const volatile = [
+    inputs.memory ? `# Memory\n\n${inputs.memory}` : '',
+    inputs.user ? `# About the user\n\n${inputs.user}` : '',
+    inputs.session ? sessionBlock(agent, inputs.session) : '',
+  ].filter(Boolean).join('\n\n');
   return { layers: [stable, context, volatile].filter(Boolean), identity: promptIdentity(inputs), notices };
 }
 

@@ -74,12 +74,12 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
  */
 async function sessionPrompt(deps: TurnDeps, adm: Admission, inputs: PromptInputs): Promise<{ stored: string; notices: string[] }> {
   const identity = promptIdentity(inputs);
-  const { rows } = await deps.db.pool.query<{ system_prompt: string | null; prompt_identity: string | null }>(
-    `SELECT system_prompt, prompt_identity FROM sessions WHERE id = $1`, [adm.sessionId],
+  const { rows } = await deps.db.pool.query<{ system_prompt: string | null; prompt_identity: string | null; created_at: Date }>(
+    `SELECT system_prompt, prompt_identity, created_at FROM sessions WHERE id = $1`, [adm.sessionId],
   );
   const row = rows[0];
   if (row?.system_prompt != null && row.prompt_identity === identity) return { stored: row.system_prompt, notices: [] };
-  const built = buildPrompt(inputs);
+  const built = buildPrompt({ ...inputs, ...(row ? { session: { startedAt: row.created_at, platform: adm.platform } } : {}) });
   const stored = storePrompt(built.layers);
   await deps.db.pool.query(`UPDATE sessions SET system_prompt = $2, prompt_identity = $3 WHERE id = $1`, [adm.sessionId, stored, identity]);
   return { stored, notices: built.notices };

@@ -10,7 +10,7 @@ import { startGatewayOn } from '../../services/cli/gateway.js';
 import type { RunningGateway } from '../../services/gateway/index.js';
 import type { RunningWorker } from '../../services/worker/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../support/services.js';
-import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../support/fake-openai.js';
+import { startFakeOpenAI, lastUser, withoutSessionFacts, type FakeOpenAI } from '../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, startTestWorker, testApiKey, type TestRuntime } from '../support/system.js';
 
 const spans = new InMemorySpanExporter();
@@ -104,7 +104,7 @@ describe('message → reply, end to end', () => {
     expect(text).toBe('The answer to "everything" is 42.');
     expect(finish).toBe('stop');
     const seen = model.requests.find((r) => lastUser(r.body) === 'everything')!;
-    expect(seen.body.messages.map((m) => `${m.role}:${m.content}`).slice(1)).toEqual(['user:remember 7', 'assistant:ok', 'user:everything']);
+    expect(withoutSessionFacts(seen.body.messages).map((m) => `${m.role}:${m.content}`).slice(1)).toEqual(['user:remember 7', 'assistant:ok', 'user:everything']);
   });
 
   it('admits a duplicate inbound event once: one turn, one model call', async () => {

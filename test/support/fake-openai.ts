@@ -145,3 +145,18 @@ export async function startFakeOpenAI(script: ScriptFn = () => ({ text: 'ok' }))
     close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
 }
+
+/**
+ * A request's messages without the "# This conversation" block of the prompt's volatile layer
+ * (start time, platform, model): what tests that script a conversation compare. A system message
+ * left empty by it is dropped.
+ */
+export function withoutSessionFacts<M extends { role: string; content?: unknown }>(messages: readonly M[]): M[] {
+  return messages.flatMap((m) => {
+    if (m.role !== 'system' || typeof m.content !== 'string') return [m];
+    const at = m.content.indexOf('# This conversation\n');
+    if (at < 0) return [m];
+    const rest = m.content.slice(0, at).trimEnd();
+    return rest ? [{ ...m, content: rest }] : [];
+  });
+}

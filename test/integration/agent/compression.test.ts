@@ -8,7 +8,7 @@ import { admit, appendMessage, enqueueTurn, getAdmission, getObligationForAdmiss
 import { CredentialPool, OpenAIChatProvider, SUMMARY_INSTRUCTION, SummaryCooldown, runAgentLoop, type ChatMessage } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { startFakeOpenAI, lastUser, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
+import { startFakeOpenAI, lastUser, withoutSessionFacts, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
 import { recordingClock } from './helpers.js';
 
@@ -82,7 +82,7 @@ describe('compression in the worker', () => {
     const { reply } = await say('and now?');
     expect(reply).toBe('answer to and now?');
     expect(model.requests.filter((r) => isSummary(r.body)).length).toBe(summariesBefore + 1);
-    const sent = requestsFor('and now?')[0]!.body.messages;
+    const sent = withoutSessionFacts(requestsFor('and now?')[0]!.body.messages);
     expect(sent[0]!.role).toBe('system');
     expect(sent[1]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
     // Only 7 of these messages fit the 450-token soft ceiling, but the last 20 are never summarised.
@@ -92,7 +92,7 @@ describe('compression in the worker', () => {
     expect(marker.content).toMatch(/^\[compressed through message \d+\]\n\[Summary of the earlier conversation\]/);
     // The next turn starts from the stored summary (nothing before it is re-sent).
     await say('next');
-    const next = requestsFor('next')[0]!.body.messages;
+    const next = withoutSessionFacts(requestsFor('next')[0]!.body.messages);
     expect(next[1]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
     expect(JSON.stringify(next)).not.toContain('old 0 ');
   });
@@ -103,7 +103,7 @@ describe('compression in the worker', () => {
     const seed = [...[0, 1, 2, 3].map((i) => sized(`big ${i}`, 300)), ...Array.from({ length: 33 }, (_, i) => sized(`small ${i}`, 10))];
     const { say } = await conversation('tokens', 2_000, seed);
     expect((await say('what now?')).reply).toBe('answer to what now?');
-    const sent = requestsFor('what now?')[0]!.body.messages;
+    const sent = withoutSessionFacts(requestsFor('what now?')[0]!.body.messages);
     expect(sent[1]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
     expect(sent.slice(2)).toHaveLength(34);
     expect(sent[2]!.content).toMatch(/^small 0 x/);
@@ -130,7 +130,7 @@ describe('compression in the worker', () => {
     expect(reply).toMatch(/^Compressed \d+ earlier messages into a model-written summary\.$/);
     expect(requestsFor('/compress')).toHaveLength(0);
     await say('after');
-    const sent = requestsFor('after')[0]!.body.messages;
+    const sent = withoutSessionFacts(requestsFor('after')[0]!.body.messages);
     expect(sent[1]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
     expect(sent.map((m) => m.content)).not.toContain('/compress');
   });
@@ -166,7 +166,7 @@ describe('hygiene pre-compression (85 % of the window, before the turn)', () => 
     const turn = model.requests.slice(seen);
     // One summary request, then the answer request: nothing was sent before the compression.
     expect(turn.map((r) => (isSummary(r.body) ? 'summary' : 'answer'))).toEqual(['summary', 'answer']);
-    const sent = turn[1]!.body.messages;
+    const sent = withoutSessionFacts(turn[1]!.body.messages);
     expect(sent[0]).toEqual({ role: 'system', content: second });
     expect(sent[1]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
     expect(sent.slice(2).map((m) => m.content.split(' ').slice(0, 2).join(' '))).toEqual([...Array.from({ length: 19 }, (_, i) => `old ${11 + i}`), 'go on']);
@@ -182,7 +182,7 @@ describe('hygiene pre-compression (85 % of the window, before the turn)', () => 
     expect((await say('go on')).reply).toBe('answer to go on');
     const turn = model.requests.slice(seen);
     expect(turn.map((r) => (isSummary(r.body) ? 'summary' : 'answer'))).toEqual(['summary', 'answer']);
-    const sent = turn[1]!.body.messages;
+    const sent = withoutSessionFacts(turn[1]!.body.messages);
     expect(sent[0]).toEqual({ role: 'system', content: first });
     expect(sent[1]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
     expect(await identity(sessionId)).toBeNull(); // the loop's compression: rebuilt on the next turn
@@ -204,7 +204,7 @@ describe('the tail budget setting', () => {
       persist: { assistant: async () => undefined, toolResult: async () => undefined },
     });
     expect(out.reply).toBe('answer to overflow then answer');
-    const retried = requestsFor('overflow then answer').at(-1)!.body.messages;
+    const retried = withoutSessionFacts(requestsFor('overflow then answer').at(-1)!.body.messages);
     expect(retried[0]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
     expect(retried.slice(1).map((m) => m.content.split(' ')[0])).toEqual([...Array.from({ length: 29 }, (_, i) => `m${11 + i}`), 'overflow']);
   });

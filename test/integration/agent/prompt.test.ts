@@ -42,12 +42,15 @@ describe('session prompt', () => {
     const prefix = (b: typeof one.request) => JSON.stringify({ tools: b.tools, messages: b.messages.slice(0, 3) });
     expect(prefix(two.request)).toBe(prefix(one.request));
     expect(two.request.messages.slice(0, 3)).toEqual(one.request.messages);
+    const { rows } = await rt.db.pool.query<{ prompt_identity: string; created_at: Date }>(`SELECT prompt_identity, created_at FROM sessions WHERE session_key = $1`, [key]);
+    expect(rows[0]!.prompt_identity).toMatch(/^[0-9a-f]{32}$/);
+    // Volatile layer: facts of the whole conversation — its start (the session's, not the build time), platform, model.
+    const started = new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(rows[0]!.created_at);
     expect(one.request.messages.slice(0, 2).map((m) => m.content)).toEqual([
       'You are the test agent.',
-      '# AGENTS.md\n\nRun the tests before answering.\n\n# CLAUDE.md\n\nPrefer tables.',
+      `# AGENTS.md\n\nRun the tests before answering.\n\n# CLAUDE.md\n\nPrefer tables.\n\n# This conversation\n\nStarted: ${started} UTC\nPlatform: api\nModel: gpt-test (openai)`,
     ]);
-    const { rows } = await rt.db.pool.query<{ prompt_identity: string }>(`SELECT prompt_identity FROM sessions WHERE session_key = $1`, [key]);
-    expect(rows[0]!.prompt_identity).toMatch(/^[0-9a-f]{32}$/);
+    expect(started).toMatch(/^\w+day, \d{1,2} \w+ \d{4} at \d{2}:\d{2}$/);
   });
 
   it('refuses a context file with invisible Unicode, and tells the user', async () => {
@@ -58,7 +61,7 @@ describe('session prompt', () => {
     const { reply, request } = await say(agentId, 'agent:default/sneaky:api:dm:u1', 'hello there');
     expect(reply).toBe('echo: hello there\n\n(Notice: Context file AGENTS.md was not loaded: it contains invisible Unicode characters.)');
     expect(JSON.stringify(request.messages)).not.toContain('mail the API key');
-    expect(request.messages[1]!.content).toBe('[Context file AGENTS.md was blocked: it contains invisible Unicode characters.]');
+    expect(request.messages[1]!.content).toMatch(/^\[Context file AGENTS\.md was blocked: it contains invisible Unicode characters\.\]\n\n# This conversation\n/);
   });
 });
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimateCost, emptyUsage } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../../support/services.js';
-import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../../support/fake-openai.js';
+import { startFakeOpenAI, lastUser, withoutSessionFacts, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
 
 let database: TestDatabase;
@@ -54,7 +54,7 @@ describe('usage and spend', () => {
 
     // The next real message does not see the /usage exchange.
     await say(agentId, key, 'three');
-    const last = model.requests.at(-1)!.body.messages.map((m) => m.content);
+    const last = withoutSessionFacts(model.requests.at(-1)!.body.messages).map((m) => m.content);
     expect(last).toEqual(['You are the test agent.', 'one', 'echo: one', 'two', 'echo: two', 'three']);
   });
 

@@ -9,7 +9,7 @@ import { findAgent } from '../../../services/core/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
 import { testConfig } from '../../support/services.js';
-import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
+import { lastUser, startFakeOpenAI, withoutSessionFacts, type FakeOpenAI } from '../../support/fake-openai.js';
 import { openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
 import { conditionOf, eventsFor, kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
@@ -39,7 +39,7 @@ describe.skipIf(skipKubeLoudly('Profile texts from ConfigMaps', kubeAvailable())
 
   async function say(agentId: string, sessionKey: string, content: string) {
     const { reply } = await runTurn(rt, { agentId, sessionKey, content });
-    return { reply, system: model.requests.find((r) => lastUser(r.body) === content)!.body.messages.filter((m) => m.role === 'system').map((m) => m.content) };
+    return { reply, system: withoutSessionFacts(model.requests.find((r) => lastUser(r.body) === content)!.body.messages).filter((m) => m.role === 'system').map((m) => m.content) };
   }
 
   it('blocks the Agent until the ConfigMap exists, then the model sees its texts; edits reach new sessions', async () => {

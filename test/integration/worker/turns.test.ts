@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, enqueueTurn, getAdmission, getObligationForAdmission, listMessages } from '../../../services/core/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../../support/fake-openai.js';
+import { startFakeOpenAI, lastUser, withoutSessionFacts, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 
@@ -54,9 +54,10 @@ describe('turn worker', () => {
     await enqueueTurn(rt.queues, { admissionId: second.admissionId });
     await terminal(second.admissionId);
     const req = model.requests.find((r) => lastUser(r.body) === 'again')!;
-    expect(req.body.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
-    expect(req.body.messages[0]!.content).toBe('You are the test agent.');
-    expect(req.body.messages[2]!.content).toBe('echo: hello');
+    const sent = withoutSessionFacts(req.body.messages);
+    expect(sent.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    expect(sent[0]!.content).toBe('You are the test agent.');
+    expect(sent[2]!.content).toBe('echo: hello');
     const transcript = await listMessages(rt.db.pool, first.sessionId);
     expect(transcript.map((m) => [m.seq, m.role])).toEqual([[1, 'user'], [2, 'assistant'], [3, 'user'], [4, 'assistant']]);
   });
