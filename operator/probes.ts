@@ -2,7 +2,7 @@
 // /healthz (the process answers), /readyz (every watched cache has listed and Postgres answers;
 // a follower is ready too — it keeps warm caches to take over), /metrics (Prometheus).
 import Fastify, { LogController } from 'fastify';
-import { checkWithin, type Db, type Logger } from '../services/core/index.js';
+import { checkWithin, listeningUrl, summarizeChecks, type Db, type Logger } from '../services/core/index.js';
 import type { OperatorHandle } from './manager.js';
 import type { OperatorMetrics } from './runtime/metrics.js';
 
@@ -16,19 +16,14 @@ export async function startOperatorProbes(opts: { handle: OperatorHandle; db: Db
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const caches = opts.handle.synced() ? { ok: true } : { ok: false, error: 'the watched caches have not listed yet' };
-    const postgres = await checkWithin(() => opts.db.pool.query('select 1'), 1_500);
-    const checks = { caches, postgres };
-    const failed = Object.entries(checks).filter(([, c]) => !c.ok).map(([name, c]) => `${name} (${c.error})`);
-    if (!failed.length) return { status: 'ready', leader: opts.handle.isLeader(), checks };
-    return reply.code(503).send({ status: 'unready', leader: opts.handle.isLeader(), checks, error: { code: 'HERMES_NOT_READY', message: `Not ready: ${failed.join(', ')} failed.` } });
+    const r = summarizeChecks({ caches, postgres: await checkWithin(() => opts.db.pool.query('select 1'), 1_500) });
+    if (r.ready) return { status: 'ready', leader: opts.handle.isLeader(), checks: r.checks };
+    return reply.code(503).send({ status: 'unready', leader: opts.handle.isLeader(), checks: r.checks, error: { code: 'HERMES_NOT_READY', message: `Not ready: ${r.failed.join(', ')} failed.` } });
   });
   app.get('/metrics', async (_request, reply) => {
     reply.type(opts.metrics.registry.contentType);
     return opts.metrics.registry.metrics();
   });
   await app.listen({ host: opts.host, port: opts.port });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : opts.port;
-  const host = opts.host === '0.0.0.0' || opts.host === '::' ? '127.0.0.1' : opts.host;
-  return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, close: () => app.close() };
+  return { url: listeningUrl(app.server, opts.host, opts.port), close: () => app.close() };
 }

@@ -67,15 +67,6 @@ function lookup(namespace: string, r: TextRef, maps: ConfigMapLookup): Lookup {
   return { text: value };
 }
 
-/** The first ConfigMap reference of the Profile that does not resolve, or undefined. */
-export function profileTextProblem(p: Profile, maps: ConfigMapLookup): TextProblem | undefined {
-  for (const r of profileTextRefs(p)) {
-    const found = lookup(p.metadata.namespace, r, maps);
-    if ('problem' in found) return found.problem;
-  }
-  return undefined;
-}
-
 /**
  * The persona and context files with every ConfigMap source read. An optional reference whose
  * ConfigMap or key is missing leaves its text out (persona empty → the default identity).
@@ -93,4 +84,10 @@ export function resolveProfileTexts(p: Profile, maps: ConfigMapLookup): { texts:
     return content === undefined ? [] : [{ name: f.name, content }];
   });
   return { texts: { persona, contextFiles } };
+}
+
+/** The first ConfigMap reference of the Profile that does not resolve, or undefined. */
+export function profileTextProblem(p: Profile, maps: ConfigMapLookup): TextProblem | undefined {
+  const r = resolveProfileTexts(p, maps);
+  return 'problem' in r ? r.problem : undefined;
 }

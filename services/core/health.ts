@@ -26,13 +26,25 @@ export interface Readiness {
   failed: string[];
 }
 
+/** Named check results → ready or not, and what failed in words. */
+export function summarizeChecks(checks: Record<string, CheckResult>): Readiness {
+  const failed = Object.entries(checks).filter(([, c]) => !c.ok).map(([name, c]) => `${name} (${c.error})`);
+  return { ready: failed.length === 0, checks, failed };
+}
+
 /** Postgres and Redis checks plus any process-specific ones (e.g. "shutting down"). */
 export async function readiness(deps: { db: Db; redis: Redis }, timeoutMs: number, extra: Record<string, CheckResult> = {}): Promise<Readiness> {
   const [postgres, redis] = await Promise.all([
     checkWithin(() => deps.db.pool.query('select 1'), timeoutMs),
     checkWithin(() => deps.redis.ping(), timeoutMs),
   ]);
-  const checks = { postgres, redis, ...extra };
-  const failed = Object.entries(checks).filter(([, c]) => !c.ok).map(([name, c]) => `${name} (${c.error})`);
-  return { ready: failed.length === 0, checks, failed };
+  return summarizeChecks({ postgres, redis, ...extra });
+}
+
+/** The URL a local client reaches a server on: a wildcard listen address becomes 127.0.0.1; port 0 becomes the port taken. */
+export function listeningUrl(server: { address(): unknown }, host: string, port: number): string {
+  const address = server.address();
+  const actual = typeof address === 'object' && address && 'port' in address ? (address as { port: number }).port : port;
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${actual}`;
 }

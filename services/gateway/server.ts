@@ -1,4 +1,5 @@
 // Listening: the app on HERMES_HOST:HERMES_PORT (port 0 picks a free one).
+import { listeningUrl } from '../core/index.js';
 import { buildGatewayApp } from './app.js';
 import type { GatewayDeps } from './deps.js';
 
@@ -12,9 +13,5 @@ export interface RunningGateway {
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const app = buildGatewayApp(deps);
   await app.listen({ host: deps.config.HERMES_HOST, port: deps.config.HERMES_PORT });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : deps.config.HERMES_PORT;
-  const host = deps.config.HERMES_HOST === '0.0.0.0' || deps.config.HERMES_HOST === '::' ? '127.0.0.1' : deps.config.HERMES_HOST;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  return { url, close: () => app.close() };
+  return { url: listeningUrl(app.server, deps.config.HERMES_HOST, deps.config.HERMES_PORT), close: () => app.close() };
 }

@@ -3,7 +3,7 @@
 // the worker is not shutting down; 503 names what failed) and /metrics — the turn, model-call,
 // token, cost and tool counters live in the worker process and are scraped here.
 import Fastify, { LogController } from 'fastify';
-import { readiness, type Config, type Db, type Logger, type Metrics } from '../core/index.js';
+import { listeningUrl, readiness, type Config, type Db, type Logger, type Metrics } from '../core/index.js';
 import type { Redis } from 'ioredis';
 
 export interface ProbeDeps {
@@ -36,11 +36,8 @@ export async function startWorkerProbes(deps: ProbeDeps, opts: { readinessTimeou
     return deps.metrics.registry.metrics();
   });
   await app.listen({ host: deps.config.HERMES_HOST, port: deps.config.HERMES_WORKER_PORT });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : deps.config.HERMES_WORKER_PORT;
-  const host = deps.config.HERMES_HOST === '0.0.0.0' || deps.config.HERMES_HOST === '::' ? '127.0.0.1' : deps.config.HERMES_HOST;
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    url: listeningUrl(app.server, deps.config.HERMES_HOST, deps.config.HERMES_WORKER_PORT),
     draining: () => { stopping = true; },
     close: () => app.close(),
   };

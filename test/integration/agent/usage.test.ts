@@ -8,13 +8,15 @@ import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.j
 // Messages starting "routed" come back with a provider-reported charge, as OpenRouter's usage.cost.
 const sys = useAgentSystem((b) => ({ text: `echo: ${lastUser(b)}`, usage: { prompt_tokens: 1_000_000, completion_tokens: 100_000, ...(lastUser(b).startsWith('routed') ? { cost: 0.4321 } : {}) } }));
 
+/** The test model at $2 / $10 per million input / output tokens: a call of the fake's usage costs $3. */
+const priced = () => ({ provider: 'openai' as const, model: 'gpt-test', baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } });
 const say = (agentId: string, key: string, content: string) => runTurn(sys.rt, { agentId, sessionKey: key, content, userId: key });
 
 describe('usage and spend', () => {
   it('records each call with its estimated cost, answers /usage without the model, and counts by agent and model', async () => {
     const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
       agent: { namespace: 'default', name: 'metered' },
-      model: { provider: 'openai', model: 'gpt-test', baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } },
+      model: priced(),
     });
     const key = 'agent:default/metered:api:dm:u1';
     await say(agentId, key, 'one');
@@ -43,7 +45,7 @@ describe('usage and spend', () => {
   it('takes the charge the provider reports over the price table, and says which part of /usage is reported', async () => {
     const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
       agent: { namespace: 'default', name: 'routed' },
-      model: { provider: 'openai', model: 'gpt-test', baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } },
+      model: priced(),
       spendCaps: { agent: { dailyUsd: 3.5 } },
     });
     const key = 'agent:default/routed:api:dm:u1';
@@ -64,7 +66,7 @@ describe('usage and spend', () => {
   it('refuses before calling the model once the daily cap is reached, with a clear message', async () => {
     const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
       agent: { namespace: 'default', name: 'capped' },
-      model: { provider: 'openai', model: 'gpt-test', baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } },
+      model: priced(),
       spendCaps: { agent: { dailyUsd: 5 } },
     });
     const key = 'agent:default/capped:api:dm:u1';
@@ -82,7 +84,7 @@ describe('per-user monthly cap', () => {
   it('stops one user at their monthly cap while another user of the same agent goes on', async () => {
     const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
       agent: { namespace: 'default', name: 'monthly' },
-      model: { provider: 'openai', model: 'gpt-test', baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } },
+      model: priced(),
       spendCaps: { user: { monthlyUsd: 2 } },
     });
     const alice = 'agent:default/monthly:api:dm:alice';
