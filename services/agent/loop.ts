@@ -103,7 +103,7 @@ function interrupted(signal: AbortSignal, partial: string, usage: Usage, iterati
   const reply = partial.trim()
     ? `${partial}\n\n[interrupted: ${reason}]`
     : `The turn was interrupted (${reason}). Send your message again or /retry.`;
-  return { outcome: 'interrupted', reply, error: reason, interrupted: true, usage, iterations };
+  return { outcome: 'interrupted', reply, error: reason, interrupted: true, partial: partial.trim() ? partial : '', usage, iterations };
 }
 
 function failed(res: Extract<ModelCallResult, { ok: false }>, input: LoopInput, usage: Usage, iterations: number): LoopResult {

@@ -24,8 +24,22 @@ export interface Db {
   close(): Promise<void>;
 }
 
-export function openDb(databaseUrl: string, opts: { max?: number; applicationName?: string } = {}): Db {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: opts.max ?? 20, application_name: opts.applicationName ?? 'hermes', connectionTimeoutMillis: 5_000, types: poolTypes });
+export interface DbOptions {
+  /** @defaultValue 20 */
+  max?: number;
+  applicationName?: string;
+  /**
+   * Client-side bound on every query (HERMES_DB_QUERY_TIMEOUT_SECONDS): a connection that went
+   * half-open answers nothing, and without it a query on it would wait for ever. @defaultValue 30000
+   */
+  queryTimeoutMs?: number;
+}
+
+export function openDb(databaseUrl: string, opts: DbOptions = {}): Db {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl, max: opts.max ?? 20, application_name: opts.applicationName ?? 'hermes',
+    connectionTimeoutMillis: 5_000, query_timeout: opts.queryTimeoutMs ?? 30_000, keepAlive: true, types: poolTypes,
+  });
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => undefined);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
@@ -34,16 +48,18 @@ export function openDb(databaseUrl: string, opts: { max?: number; applicationNam
     prisma,
     async tx(fn) {
       const client = await pool.connect();
+      let broken = false;
       try {
         await client.query('BEGIN');
         const out = await fn(client);
         await client.query('COMMIT');
         return out;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        // A connection that cannot even roll back (reset, timed out, half-open) is dropped, not pooled.
+        broken = !(await client.query('ROLLBACK').then(() => true, () => false));
         throw err;
       } finally {
-        client.release();
+        client.release(broken || undefined);
       }
     },
     async close() {

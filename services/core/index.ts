@@ -21,3 +21,5 @@ export * from './ledger/transcript.js';
 export * from './ledger/signals.js';
 export * from './ledger/usage.js';
 export * from './ledger/spills.js';
+export * from './ledger/unknown.js';
+export * from './ledger/pg-text.js';

@@ -59,8 +59,9 @@ export function openQueues(redis: Redis, prefix: string): Queues {
   };
 }
 
-export async function enqueueTurn(queues: Queues, job: TurnJob): Promise<void> {
-  await queues.turns.add('turn', job, { jobId: job.admissionId });
+/** Adds the wake-up for `job.admissionId`; the job id is the admission id unless `jobId` is given (a hand-off). */
+export async function enqueueTurn(queues: Queues, job: TurnJob, jobId = job.admissionId): Promise<void> {
+  await queues.turns.add('turn', job, { jobId });
 }
 
 export async function enqueueDelivery(queues: Queues, job: DeliveryJob): Promise<void> {

@@ -1,5 +1,6 @@
 // The outbox sweeper and recovery loop, run by every worker (and `hermes dev`):
-//  - started turns of dead owners → unknown (never re-run), with a notice to deliver;
+//  - leases of owners known dead → freed (their sessions recover at once, not after the lease TTL);
+//  - started turns whose lease holding ended → unknown (never re-run), with a notice to deliver;
 //  - queued admissions whose job was lost (Redis down/restarted after commit) → re-enqueued;
 //  - due or orphaned delivery obligations → re-enqueued; expired ones → abandoned;
 //  - stored oversized tool results past their retention → deleted.
@@ -11,12 +12,16 @@ import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import { enqueueDelivery, enqueueTurn, type Queues } from './queues.js';
 import { listStrandedQueued, settleOrphanedTurns } from './ledger/admissions.js';
+import type { DeathRule } from './ledger/instances.js';
+import { freeDeadOwnersLeases } from './ledger/leases.js';
 import { abandonExpired, getObligationForAdmission, listDueDeliveries, oldestPendingAgeSeconds } from './ledger/deliveries.js';
 import { pruneToolResultSpills } from './ledger/spills.js';
 
 type SweepConfig = Pick<Config, 'HERMES_INSTANCE_TTL_SECONDS' | 'HERMES_SWEEP_GRACE_SECONDS' | 'HERMES_DELIVERY_MAX_AGE_SECONDS' | 'HERMES_TOOL_RESULT_RETENTION_SECONDS'>;
 
 export interface SweepReport {
+  /** Leases of owners known dead, freed. */
+  freedLeases: number;
   settledUnknown: number;
   requeuedTurns: number;
   requeuedDeliveries: number;
@@ -37,23 +42,33 @@ async function jobIsLive(queue: Queue, id: string): Promise<boolean> {
   return true;
 }
 
-export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, metrics?: Metrics): Promise<SweepReport> {
-  const ttl = config.HERMES_INSTANCE_TTL_SECONDS;
-  const report: SweepReport = { settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0, prunedToolResults: 0 };
+/** Whether this process may judge others dead by their heartbeats (worker/liveness.ts). */
+export interface Judge {
+  steady(): boolean;
+}
 
-  for (const admissionId of await settleOrphanedTurns(db, ttl)) {
+/**
+ * One pass. `judge` says whether our own view of heartbeats can be trusted right now; without one
+ * (tests, tools) only stopped owners count as dead.
+ */
+export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, metrics?: Metrics, judge?: Judge): Promise<SweepReport> {
+  const rule: DeathRule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: judge?.steady() ?? false };
+  const report: SweepReport = { freedLeases: 0, settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0, prunedToolResults: 0 };
+
+  report.freedLeases = (await freeDeadOwnersLeases(db.pool, rule)).length;
+  for (const admissionId of await settleOrphanedTurns(db)) {
     report.settledUnknown++;
     metrics?.recoveredUnknown.inc();
     const ob = await getObligationForAdmission(db.pool, admissionId);
     if (ob) await enqueueDelivery(queues, { obligationId: ob.id });
   }
-  for (const adm of await listStrandedQueued(db.pool, config.HERMES_SWEEP_GRACE_SECONDS, ttl)) {
+  for (const adm of await listStrandedQueued(db.pool, config.HERMES_SWEEP_GRACE_SECONDS, rule)) {
     if (await jobIsLive(queues.turns, adm.id)) continue;
     await enqueueTurn(queues, { admissionId: adm.id, ...(adm.traceContext ? { trace: adm.traceContext } : {}) });
     report.requeuedTurns++;
     metrics?.sweeperRequeued.inc();
   }
-  for (const id of await listDueDeliveries(db.pool, ttl, config.HERMES_SWEEP_GRACE_SECONDS)) {
+  for (const id of await listDueDeliveries(db.pool, rule, config.HERMES_SWEEP_GRACE_SECONDS)) {
     if (await jobIsLive(queues.deliveries, id)) continue;
     await enqueueDelivery(queues, { obligationId: id });
     report.requeuedDeliveries++;
@@ -64,14 +79,22 @@ export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, met
   return report;
 }
 
-/** Runs `sweepOnce` every `intervalSeconds` until stopped; errors are logged, never fatal. */
-export function startSweeper(db: Db, queues: Queues, config: SweepConfig & Pick<Config, 'HERMES_SWEEP_SECONDS'>, log: Logger, metrics?: Metrics): { stop(): Promise<void> } {
+/**
+ * Runs `sweepOnce` every `HERMES_SWEEP_SECONDS` until stopped; errors are logged, never fatal. A
+ * pass still running when the next is due (Postgres slow or down) is not doubled up.
+ */
+export function startSweeper(db: Db, queues: Queues, config: SweepConfig & Pick<Config, 'HERMES_SWEEP_SECONDS'>, log: Logger, watch: { metrics?: Metrics; judge?: Judge } = {}): { stop(): Promise<void> } {
+  const { metrics, judge } = watch;
   let running: Promise<unknown> = Promise.resolve();
+  let busy = false;
   let stopped = false;
   const tick = () => {
-    running = sweepOnce(db, queues, config, metrics)
-      .then((r) => { if (r.settledUnknown || r.requeuedTurns || r.requeuedDeliveries || r.abandoned) log.info(r, 'Swept the ledger'); })
-      .catch((err: unknown) => log.warn({ err }, 'Ledger sweep failed; will retry'));
+    if (busy) return;
+    busy = true;
+    running = sweepOnce(db, queues, config, metrics, judge)
+      .then((r) => { if (r.freedLeases || r.settledUnknown || r.requeuedTurns || r.requeuedDeliveries || r.abandoned) log.info(r, 'Swept the ledger'); })
+      .catch((err: unknown) => log.warn({ err }, 'Ledger sweep failed; will retry'))
+      .finally(() => { busy = false; });
   };
   const timer = setInterval(() => { if (!stopped) tick(); }, config.HERMES_SWEEP_SECONDS * 1_000);
   timer.unref();

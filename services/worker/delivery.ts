@@ -4,13 +4,13 @@
 // delivering one means announcing it to waiting gateways.
 import type { Redis } from 'ioredis';
 import {
-  claimDelivery, duplicateMarker, markDelivered, markFailed, publishTurnEvent,
-  type Config, type Db, type Instance, type Logger, type Metrics, type Obligation,
+  claimDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed, publishTurnEvent,
+  type Config, type Db, type Instance, type Judge, type Logger, type Metrics, type Obligation,
 } from '../core/index.js';
 
 export interface DeliveryAdapter {
-  /** Sends `text`; throws on failure. */
-  send(ob: Obligation, text: string): Promise<void>;
+  /** Sends `text`; throws on failure. `signal` aborts at the attempt deadline (HERMES_DELIVERY_ATTEMPT_SECONDS). */
+  send(ob: Obligation, text: string, signal: AbortSignal): Promise<void>;
 }
 
 export interface DeliveryDeps {
@@ -21,6 +21,8 @@ export interface DeliveryDeps {
   log: Logger;
   metrics: Metrics;
   adapters: Map<string, DeliveryAdapter>;
+  /** Whether we may judge other owners dead (worker liveness); without one only stopped owners are. */
+  judge?: Judge;
 }
 
 export function apiAdapter(redis: Redis, prefix: string): DeliveryAdapter {
@@ -29,25 +31,52 @@ export function apiAdapter(redis: Redis, prefix: string): DeliveryAdapter {
 
 const retryAfterSeconds = (attempt: number) => (attempt <= 1 ? 30 : 120);
 
+/** A few quick tries of a ledger write (a Postgres blip); the attempt deadline covers what they miss. */
+async function retried<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (attempt >= 4 || !isStoreUnavailable(err)) throw err;
+      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+    }
+  }
+}
+
+async function sendWithin(adapter: DeliveryAdapter | undefined, ob: Obligation, text: string, seconds: number): Promise<void> {
+  if (!adapter) throw new Error(`no delivery adapter for platform "${ob.platform}"`);
+  const deadline = AbortSignal.timeout(seconds * 1_000);
+  let onAbort: (() => void) | undefined;
+  const late = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new Error(`the platform did not answer within ${seconds} s (HERMES_DELIVERY_ATTEMPT_SECONDS)`));
+    deadline.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([adapter.send(ob, text, deadline), late]);
+  } finally {
+    deadline.removeEventListener('abort', onAbort!);
+  }
+}
+
 export async function deliver(deps: DeliveryDeps, obligationId: string): Promise<'delivered' | 'skipped' | 'failed' | 'abandoned'> {
   const { config, db, instance } = deps;
-  const ob = await claimDelivery(db.pool, obligationId, instance, config.HERMES_INSTANCE_TTL_SECONDS);
+  const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: deps.judge?.steady() ?? false };
+  const ob = await claimDelivery(db.pool, obligationId, instance, rule, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
   if (!ob) return 'skipped';
   const log = deps.log.child({ obligation: ob.id, admission: ob.admissionId, platform: ob.platform });
-  const adapter = deps.adapters.get(ob.platform);
   const text = ob.possibleDuplicate ? `♻️ (${duplicateMarker})\n\n${ob.content}` : ob.content;
   try {
-    if (!adapter) throw new Error(`no delivery adapter for platform "${ob.platform}"`);
-    await adapter.send(ob, text);
+    await sendWithin(deps.adapters.get(ob.platform), ob, text, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
   } catch (err) {
-    const state = await markFailed(db.pool, ob.id, instance, (err as Error).message, {
+    // If even this write fails, the attempt deadline makes the row claimable again (as a possible duplicate).
+    const state = await retried(() => markFailed(db.pool, ob.id, instance, (err as Error).message, {
       maxAttempts: config.HERMES_DELIVERY_MAX_ATTEMPTS, maxAgeSeconds: config.HERMES_DELIVERY_MAX_AGE_SECONDS, retryAfterSeconds: retryAfterSeconds(ob.attempts),
-    }).catch((e: unknown) => { deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_failed' }); throw e; });
+    })).catch((e: unknown) => { deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_failed' }); throw e; });
     deps.metrics.deliveries.inc({ platform: ob.platform, outcome: state ?? 'lost' });
     log.warn({ err, state }, 'Delivery attempt failed');
     return state === 'abandoned' ? 'abandoned' : 'failed';
   }
-  const ok = await markDelivered(db.pool, ob.id, instance).catch((e: unknown) => {
+  const ok = await retried(() => markDelivered(db.pool, ob.id, instance)).catch((e: unknown) => {
     // The ledger never blocks sending: the reply went out; count the write failure.
     deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_delivered' });
     log.error({ err: e }, 'Delivered, but recording it failed');

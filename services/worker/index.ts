@@ -1,13 +1,16 @@
-// The turn worker process: BullMQ consumers for turns and deliveries, heartbeat, the outbox
-// sweeper, and graceful shutdown (stop taking jobs, let running turns finish within the grace
-// period, then cancel them; cancelled turns end `interrupted` and their sessions resume later).
+// The turn worker process: BullMQ consumers for turns and deliveries, liveness (heartbeat and
+// self-fencing), the outbox sweeper, and graceful shutdown: on SIGTERM no further turn starts
+// (sessions are handed to other workers), running sessions are pre-marked `resume_pending`, running
+// turns may finish within the grace period, and those still running after it are cut and resume
+// once on another worker (SPEC).
 import { Worker } from 'bullmq';
 import {
   checkEvictionPolicy, deliveryJobSchema, getAdmission, markStopped, queueNames, registerInstance, startSweeper, turnJobSchema,
   type Instance,
 } from '../core/index.js';
-import { startHeartbeat } from './heartbeat.js';
+import { startLiveness } from './liveness.js';
 import { drainSession } from './session-drainer.js';
+import { ShutdownCut } from './settle.js';
 import { apiAdapter, deliver, type DeliveryAdapter } from './delivery.js';
 import { createLoopDeps, type LoopOptions, type TurnDeps } from './turn-runner.js';
 import { startControlHub } from './control.js';
@@ -27,6 +30,13 @@ export interface WorkerDeps extends Omit<TurnDeps, 'loop' | 'control'> {
   loop?: LoopOptions;
 }
 
+/** SPEC: drain pre-marks running sessions resume_pending before waiting (a turn that finishes clears it). */
+async function markResumePending(db: WorkerDeps['db'], sessions: string[], log: WorkerDeps['log']): Promise<void> {
+  if (sessions.length === 0) return;
+  await db.pool.query(`UPDATE sessions SET state = 'resume_pending' WHERE id = ANY($1::uuid[]) AND state = 'active'`, [sessions])
+    .catch((err: unknown) => log.warn({ err }, 'Could not mark running sessions resume_pending'));
+}
+
 export interface RunningWorker {
   instance: Instance;
   close(): Promise<void>;
@@ -37,11 +47,13 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const warning = await checkEvictionPolicy(deps.redis);
   if (warning) log.warn(warning);
   const instance = deps.instance ?? (await registerInstance(db.pool, 'worker'));
+  const draining = new AbortController();
   const shutdown = new AbortController();
-  const heart = startHeartbeat(db, instance.id, config.HERMES_HEARTBEAT_SECONDS, log);
+  const running = new Set<string>();
+  const liveness = startLiveness({ databaseUrl: config.DATABASE_URL, instanceId: instance.id, everySeconds: config.HERMES_HEARTBEAT_SECONDS, ttlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, log });
   const adapters = deps.adapters ?? new Map([['api', apiAdapter(deps.redis, config.HERMES_QUEUE_PREFIX)]]);
   const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
-  const drainDeps = { ...deps, instance, shutdown: shutdown.signal, loop: createLoopDeps(config, deps.secrets, deps.loop), control };
+  const drainDeps = { ...deps, instance, liveness, running, draining: draining.signal, shutdown: shutdown.signal, loop: createLoopDeps(config, deps.secrets, deps.loop), control };
   const connection = deps.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
   connection.on('error', () => undefined);
   const prefix = config.HERMES_QUEUE_PREFIX;
@@ -55,25 +67,32 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
 
   const deliveries = new Worker(queueNames.deliveries, async (job) => {
     const { obligationId } = deliveryJobSchema.parse(job.data);
-    return { result: await deliver({ config, db, redis: deps.redis, instance, log, metrics: deps.metrics, adapters }, obligationId) };
+    return { result: await deliver({ config, db, redis: deps.redis, instance, log, metrics: deps.metrics, adapters, judge: liveness }, obligationId) };
   }, { connection, prefix, concurrency: config.HERMES_DELIVERY_CONCURRENCY });
 
+  // Cut off from Postgres, every job would fail (and be re-enqueued later): leave them to workers that can run them.
+  liveness.onHealthChange((healthy) => {
+    log.warn({ healthy }, healthy ? 'Postgres reachable again; taking jobs' : 'Cannot confirm our heartbeat; pausing job intake');
+    for (const w of [turns, deliveries]) void (async () => (healthy ? w.resume() : w.pause(true)))().catch(() => undefined);
+  });
   for (const w of [turns, deliveries]) {
     w.on('error', (err) => log.warn({ err }, 'Queue consumer error'));
     w.on('failed', (job, err) => log.error({ err, job: job?.id, queue: w.name }, 'Job failed'));
   }
-  const sweeper = deps.sweeper === false ? undefined : startSweeper(db, deps.queues, config, log, deps.metrics);
+  const sweeper = deps.sweeper === false ? undefined : startSweeper(db, deps.queues, config, log, { metrics: deps.metrics, judge: liveness });
   log.info({ instance: instance.id, concurrency: config.HERMES_TURN_CONCURRENCY }, 'Started worker');
 
   return {
     instance,
     async close() {
-      log.info('Stopping worker: no new jobs; running turns get the grace period');
-      const grace = setTimeout(() => shutdown.abort(new Error('worker shutting down')), config.HERMES_SHUTDOWN_GRACE_SECONDS * 1_000);
+      draining.abort();
+      log.info({ running: running.size }, 'Stopping worker: no new turns; running turns get the grace period');
+      await markResumePending(db, [...running], log);
+      const grace = setTimeout(() => shutdown.abort(new ShutdownCut()), config.HERMES_SHUTDOWN_GRACE_SECONDS * 1_000);
       grace.unref();
       await Promise.allSettled([turns.close(), deliveries.close(), sweeper?.stop()]);
       clearTimeout(grace);
-      heart.stop();
+      await liveness.stop();
       await control.close();
       await markStopped(db.pool, instance.id).catch(() => undefined);
       await connection.quit().catch(() => undefined);

@@ -1,35 +1,62 @@
 // One turn per session at a time: the worker that wins the session lease drains the session's
 // queued admissions in sequence order, then releases and re-checks so nothing is stranded.
-import { acquireLease, hasQueued, releaseLease, startNextTurn, type Instance } from '../core/index.js';
+// Shutdown (worker/index.ts): `draining` stops claiming at once — the session is handed to another
+// worker after the running turn — and `shutdown` (end of the grace period) cuts the running turn.
+import { acquireLease, enqueueTurn, nextQueued, releaseLease, startNextTurn, type Instance } from '../core/index.js';
 import { keepLease } from './lease-keeper.js';
+import type { Liveness } from './liveness.js';
 import { runAdmission, type TurnDeps } from './turn-runner.js';
 
 export interface DrainDeps extends TurnDeps {
   instance: Instance;
-  /** Aborted when the process must stop now (drain timeout). */
+  liveness: Liveness;
+  /** Aborted as soon as the process is asked to stop: start no further turn. */
+  draining: AbortSignal;
+  /** Aborted (with a ShutdownCut) when the shutdown grace period is over: cut the running turns. */
   shutdown: AbortSignal;
+  /** Sessions with a turn running in this process (shutdown marks them resume_pending). */
+  running: Set<string>;
 }
 
 export async function drainSession(deps: DrainDeps, sessionId: string): Promise<number> {
-  const { config, db } = deps;
+  const { config, db, liveness } = deps;
   let ran = 0;
-  for (;;) {
-    const lease = await acquireLease(db.pool, sessionId, deps.instance.id, config.HERMES_LEASE_TTL_SECONDS);
+  while (!deps.draining.aborted) {
+    const acquiredAt = liveness.now();
+    const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: liveness.steady() };
+    const lease = await acquireLease(db.pool, sessionId, deps.instance.id, config.HERMES_LEASE_TTL_SECONDS, rule);
     if (!lease) return ran; // the holder drains what we would have run
-    const keeper = keepLease(db, lease, config.HERMES_LEASE_TTL_SECONDS, config.HERMES_LEASE_RENEW_SECONDS, deps.log);
+    const keeper = keepLease({ lease, acquiredAt, ttlSeconds: config.HERMES_LEASE_TTL_SECONDS, renewSeconds: config.HERMES_LEASE_RENEW_SECONDS, liveness, log: deps.log });
+    const fence = { signal: AbortSignal.any([keeper.signal, deps.shutdown]), heldUntil: keeper.heldUntil, now: liveness.now };
+    let queuedLeft: boolean;
     try {
-      for (;;) {
-        if (keeper.signal.aborted || deps.shutdown.aborted) break;
+      while (!fence.signal.aborted && !deps.draining.aborted) {
         const adm = await startNextTurn(db, lease);
         if (!adm) break;
-        const signal = AbortSignal.any([keeper.signal, deps.shutdown]);
-        await runAdmission(deps, lease, adm, signal);
+        deps.running.add(sessionId);
+        try {
+          await runAdmission(deps, lease, adm, fence);
+        } finally {
+          deps.running.delete(sessionId);
+        }
         ran++;
       }
     } finally {
       keeper.stop();
-      await releaseLease(db.pool, lease).catch(() => undefined);
+      queuedLeft = await releaseLease(db.pool, lease).catch(() => true);
     }
-    if (deps.shutdown.aborted || !(await hasQueued(db.pool, sessionId))) return ran;
+    if (!queuedLeft) return ran;
+    if (fence.signal.aborted) break;
   }
+  await handOff(deps, sessionId);
+  return ran;
+}
+
+/** We stop draining with admissions left: wake another worker for them (the sweeper would, later). */
+async function handOff(deps: DrainDeps, sessionId: string): Promise<void> {
+  const next = await nextQueued(deps.db.pool, sessionId).catch(() => undefined);
+  if (!next) return;
+  // Its own job id may be the job running now (still active): a distinct id wakes a worker at once.
+  await enqueueTurn(deps.queues, { admissionId: next.id, ...(next.traceContext ? { trace: next.traceContext } : {}) }, `${next.id}:handoff`)
+    .catch((err: unknown) => deps.log.warn({ err, session: sessionId }, 'Hand-off enqueue failed; the sweeper will pick the session up'));
 }

@@ -3,7 +3,7 @@
 import type { Redis } from 'ioredis';
 import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
-  appendTurnMessage, readToolResultSpill, saveToolResultSpill, enqueueDelivery, expireSignalOf, parseControlCommand, signalOfAdmission, finishTurn, inSpan, listTranscript, publishTurnEvent, LeaseLostError, extractTraceContext, injectTraceContext,
+  appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, listTranscript, publishTurnEvent, LeaseLostError, extractTraceContext,
   type TurnResult,
 } from '../core/index.js';
 import {
@@ -13,6 +13,8 @@ import {
 import type { ControlHub } from './control.js';
 import { accountCall, checkSpendCaps, usageReply } from './usage.js';
 import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
+import { NOTHING_TO_RETRY, isRecoveryCommand, recoveryCommand } from './recovery-commands.js';
+import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 
 export interface TurnDeps {
   config: Config;
@@ -96,18 +98,23 @@ async function historyFor(deps: TurnDeps, adm: Admission): Promise<ChatMessage[]
   }
   const all = await listTranscript(deps.db.pool, adm.sessionId);
   // Control messages that acted on a turn (and their one-line replies) are not conversation.
-  const isCommand = (m: (typeof all)[number]) => (m.role === 'user' && /^\/(stop|usage|compress)\s*$/i.test(m.content)) || (m.role === 'assistant' && CONTROL_REPLIES.has(m.content));
+  const isCommand = (m: (typeof all)[number]) => (m.role === 'user' && /^\/(stop|usage|compress|discard)\s*$/i.test(m.content)) || (m.role === 'assistant' && CONTROL_REPLIES.has(m.content));
   const control = new Set(all.filter((m) => m.admissionId && isCommand(m)).map((m) => m.admissionId));
-  const stored = all.filter((m) => m.role === 'system' || !(m.admissionId && control.has(m.admissionId)));
-  return historyFromTranscript(stored.map((m) => ({ seq: m.seq, role: m.role, content: m.content, toolCalls: m.toolCalls as ToolCall[] | null, toolCallId: m.toolCallId })));
+  // A "/retry" line is followed by the request it re-ran (recovery-commands.ts): only that is conversation.
+  const stored = all.filter((m) => m.role === 'system' || !((m.admissionId && control.has(m.admissionId)) || (m.role === 'user' && isRecoveryCommand(m.content))));
+  const history = historyFromTranscript(stored.map((m) => ({ seq: m.seq, role: m.role, content: m.content, toolCalls: m.toolCalls as ToolCall[] | null, toolCallId: m.toolCallId })));
+  return adm.intent === 'resume' ? [...history, { role: 'user', content: RESUME_NOTE }] : history;
 }
+
+/** Request-only (never stored): what a resumed turn is told about the turn it continues. */
+export const RESUME_NOTE = '[System note: your previous reply to the user was cut off because the service restarted before it finished. Continue from where it stopped and answer the user\'s last request. A tool call without a result may or may not have run; check before repeating it.]';
 
 const REPLY = {
   stopped: 'Stopped the running turn.',
   idle: 'Nothing was running to stop.',
   sent: 'Sent to the running turn.',
 } as const;
-const CONTROL_REPLIES: ReadonlySet<string> = new Set(Object.values(REPLY));
+const CONTROL_REPLIES: ReadonlySet<string> = new Set([...Object.values(REPLY), NOTHING_TO_RETRY]);
 
 /**
  * A `/stop`, `/steer …` or `/redirect …` message, run after the turn it addressed: its reply says
@@ -143,10 +150,24 @@ async function routesOf(loop: LoopDeps, agent: CompiledAgent): Promise<ModelRout
   }
 }
 
-async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: AbortSignal, agent: CompiledAgent | undefined): Promise<TurnResult> {
+async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
   if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
   const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm));
   if (controlled) return controlled;
+  const recovery = await recoveryCommand(deps.db, lease, adm);
+  if (recovery && 'reply' in recovery) return recovery.reply;
+  if (recovery) {
+    await appendTurnMessage(deps.db, lease, adm.id, { role: 'user', content: recovery.rerun });
+    const result = await runLoop(deps, lease, { ...adm, content: recovery.rerun }, fence, agent);
+    return recovery.notice ? { ...result, reply: `${result.reply}\n\n(${recovery.notice})` } : result;
+  }
+  return runLoop(deps, lease, adm, fence, agent);
+}
+
+/** The agent loop for `adm` (its content is the request: for /retry, the request it re-runs). */
+async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent): Promise<TurnResult> {
+  const { signal } = fence;
+  const durable = <T>(write: () => Promise<T>) => whileLeaseHolds(write, fence, deps.log.child({ admission: adm.id, session: adm.sessionId }));
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
   const routes = await routesOf(loop, agent);
   if (!Array.isArray(routes)) return routes;
@@ -180,11 +201,11 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
     ...modelOptions(agent, loop),
     compression: { cooldown: loop.summaryCooldown, ...command.tail },
     persist: {
-      assistant: async (m, usage) => (await appendTurnMessage(deps.db, lease, adm.id, { role: 'assistant', content: m.content, toolCalls: m.toolCalls, usage })).seq,
-      toolResult: async (m, disposition) => (await appendTurnMessage(deps.db, lease, adm.id, { role: 'tool', content: m.content, toolCallId: m.toolCallId ?? null, effectDisposition: disposition })).seq,
-      compressed: (summary, coversSeq) => recordCompression(deps.db, lease, adm, summary, coversSeq),
+      assistant: async (m, usage) => (await durable(() => appendTurnMessage(deps.db, lease, adm.id, { role: 'assistant', content: m.content, toolCalls: m.toolCalls, usage }))).seq,
+      toolResult: async (m, disposition) => (await durable(() => appendTurnMessage(deps.db, lease, adm.id, { role: 'tool', content: m.content, toolCallId: m.toolCallId ?? null, effectDisposition: disposition }))).seq,
+      compressed: (summary, coversSeq) => durable(() => recordCompression(deps.db, lease, adm, summary, coversSeq)),
       results: {
-        save: (r) => saveToolResultSpill(deps.db, lease, adm.id, r).catch((err: unknown) => {
+        save: (r) => durable(() => saveToolResultSpill(deps.db, lease, adm.id, r)).catch((err: unknown) => {
           deps.log.warn({ err, session: adm.sessionId, tool: r.toolName, chars: r.content.length }, 'Storing an oversized tool result failed; the model gets it cut');
           throw err;
         }),
@@ -192,7 +213,7 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
       },
     },
     beforeCall: () => checkSpendCaps(deps.db, adm, agent),
-    onCall: (done, route) => accountCall({ db: deps.db, metrics: deps.metrics, adm, agent }, done, route),
+    onCall: (done, route) => durable(() => accountCall({ db: deps.db, metrics: deps.metrics, adm, agent }, done, route)),
     onDelta: (text) => void publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'delta', text }).catch(() => undefined),
   }).finally(() => { watchdog.stop(); unwatch(); });
   if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: agentLabel, model: agent.model.model, outcome: result.outcome });
@@ -201,22 +222,25 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
   return result;
 }
 
-/** Runs `adm` (already `started` by this lease holder) to `terminal`. */
-export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission, signal: AbortSignal): Promise<void> {
+/**
+ * Runs `adm` (already `started` by this lease holder) to its end, under `fence` (lease keeper and
+ * shutdown). Returns without throwing when the lease was lost: recovery settles the turn.
+ */
+export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence): Promise<void> {
   const agent = (await deps.agents.getById(adm.agentId))?.compiled;
   const agentLabel = agent ? `${agent.agent.namespace}/${agent.agent.name}` : adm.agentId;
   const log = deps.log.child({ admission: adm.id, session: adm.sessionId, agent: agentLabel });
   const timer = deps.metrics.turnSeconds.startTimer({ agent: agentLabel });
   await inSpan('hermes.turn', { 'hermes.admission_id': adm.id, 'hermes.session_id': adm.sessionId }, extractTraceContext(adm.traceContext), async () => {
     log.info('Started turn');
-    const result = await produce(deps, lease, adm, signal, agent).catch((err: unknown) => ({ outcome: 'failed' as const, reply: 'Sorry — something went wrong on our side.', error: (err as Error).message }));
+    const result = await produce(deps, lease, adm, fence, agent).catch((err: unknown): TurnResult => {
+      log.error({ err }, 'Turn failed');
+      return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: (err as Error).message };
+    });
     try {
-      const done = await finishTurn(deps.db, lease, adm.id, result);
-      deps.metrics.turns.inc({ agent: agentLabel, outcome: result.outcome });
-      log.info({ outcome: result.outcome, obligation: done.obligationId }, 'Finished turn');
-      await publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'changed' }).catch(() => undefined);
-      await enqueueDelivery(deps.queues, { obligationId: done.obligationId, trace: injectTraceContext() })
-        .catch((err: unknown) => log.warn({ err }, 'Delivery enqueue failed; the sweeper will pick it up'));
+      const settled = await settleTurn(deps, { lease, adm, result, fence, log });
+      deps.metrics.turns.inc({ agent: agentLabel, outcome: settled.kind === 'cut' ? 'cut' : settled.outcome });
+      if (settled.kind === 'finished') log.info({ outcome: settled.outcome, obligation: settled.obligationId }, 'Finished turn');
     } catch (err) {
       if (err instanceof LeaseLostError) {
         log.warn('Lease lost before the turn could finish; recovery will settle it as unknown');

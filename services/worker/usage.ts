@@ -32,15 +32,16 @@ export async function accountCall({ db, metrics, adm, agent }: CallContext, done
   const cost = estimateCost({ provider: provider.name, model: route.model, local: provider.local ?? false, usage: done.usage, ...(agent.model.pricing && route.model === agent.model.model ? { price: agent.model.pricing } : {}) });
   const labels = { agent: agentLabelOf(agent), model: route.model };
   const u = done.usage;
+  // The row first: a retried call (Postgres blip) must not count the metrics twice.
+  await recordModelCall(db.pool, {
+    agentId: adm.agentId, profileKey: profileKey(agent), sessionId: adm.sessionId, userId: adm.userId, admissionId: adm.id,
+    provider: provider.name, model: route.model, ...u, costUsd: cost.costUsd, costStatus: cost.status,
+  });
   metrics.modelCalls.inc({ ...labels, outcome: 'completed' });
   for (const [kind, n] of [['input', u.inputTokens], ['output', u.outputTokens], ['cache_read', u.cacheReadTokens], ['cache_write', u.cacheWriteTokens], ['reasoning', u.reasoningTokens]] as const) {
     metrics.tokens.inc({ ...labels, kind }, n);
   }
   costCounter(metrics).inc({ ...labels, status: cost.status }, cost.costUsd ?? 0);
-  await recordModelCall(db.pool, {
-    agentId: adm.agentId, profileKey: profileKey(agent), sessionId: adm.sessionId, userId: adm.userId, admissionId: adm.id,
-    provider: provider.name, model: route.model, ...u, costUsd: cost.costUsd, costStatus: cost.status,
-  });
 }
 
 const startOfDay = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));

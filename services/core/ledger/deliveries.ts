@@ -1,9 +1,11 @@
 // Delivery obligations: pending → attempting → delivered | failed → … → abandoned.
-// Claiming a row owned by a dead process is a conditional update on the old owner stamp
-// (instance id + its start time); such a re-send is flagged as a possible duplicate.
+// Every attempt has a deadline (attempt_expires_at): an `attempting` row past it, or owned by a
+// process known dead, is claimable again — a conditional update on the old owner stamp (instance
+// id + its start time) — and such a re-send is flagged as a possible duplicate. So a row whose
+// failure could not be recorded (a Postgres blip), or whose send hung, never stays attempting.
 import type { Sql } from '../db.js';
-import type { Instance } from './instances.js';
-import { instanceAlive } from './instances.js';
+import { ownerDead, type DeathRule, type Instance } from './instances.js';
+import { pgText } from './pg-text.js';
 
 export type DeliveryState = 'pending' | 'attempting' | 'delivered' | 'failed' | 'abandoned';
 
@@ -26,21 +28,23 @@ const columns = `id, admission_id AS "admissionId", agent_id AS "agentId", sessi
 
 export const duplicateMarker = 'gateway restarted during delivery, so this may be a duplicate';
 
+/** SQL predicate on `d`: an attempt that will not be finished by its owner (deadline passed or owner dead). */
+const abandonedAttempt = (ttl: string, steady: string) =>
+  `(d.state = 'attempting' AND (d.attempt_expires_at < now() OR ${ownerDead('d.owner_instance_id', ttl, steady)}))`;
+
 /**
- * Takes the obligation for one attempt: a due pending/failed row, or an attempting row whose
- * owner is dead (then marked as a possible duplicate). Undefined when not claimable now.
+ * Takes the obligation for one attempt of at most `attemptSeconds`: a due pending/failed row, or
+ * an abandoned attempt (then marked as a possible duplicate). Undefined when not claimable now.
  */
-export async function claimDelivery(sql: Sql, id: string, owner: Instance, instanceTtlSeconds: number): Promise<Obligation | undefined> {
+export async function claimDelivery(sql: Sql, id: string, owner: Instance, rule: DeathRule, attemptSeconds: number): Promise<Obligation | undefined> {
   const { rows } = await sql.query<Obligation>(
     `UPDATE delivery_obligations d SET
        state = 'attempting', attempts = d.attempts + 1, owner_instance_id = $2, owner_started_at = $3, updated_at = now(),
+       attempt_expires_at = now() + make_interval(secs => $6),
        possible_duplicate = d.possible_duplicate OR d.state = 'attempting'
-     WHERE d.id = $1 AND (
-       (d.state IN ('pending', 'failed') AND d.not_before <= now())
-       OR (d.state = 'attempting' AND NOT ${instanceAlive('d.owner_instance_id', '$4')})
-     )
+     WHERE d.id = $1 AND ((d.state IN ('pending', 'failed') AND d.not_before <= now()) OR ${abandonedAttempt('$4', '$5')})
      RETURNING ${columns}`,
-    [id, owner.id, owner.startedAt, instanceTtlSeconds],
+    [id, owner.id, owner.startedAt, rule.instanceTtlSeconds, rule.steady, attemptSeconds],
   );
   return rows[0];
 }
@@ -59,7 +63,7 @@ export async function markFailed(sql: Sql, id: string, owner: Instance, error: s
        state = CASE WHEN attempts >= $5 OR created_at < now() - make_interval(secs => $6) THEN 'abandoned'::delivery_state ELSE 'failed'::delivery_state END,
        not_before = now() + make_interval(secs => $7)
      WHERE ${ownedBy} RETURNING state`,
-    [id, owner.id, owner.startedAt, error.slice(0, 2_000), limits.maxAttempts, limits.maxAgeSeconds, limits.retryAfterSeconds],
+    [id, owner.id, owner.startedAt, pgText(error.slice(0, 2_000)), limits.maxAttempts, limits.maxAgeSeconds, limits.retryAfterSeconds],
   );
   return rows[0]?.state;
 }
@@ -73,23 +77,24 @@ export async function deferDelivery(sql: Sql, id: string, owner: Instance, notBe
   return rowCount === 1;
 }
 
-/** Obligations a sweeper should (re-)enqueue: due, or held by a dead owner. */
-export async function listDueDeliveries(sql: Sql, instanceTtlSeconds: number, graceSeconds: number, limit = 500): Promise<string[]> {
+/** Obligations a sweeper should (re-)enqueue: due, or an abandoned attempt. */
+export async function listDueDeliveries(sql: Sql, rule: DeathRule, graceSeconds: number, limit = 500): Promise<string[]> {
   const { rows } = await sql.query<{ id: string }>(
     `SELECT id FROM delivery_obligations d
-     WHERE ((d.state IN ('pending', 'failed') AND d.not_before <= now() AND d.updated_at < now() - make_interval(secs => $2))
-        OR (d.state = 'attempting' AND NOT ${instanceAlive('d.owner_instance_id', '$1')}))
-     ORDER BY d.created_at LIMIT $3`,
-    [instanceTtlSeconds, graceSeconds, limit],
+     WHERE ((d.state IN ('pending', 'failed') AND d.not_before <= now() AND d.updated_at < now() - make_interval(secs => $3))
+        OR ${abandonedAttempt('$1', '$2')})
+     ORDER BY d.created_at LIMIT $4`,
+    [rule.instanceTtlSeconds, rule.steady, graceSeconds, limit],
   );
   return rows.map((r) => r.id);
 }
 
-/** Settles obligations past the age limit; returns how many. */
+/** Settles obligations past the age limit (an attempt in progress only once its deadline passed); returns how many. */
 export async function abandonExpired(sql: Sql, maxAgeSeconds: number): Promise<number> {
   const { rowCount } = await sql.query(
-    `UPDATE delivery_obligations SET state = 'abandoned', last_error = COALESCE(last_error, 'expired before delivery')
-     WHERE state IN ('pending', 'failed') AND created_at < now() - make_interval(secs => $1)`,
+    `UPDATE delivery_obligations d SET state = 'abandoned', last_error = COALESCE(d.last_error, 'expired before delivery')
+     WHERE d.created_at < now() - make_interval(secs => $1)
+       AND (d.state IN ('pending', 'failed') OR (d.state = 'attempting' AND d.attempt_expires_at < now()))`,
     [maxAgeSeconds],
   );
   return rowCount ?? 0;

@@ -1,5 +1,12 @@
 // Worker instances: every process that owns work registers itself and heartbeats. Ownership is
-// always (instance id, start time / epoch), never a PID; a silent instance is dead after a TTL.
+// always (instance id, start time / epoch), never a PID.
+//
+// When is an owner dead? When its row says it stopped, or when its heartbeat is older than the
+// instance TTL — but only in the eyes of a *steady judge*: a process whose own heartbeats have
+// succeeded for at least one whole TTL. After a Postgres restart or failover every heartbeat is
+// stale at once; judges that just got their connection back are not steady yet, so nobody declares
+// a live worker dead before it had the chance to heartbeat again. The owner, for its part, fences
+// itself (stops its turns) before its heartbeat can look stale to anyone (worker/liveness.ts).
 import { hostname } from 'node:os';
 import type { Sql } from '../db.js';
 
@@ -9,6 +16,13 @@ export interface Instance {
   id: string;
   kind: InstanceKind;
   startedAt: Date;
+}
+
+/** How the caller may judge other owners: their TTL, and whether the caller is a steady judge. */
+export interface DeathRule {
+  instanceTtlSeconds: number;
+  /** False right after our own connection to Postgres was interrupted: then only stopped owners count as dead. */
+  steady: boolean;
 }
 
 export async function registerInstance(sql: Sql, kind: InstanceKind): Promise<Instance> {
@@ -30,6 +44,10 @@ export async function markStopped(sql: Sql, instanceId: string): Promise<void> {
   await sql.query(`UPDATE worker_instances SET stopped_at = now() WHERE id = $1`, [instanceId]);
 }
 
-/** SQL predicate: instance `$col` is alive (heartbeat within `$ttl` seconds, not stopped). */
-export const instanceAlive = (col: string, ttlParam: string) =>
-  `EXISTS (SELECT 1 FROM worker_instances wi WHERE wi.id = ${col} AND wi.stopped_at IS NULL AND wi.heartbeat_at > now() - make_interval(secs => ${ttlParam}))`;
+/**
+ * SQL predicate: the owner in column `col` is dead under the rule in parameters `ttl` (seconds)
+ * and `steady` (boolean) — no row, stopped, or (steady judge only) heartbeat older than the TTL.
+ */
+export const ownerDead = (col: string, ttl: string, steady: string) =>
+  `NOT EXISTS (SELECT 1 FROM worker_instances wi WHERE wi.id = ${col} AND wi.stopped_at IS NULL
+     AND (NOT ${steady}::boolean OR wi.heartbeat_at > now() - make_interval(secs => ${ttl})))`;

@@ -1,6 +1,7 @@
 // The transcript: append-only, one sequence per session (the session row is the counter, so
 // appends to one session serialise on its row lock and sequence numbers never repeat).
 import type { Sql } from '../db.js';
+import { pgJson, pgText } from './pg-text.js';
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
@@ -25,13 +26,14 @@ export interface StoredMessage {
   createdAt: Date;
 }
 
+/** Appends `m` (NUL and lone surrogates in its text become U+FFFD, see pg-text.ts). */
 export async function appendMessage(sql: Sql, sessionId: string, m: NewMessage): Promise<{ id: number; seq: number }> {
   const { rows } = await sql.query<{ id: number; seq: number }>(
     `WITH next AS (UPDATE sessions SET last_seq = last_seq + 1, updated_at = now() WHERE id = $1 RETURNING last_seq)
      INSERT INTO messages (session_id, seq, role, content, admission_id, interrupted, usage, tool_calls, tool_call_id, effect_disposition)
      SELECT $1, next.last_seq, $2, $3, $4, $5, $6, $7, $8, $9 FROM next
      RETURNING id, seq`,
-    [sessionId, m.role, m.content, m.admissionId ?? null, m.interrupted ?? false, json(m.usage), json(m.toolCalls), m.toolCallId ?? null, m.effectDisposition ?? null],
+    [sessionId, m.role, pgText(m.content), m.admissionId ?? null, m.interrupted ?? false, pgJson(m.usage), pgJson(m.toolCalls), m.toolCallId === undefined || m.toolCallId === null ? null : pgText(m.toolCallId), m.effectDisposition ?? null],
   );
   if (!rows[0]) throw new Error(`session ${sessionId} does not exist`);
   return rows[0];
@@ -45,8 +47,6 @@ export async function listMessages(sql: Sql, sessionId: string, limit = 1_000): 
   );
   return rows;
 }
-
-const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
 
 export interface TurnUsage {
   inputTokens: number;

@@ -4,6 +4,7 @@
 import type { Db, Sql } from '../db.js';
 import { holdsLease, type Lease } from './leases.js';
 import { LeaseLostError } from './turns.js';
+import { pgText } from './pg-text.js';
 
 export interface NewToolResultSpill {
   toolCallId: string;
@@ -30,7 +31,7 @@ export async function saveToolResultSpill(db: Db, lease: Lease, admissionId: str
      WHERE a.id = $1 AND a.state = 'started' AND a.owner_instance_id = $2 AND a.owner_epoch = $3
        AND ${holdsLease('a.session_id', '$2::uuid', '$3::bigint')}
      RETURNING id`,
-    [admissionId, lease.owner, lease.epoch, r.toolCallId, r.toolName, r.content, r.content.length],
+    [admissionId, lease.owner, lease.epoch, pgText(r.toolCallId), pgText(r.toolName), pgText(r.content), r.content.length],
   );
   if (!rows[0]) throw new LeaseLostError(admissionId);
   return rows[0].id;

@@ -1,9 +1,10 @@
 // Ending a turn: the final message, its delivery obligation and the admission's `terminal`
 // state are one transaction, written only while the writer still holds the session lease.
-import type { Db } from '../db.js';
+import type { Db, Sql } from '../db.js';
 import { holdsLease, type Lease } from './leases.js';
 import { appendMessage } from './messages.js';
 import type { AdmissionOutcome } from './admissions.js';
+import { pgJson, pgText } from './pg-text.js';
 
 export class LeaseLostError extends Error {
   override name = 'LeaseLostError';
@@ -19,6 +20,8 @@ export interface TurnResult {
   /** For failed turns: the technical reason, kept on the admission. */
   error?: string;
   interrupted?: boolean;
+  /** For interrupted turns: the model's text before the cut (empty when none), without the notice. */
+  partial?: string;
   usage?: unknown;
 }
 
@@ -27,29 +30,86 @@ export interface FinishedTurn {
   messageId: number;
 }
 
+interface OwnedAdmission { session_id: string; agent_id: string; platform: string; reply_target: unknown; content: string; intent: string }
+
+/** Locks the admission if (owner, epoch) still holds it and its session lease; LeaseLostError otherwise. */
+async function lockStarted(sql: Sql, lease: Lease, admissionId: string): Promise<OwnedAdmission> {
+  const { rows } = await sql.query<OwnedAdmission>(
+    `SELECT session_id, agent_id, platform, reply_target, content, intent FROM admissions
+     WHERE id = $1 AND state = 'started' AND owner_instance_id = $2 AND owner_epoch = $3
+       AND ${holdsLease('session_id', '$2::uuid', '$3::bigint')}
+     FOR UPDATE`,
+    [admissionId, lease.owner, lease.epoch],
+  );
+  if (!rows[0]) throw new LeaseLostError(admissionId);
+  return rows[0];
+}
+
+async function insertObligation(sql: Sql, admissionId: string, adm: OwnedAdmission, messageId: number | null, content: string): Promise<string> {
+  const ob = await sql.query<{ id: string }>(
+    `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, message_id, platform, target, content)
+     VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+    [admissionId, adm.agent_id, adm.session_id, messageId, adm.platform, pgJson(adm.reply_target), pgText(content)],
+  );
+  return ob.rows[0]!.id;
+}
+
+/** Final message + delivery obligation + `terminal`, in one transaction, only while the lease holds. */
 export async function finishTurn(db: Db, lease: Lease, admissionId: string, result: TurnResult): Promise<FinishedTurn> {
   return db.tx(async (sql) => {
-    const { rows } = await sql.query<{ session_id: string; agent_id: string; platform: string; reply_target: unknown }>(
-      `SELECT session_id, agent_id, platform, reply_target FROM admissions
-       WHERE id = $1 AND state = 'started' AND owner_instance_id = $2 AND owner_epoch = $3
-         AND ${holdsLease('session_id', '$2::uuid', '$3::bigint')}
-       FOR UPDATE`,
-      [admissionId, lease.owner, lease.epoch],
-    );
-    const adm = rows[0];
-    if (!adm) throw new LeaseLostError(admissionId);
+    const adm = await lockStarted(sql, lease, admissionId);
     const msg = await appendMessage(sql, adm.session_id, {
       role: 'assistant', content: result.reply, admissionId, interrupted: result.interrupted ?? false, usage: result.usage,
     });
-    const ob = await sql.query<{ id: string }>(
-      `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, message_id, platform, target, content)
-       VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-      [admissionId, adm.agent_id, adm.session_id, msg.id, adm.platform, adm.reply_target === null ? null : JSON.stringify(adm.reply_target), result.reply],
-    );
+    const obligationId = await insertObligation(sql, admissionId, adm, msg.id, result.reply);
     await sql.query(
       `UPDATE admissions SET state = 'terminal', outcome = $2, error = $3, finished_at = now() WHERE id = $1`,
-      [admissionId, result.outcome, result.error ?? null],
+      [admissionId, result.outcome, result.error === undefined ? null : pgText(result.error)],
     );
-    return { obligationId: ob.rows[0]!.id, messageId: msg.id };
+    // A turn that ended on its own breaks a streak of shutdown cuts (SPEC: 3 in a row suspend).
+    await sql.query(`UPDATE sessions SET shutdown_cuts = 0, state = CASE WHEN state = 'resume_pending' THEN 'active'::session_state ELSE state END WHERE id = $1 AND (shutdown_cuts > 0 OR state = 'resume_pending')`, [adm.session_id]);
+    return { obligationId, messageId: msg.id };
+  });
+}
+
+/** SPEC: a session still active at 3 consecutive shutdowns is suspended. */
+export const SHUTDOWN_CUTS_BEFORE_SUSPEND = 3;
+
+export const suspendedNotice =
+  'This conversation was cut off by restarts of the service three times in a row, so it was suspended. Your next message starts a new conversation.';
+
+export type CutTurn =
+  | { resumed: true; resumeAdmissionId: string }
+  | { resumed: false; obligationId: string };
+
+/**
+ * A turn cut by a worker shutdown (the drain deadline passed): its partial text is kept marked
+ * interrupted and the admission ends `terminal/interrupted`. The session becomes `resume_pending`
+ * with a queued `resume` admission that continues the transcript once (its reply goes where this
+ * one's would have) — unless this is the third cut in a row: then the session is `suspended` and
+ * the user is told. One transaction, only while the lease holds.
+ */
+export async function cutTurn(db: Db, lease: Lease, admissionId: string, partial: { reply: string; usage?: unknown }): Promise<CutTurn> {
+  return db.tx(async (sql) => {
+    const adm = await lockStarted(sql, lease, admissionId);
+    if (partial.reply) await appendMessage(sql, adm.session_id, { role: 'assistant', content: partial.reply, admissionId, interrupted: true, usage: partial.usage });
+    await sql.query(
+      `UPDATE admissions SET state = 'terminal', outcome = 'interrupted', error = 'cut by a worker shutdown', finished_at = now() WHERE id = $1`, [admissionId]);
+    const { rows } = await sql.query<{ cuts: number }>(
+      `UPDATE sessions SET shutdown_cuts = shutdown_cuts + 1,
+         state = CASE WHEN shutdown_cuts + 1 >= $2 THEN 'suspended'::session_state ELSE 'resume_pending'::session_state END
+       WHERE id = $1 RETURNING shutdown_cuts AS cuts`,
+      [adm.session_id, SHUTDOWN_CUTS_BEFORE_SUSPEND],
+    );
+    if ((rows[0]?.cuts ?? 0) >= SHUTDOWN_CUTS_BEFORE_SUSPEND) {
+      return { resumed: false, obligationId: await insertObligation(sql, admissionId, adm, null, suspendedNotice) };
+    }
+    const { rows: [resume] } = await sql.query<{ id: string }>(
+      `INSERT INTO admissions (id, agent_id, session_id, user_id, platform, intent, content, reply_target, trace_context, resume_of)
+       SELECT gen_random_uuid(), agent_id, session_id, user_id, platform, 'resume', content, reply_target, trace_context, id
+       FROM admissions WHERE id = $1 RETURNING id`,
+      [admissionId],
+    );
+    return { resumed: true, resumeAdmissionId: resume!.id };
   });
 }

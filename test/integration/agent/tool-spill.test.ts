@@ -34,10 +34,10 @@ const dump = defineTool({
   schema: z.object({ seed: z.string(), chars: z.number().int() }).strict(),
   handler: ({ seed, chars }) => bulk(seed, chars),
 });
-// Postgres text cannot hold NUL: storing this result fails, the 100 000 characters before it can be kept.
-const POISON = `${'p'.repeat(100_500)}\u0000${'q'.repeat(1_000)}`;
+// Over the per-result cap; the test makes Postgres refuse storing it, so only the first 100 000 characters are kept.
+const POISON = `${'p'.repeat(100_500)}${'q'.repeat(1_000)}`;
 const poison = defineTool({
-  name: 'poison', description: 'Returns a result that cannot be stored.', toolset: 'test', sideEffect: 'read-only',
+  name: 'poison', description: 'Returns a result whose store the test makes Postgres refuse.', toolset: 'test', sideEffect: 'read-only',
   schema: z.object({}).strict(),
   handler: () => POISON,
 });
@@ -167,13 +167,17 @@ describe('spill-over storage of tool results', () => {
   });
 
   it('cuts a result it cannot store with the notice and finishes the turn', async () => {
+    // Postgres refuses this one row (as it would a full disk or a constraint): storing fails for real.
+    await rt.db.pool.query(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      IF NEW.tool_name = 'poison' THEN RAISE EXCEPTION 'refused for the test'; END IF; RETURN NEW; END $$`);
+    await rt.db.pool.query(`CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_result_spills FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
     const { a, reply, results, requests } = await turn('poison');
     expect(a.outcome).toBe('completed');
     expect(requests[0]!.tools!.map((t) => t.function.name)).toContain(READ_TOOL_RESULT); // the turn had a store: storing failed
     expect(reply).toBe('poison done');
     expect(await spillsOf(a.sessionId)).toEqual([]);
     expect(results[0]!.content === truncateResult(POISON)).toBe(true);
-    expect(results[0]!.content).toMatch(/\n\[truncated: the result had 101,501 characters; the first 100,000 are shown and 1,501 were cut \(not stored\)\./);
+    expect(results[0]!.content).toMatch(/\n\[truncated: the result had 101,500 characters; the first 100,000 are shown and 1,500 were cut \(not stored\)\./);
   });
 
   it('removes stored results with their session', async () => {

@@ -4,9 +4,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   acquireLease, admit, claimDelivery, finishTurn, markDelivered, markFailed, deferDelivery, openDb, publishRevision, registerInstance,
-  releaseLease, renewLease, startNextTurn, LeaseLostError, type Db,
+  releaseLease, renewLease, startNextTurn, LeaseLostError, markStopped, settleOrphanedTurns, freeDeadOwnersLeases, getAdmission,
+  getObligationForAdmission, interruptedNotice, listStrandedQueued, cutTurn, suspendedNotice, listDueDeliveries, abandonExpired, type Db,
 } from '../../../services/core/index.js';
-import { createTestDatabase, type TestDatabase } from '../../support/services.js';
+import { createTestDatabase, eventually, type TestDatabase } from '../../support/services.js';
 import { testAgent } from '../../support/system.js';
 
 let database: TestDatabase;
@@ -22,6 +23,9 @@ afterAll(async () => {
   await db?.close();
   await database?.drop();
 });
+
+/** A steady judge with a 30 s instance TTL. */
+const judge = { instanceTtlSeconds: 30, steady: true };
 
 const input = (key: string, extra: object = {}) => ({ agentId, platform: 'api', sessionKey: key, user: { platformUserId: 'u' }, content: 'hi', ...extra });
 
@@ -45,7 +49,7 @@ describe('admissions', () => {
   it('keeps the transcript append-only', async () => {
     const me = await registerInstance(db.pool, 'worker');
     const a = await admit(db, input('k-append'));
-    const lease = (await acquireLease(db.pool, a.sessionId, me.id, 30))!;
+    const lease = (await acquireLease(db.pool, a.sessionId, me.id, 30, judge))!;
     await startNextTurn(db, lease);
     await expect(db.pool.query(`UPDATE messages SET content = 'rewritten' WHERE session_id = $1`, [a.sessionId])).rejects.toThrow(/append-only/);
   });
@@ -56,19 +60,19 @@ describe('session leases', () => {
     const w1 = await registerInstance(db.pool, 'worker');
     const w2 = await registerInstance(db.pool, 'worker');
     const a = await admit(db, input('k-lease'));
-    const l1 = (await acquireLease(db.pool, a.sessionId, w1.id, 30))!;
-    expect(await acquireLease(db.pool, a.sessionId, w2.id, 30)).toBeUndefined();
+    const l1 = (await acquireLease(db.pool, a.sessionId, w1.id, 30, judge))!;
+    expect(await acquireLease(db.pool, a.sessionId, w2.id, 30, judge)).toBeUndefined();
     const started = (await startNextTurn(db, l1))!;
     expect(started.state).toBe('started');
     expect(started.ownerEpoch).toBe(l1.epoch);
     // The lease expires; another worker takes it.
     await db.pool.query(`UPDATE session_leases SET expires_at = now() - interval '1 second' WHERE session_id = $1`, [a.sessionId]);
-    const l2 = (await acquireLease(db.pool, a.sessionId, w2.id, 30))!;
+    const l2 = (await acquireLease(db.pool, a.sessionId, w2.id, 30, judge))!;
     expect(l2.epoch).toBe(l1.epoch + 1);
     expect(await renewLease(db.pool, l1, 30)).toBe(false);
     await expect(finishTurn(db, l1, started.id, { outcome: 'completed', reply: 'late' })).rejects.toBeInstanceOf(LeaseLostError);
     await releaseLease(db.pool, l2);
-    expect(await acquireLease(db.pool, a.sessionId, w1.id, 30)).toMatchObject({ epoch: l2.epoch + 1 });
+    expect(await acquireLease(db.pool, a.sessionId, w1.id, 30, judge)).toMatchObject({ epoch: l2.epoch + 1 });
   });
 });
 
@@ -77,18 +81,18 @@ describe('delivery obligations', () => {
     const w = await registerInstance(db.pool, 'worker');
     const other = { ...w, id: randomUUID() };
     const a = await admit(db, input('k-deliver'));
-    const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30))!;
+    const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
     const adm = (await startNextTurn(db, lease))!;
     const { obligationId } = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'answer' });
-    const claimed = (await claimDelivery(db.pool, obligationId, w, 30))!;
+    const claimed = (await claimDelivery(db.pool, obligationId, w, judge, 60))!;
     expect(claimed).toMatchObject({ state: 'attempting', attempts: 1, possibleDuplicate: false });
-    expect(await claimDelivery(db.pool, obligationId, w, 30)).toBeUndefined(); // owner alive: not claimable
+    expect(await claimDelivery(db.pool, obligationId, w, judge, 60)).toBeUndefined(); // owner alive: not claimable
     expect(await markDelivered(db.pool, obligationId, other)).toBe(false); // not the owner
     expect(await markFailed(db.pool, obligationId, w, 'platform 500', { maxAttempts: 3, maxAgeSeconds: 86_400, retryAfterSeconds: 0 })).toBe('failed');
-    const again = (await claimDelivery(db.pool, obligationId, w, 30))!;
+    const again = (await claimDelivery(db.pool, obligationId, w, judge, 60))!;
     expect(again.attempts).toBe(2);
     expect(await deferDelivery(db.pool, obligationId, w, new Date(Date.now() - 1000))).toBe(true); // flood control: no attempt spent
-    const third = (await claimDelivery(db.pool, obligationId, w, 30))!;
+    const third = (await claimDelivery(db.pool, obligationId, w, judge, 60))!;
     expect(third.attempts).toBe(2);
     expect(await markDelivered(db.pool, obligationId, w)).toBe(true);
     await expect(db.pool.query(`UPDATE delivery_obligations SET state = 'pending' WHERE id = $1`, [obligationId])).rejects.toThrow(/final|illegal/);
@@ -97,15 +101,152 @@ describe('delivery obligations', () => {
   it('abandon after the last attempt, and flag a dead owner\'s re-send as a possible duplicate', async () => {
     const w = await registerInstance(db.pool, 'worker');
     const a = await admit(db, input('k-abandon'));
-    const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30))!;
+    const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
     const adm = (await startNextTurn(db, lease))!;
     const { obligationId } = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'x' });
-    await claimDelivery(db.pool, obligationId, w, 30);
+    await claimDelivery(db.pool, obligationId, w, judge, 60);
     // The owner dies while attempting: a new process takes the row over, marked possible duplicate.
     await db.pool.query(`UPDATE worker_instances SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [w.id]);
     const w2 = await registerInstance(db.pool, 'worker');
-    const taken = (await claimDelivery(db.pool, obligationId, w2, 30))!;
+    const taken = (await claimDelivery(db.pool, obligationId, w2, judge, 60))!;
     expect(taken).toMatchObject({ attempts: 2, possibleDuplicate: true });
     expect(await markFailed(db.pool, obligationId, w2, 'e', { maxAttempts: 2, maxAgeSeconds: 86_400, retryAfterSeconds: 0 })).toBe('abandoned');
+  });
+});
+
+describe('who may take a session over', () => {
+  it('takes a lease from a dead owner only as a steady judge, or when the owner is marked stopped', async () => {
+    const dead = await registerInstance(db.pool, 'worker');
+    const me = await registerInstance(db.pool, 'worker');
+    const a = await admit(db, input('k-takeover'));
+    const held = (await acquireLease(db.pool, a.sessionId, dead.id, 600, judge))!;
+    await db.pool.query(`UPDATE worker_instances SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [dead.id]);
+    // Right after our own outage we are not steady: a stale heartbeat alone proves nothing.
+    expect(await acquireLease(db.pool, a.sessionId, me.id, 600, { ...judge, steady: false })).toBeUndefined();
+    const taken = (await acquireLease(db.pool, a.sessionId, me.id, 600, judge))!;
+    expect(taken.epoch).toBe(held.epoch + 1);
+    // A stopped owner is dead for anyone.
+    const b = await admit(db, input('k-takeover-stopped'));
+    const other = await registerInstance(db.pool, 'worker');
+    await acquireLease(db.pool, b.sessionId, other.id, 600, judge);
+    expect(await acquireLease(db.pool, b.sessionId, me.id, 600, { ...judge, steady: false })).toBeUndefined();
+    await markStopped(db.pool, other.id);
+    expect(await acquireLease(db.pool, b.sessionId, me.id, 600, { ...judge, steady: false })).toBeDefined();
+  });
+
+  it('settles a started turn only once its holding ended, however late its owner\'s heartbeat', async () => {
+    const owner = await registerInstance(db.pool, 'worker');
+    const a = await admit(db, input('k-late-heartbeat'));
+    const lease = (await acquireLease(db.pool, a.sessionId, owner.id, 600, judge))!;
+    await startNextTurn(db, lease);
+    await db.pool.query(`UPDATE worker_instances SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [owner.id]);
+    expect(await settleOrphanedTurns(db)).not.toContain(a.admissionId); // the lease still holds
+    expect(await freeDeadOwnersLeases(db.pool, judge)).toContain(a.sessionId);
+    expect(await settleOrphanedTurns(db)).toContain(a.admissionId);
+    expect((await getAdmission(db.pool, a.admissionId))?.state).toBe('unknown');
+  });
+
+  it('settles unattended (cron) work interrupted, not unknown', async () => {
+    const owner = await registerInstance(db.pool, 'worker');
+    const a = await admit(db, input('k-cron', { platform: 'cron' }));
+    const lease = (await acquireLease(db.pool, a.sessionId, owner.id, 600, judge))!;
+    await startNextTurn(db, lease);
+    await releaseLease(db.pool, lease);
+    expect(await settleOrphanedTurns(db)).toContain(a.admissionId);
+    expect(await getAdmission(db.pool, a.admissionId)).toMatchObject({ state: 'terminal', outcome: 'interrupted' });
+    expect((await getObligationForAdmission(db.pool, a.admissionId))?.content).toBe(interruptedNotice);
+  });
+
+  it('lists one stranded admission per session, so sessions that cannot start never starve the others', async () => {
+    const live = await registerInstance(db.pool, 'worker');
+    const busy = await admit(db, input('k-busy'));
+    await admit(db, input('k-busy'));
+    await acquireLease(db.pool, busy.sessionId, live.id, 600, judge); // a live holder drains it
+    const idle1 = await admit(db, input('k-idle'));
+    await admit(db, input('k-idle'));
+    const idle2 = await admit(db, input('k-idle-2'));
+    const listed = (await listStrandedQueued(db.pool, 0, judge)).map((r) => r.id);
+    expect(listed).toContain(idle1.admissionId);
+    expect(listed).toContain(idle2.admissionId);
+    const { rows } = await db.pool.query(`SELECT session_id FROM admissions WHERE id = ANY($1::uuid[])`, [listed]);
+    expect(new Set(rows.map((r) => r.session_id)).size).toBe(listed.length); // the head of each session only
+    expect(rows.map((r) => r.session_id)).not.toContain(busy.sessionId);
+  });
+});
+
+describe('shutdown cuts', () => {
+  it('resume a cut turn once per cut and suspend the session at the third cut in a row; the key then gets a new session', async () => {
+    const w = await registerInstance(db.pool, 'worker');
+    let adm = await admit(db, input('k-cuts'));
+    const sessionId = adm.sessionId;
+    for (let cut = 1; cut <= 3; cut++) {
+      const lease = (await acquireLease(db.pool, sessionId, w.id, 60, judge))!;
+      const started = (await startNextTurn(db, lease))!;
+      const res = await cutTurn(db, lease, started.id, { reply: `partial ${cut}` });
+      await releaseLease(db.pool, lease);
+      expect(await getAdmission(db.pool, started.id)).toMatchObject({ state: 'terminal', outcome: 'interrupted' });
+      const { rows: [s] } = await db.pool.query(`SELECT state, shutdown_cuts FROM sessions WHERE id = $1`, [sessionId]);
+      if (cut < 3) {
+        expect(res.resumed).toBe(true);
+        expect(s).toEqual({ state: 'resume_pending', shutdown_cuts: cut });
+        const resume = await getAdmission(db.pool, (res as { resumeAdmissionId: string }).resumeAdmissionId);
+        expect(resume).toMatchObject({ state: 'queued', intent: 'resume', resumeOf: started.id, sessionId });
+      } else {
+        expect(res.resumed).toBe(false);
+        expect(s).toEqual({ state: 'suspended', shutdown_cuts: 3 });
+        expect((await getObligationForAdmission(db.pool, started.id))?.content).toBe(suspendedNotice);
+      }
+    }
+    const { rows: partials } = await db.pool.query(`SELECT content FROM messages WHERE session_id = $1 AND interrupted ORDER BY seq`, [sessionId]);
+    expect(partials.map((r) => r.content)).toEqual(['partial 1', 'partial 2', 'partial 3']);
+    adm = await admit(db, input('k-cuts'));
+    expect(adm.sessionId).not.toBe(sessionId);
+  });
+
+  it('a turn that ends on its own breaks the streak', async () => {
+    const w = await registerInstance(db.pool, 'worker');
+    const adm = await admit(db, input('k-streak'));
+    let lease = (await acquireLease(db.pool, adm.sessionId, w.id, 60, judge))!;
+    const res = await cutTurn(db, lease, (await startNextTurn(db, lease))!.id, { reply: '' });
+    expect(res.resumed).toBe(true);
+    const resumed = (await startNextTurn(db, lease))!;
+    expect(resumed.intent).toBe('resume');
+    await finishTurn(db, lease, resumed.id, { outcome: 'completed', reply: 'done' });
+    await releaseLease(db.pool, lease);
+    const { rows: [s] } = await db.pool.query(`SELECT state, shutdown_cuts FROM sessions WHERE id = $1`, [adm.sessionId]);
+    expect(s).toEqual({ state: 'active', shutdown_cuts: 0 });
+    lease = (await acquireLease(db.pool, adm.sessionId, w.id, 60, judge))!;
+    await releaseLease(db.pool, lease);
+  });
+});
+
+describe('delivery attempts have a deadline', () => {
+  it('an attempt whose outcome was never recorded is claimable again after its deadline, as a possible duplicate, even with a live owner', async () => {
+    const w = await registerInstance(db.pool, 'worker');
+    const w2 = await registerInstance(db.pool, 'worker');
+    const a = await admit(db, input('k-attempt-deadline'));
+    const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
+    const adm = (await startNextTurn(db, lease))!;
+    const { obligationId } = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'answer' });
+    expect(await claimDelivery(db.pool, obligationId, w, judge, 1)).toBeDefined();
+    // The failure write never happened (Postgres blip). Both owners stay alive.
+    expect(await claimDelivery(db.pool, obligationId, w2, judge, 60)).toBeUndefined();
+    const again = await eventually(() => claimDelivery(db.pool, obligationId, w2, judge, 60), 'the attempt deadline to pass', 10_000, 100);
+    expect(again).toMatchObject({ state: 'attempting', attempts: 2, possibleDuplicate: true });
+    expect(await markFailed(db.pool, obligationId, w, 'too late', { maxAttempts: 3, maxAgeSeconds: 86_400, retryAfterSeconds: 0 })).toBeUndefined(); // no longer its attempt
+  });
+
+  it('an attempt stuck past its deadline is listed for the sweeper and abandoned when too old', async () => {
+    const w = await registerInstance(db.pool, 'worker');
+    const a = await admit(db, input('k-attempt-old'));
+    const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
+    const adm = (await startNextTurn(db, lease))!;
+    const { obligationId } = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'answer' });
+    await claimDelivery(db.pool, obligationId, w, judge, 60);
+    expect(await listDueDeliveries(db.pool, judge, 0)).not.toContain(obligationId);
+    await db.pool.query(`UPDATE delivery_obligations SET attempt_expires_at = now() - interval '1 second', created_at = now() - interval '2 days' WHERE id = $1`, [obligationId]);
+    expect(await listDueDeliveries(db.pool, judge, 0)).toContain(obligationId);
+    expect(await abandonExpired(db.pool, 86_400)).toBeGreaterThanOrEqual(1);
+    expect((await getObligationForAdmission(db.pool, adm.id))?.state).toBe('abandoned');
   });
 });

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import {
   AgentCache, acquireLease, connectRedis, createLogger, createMetrics, finishTurn, getAdmission, markStopped, openDb,
-  openQueues, publishRevision, publishTurnEvent, registerInstance, releaseLease, settleOrphanedTurns, sha256, startNextTurn,
+  openQueues, publishRevision, publishTurnEvent, registerInstance, releaseLease, settleOrphanedTurns, freeDeadOwnersLeases, sha256, startNextTurn,
   admissionChannel, type CompiledAgent, type Config, type Db, type Queues, type TurnResult,
 } from '../../../services/core/index.js';
 import { buildGatewayApp, type GatewayDeps } from '../../../services/gateway/index.js';
@@ -103,7 +103,7 @@ export async function runFakeTurn(h: Harness, admissionId: string, turn: FakeTur
   const admission = await getAdmission(h.db.pool, admissionId);
   if (!admission) throw new Error(`no admission ${admissionId}`);
   const instance = await registerInstance(h.db.pool, 'worker');
-  const lease = await acquireLease(h.db.pool, admission.sessionId, instance.id, 60);
+  const lease = await acquireLease(h.db.pool, admission.sessionId, instance.id, 60, { instanceTtlSeconds: h.config.HERMES_INSTANCE_TTL_SECONDS, steady: true });
   if (!lease) throw new Error('session lease is taken');
   const started = await startNextTurn(h.db, lease);
   if (started?.id !== admissionId) throw new Error(`started ${started?.id}, expected ${admissionId}`);
@@ -111,7 +111,8 @@ export async function runFakeTurn(h: Harness, admissionId: string, turn: FakeTur
   for (const text of turn.deltas ?? []) await publishTurnEvent(h.redis, prefix, admissionId, { type: 'delta', text });
   if (turn.dies) {
     await markStopped(h.db.pool, instance.id);
-    await settleOrphanedTurns(h.db, h.config.HERMES_INSTANCE_TTL_SECONDS);
+    await freeDeadOwnersLeases(h.db.pool, { instanceTtlSeconds: h.config.HERMES_INSTANCE_TTL_SECONDS, steady: false });
+    await settleOrphanedTurns(h.db);
   } else {
     await finishTurn(h.db, lease, admissionId, turn.result ?? { outcome: 'completed', reply: 'ok' });
   }

@@ -43,7 +43,7 @@ describe.skipIf(skipKubeLoudly('operator sandbox hygiene tests', kubeAvailable()
   async function admission(state: 'queued' | 'started' | 'terminal' | 'unknown'): Promise<{ id: string; lease?: Lease }> {
     const a = await admit(plane.db, { agentId, platform: 'api', sessionKey: `sandbox-${randomUUID()}`, user: { platformUserId: 'u' }, content: 'run ls' });
     if (state === 'queued') return { id: a.admissionId };
-    const lease = (await acquireLease(plane.db.pool, a.sessionId, workerId, 300))!;
+    const lease = (await acquireLease(plane.db.pool, a.sessionId, workerId, 300, { instanceTtlSeconds: 60, steady: true }))!;
     expect((await startNextTurn(plane.db, lease))?.id).toBe(a.admissionId);
     if (state === 'terminal') await finishTurn(plane.db, lease, a.admissionId, { outcome: 'completed', reply: 'done' });
     // started → unknown is what the sweeper does when the owner died mid-turn.

@@ -43,7 +43,7 @@ describe('session turn lease lost mid-turn', () => {
 
     // The holding expires (as after a long database stall) and another worker takes the session.
     await rt.db.pool.query(`UPDATE session_leases SET expires_at = now() - interval '1 second' WHERE session_id = $1`, [started.sessionId]);
-    const thief = await acquireLease(rt.db.pool, started.sessionId, (await registerInstance(rt.db.pool, 'worker')).id, 60);
+    const thief = await acquireLease(rt.db.pool, started.sessionId, (await registerInstance(rt.db.pool, 'worker')).id, 60, { instanceTtlSeconds: 3, steady: true });
     expect(thief).toBeDefined();
 
     // The next renewal fails and the turn is hard-cancelled: the connection to the model closes.

@@ -1,0 +1,46 @@
+// `/retry` and `/discard`: what a user does with a turn that was interrupted. SPEC: only a human
+// clears `unknown` (the turn may already have had effects, so it is never re-run by itself).
+//  - `/discard` drops the session's unknown turns.
+//  - `/retry` runs the latest unknown turn again as this turn — or, with none, the last message
+//    (Hermes' /retry re-sends the last user message).
+// The model sees the transcript as it is (with "effect UNKNOWN" for calls that never reported)
+// and the retried request in place of the "/retry" line.
+import { discardUnknown, takeUnknownForRetry, type Admission, type Db, type Lease, type TurnResult } from '../core/index.js';
+
+const RETRY = /^\/retry\s*$/i;
+const DISCARD = /^\/discard\s*$/i;
+
+/** The one-line reply of a `/retry` with nothing to run (not conversation). */
+export const NOTHING_TO_RETRY = 'Nothing to retry yet.';
+
+export const isRecoveryCommand = (content: string) => RETRY.test(content.trim()) || DISCARD.test(content.trim());
+
+/** What to do with a recovery command: a reply now, or the request to run as this turn. */
+export type Recovery = { reply: TurnResult } | { rerun: string; notice?: string };
+
+async function lastUserRequest(db: Db, adm: Admission): Promise<string | undefined> {
+  const { rows } = await db.pool.query<{ content: string }>(
+    `SELECT content FROM admissions WHERE session_id = $1 AND seq < $2 AND intent = 'queue' AND content !~ '^\\s*/'
+     ORDER BY seq DESC LIMIT 1`,
+    [adm.sessionId, adm.seq],
+  );
+  return rows[0]?.content;
+}
+
+export async function recoveryCommand(db: Db, lease: Lease, adm: Admission): Promise<Recovery | undefined> {
+  const text = adm.content.trim();
+  if (DISCARD.test(text)) {
+    const n = await discardUnknown(db, lease, adm.id);
+    const reply = n === 0 ? 'Nothing to discard: no interrupted turn is waiting.' : `Discarded ${n === 1 ? 'the interrupted turn' : `${n} interrupted turns`}; they will not be run.`;
+    return { reply: { outcome: 'completed', reply } };
+  }
+  if (!RETRY.test(text)) return undefined;
+  const taken = await takeUnknownForRetry(db, lease, adm.id);
+  if (taken) {
+    if (!taken.remaining) return { rerun: taken.content };
+    return { rerun: taken.content, notice: `${taken.remaining} more interrupted turn(s) are waiting: send /retry or /discard for them.` };
+  }
+  const last = await lastUserRequest(db, adm);
+  if (last === undefined) return { reply: { outcome: 'completed', reply: NOTHING_TO_RETRY } };
+  return { rerun: last };
+}
