@@ -93,7 +93,7 @@ describe('fencing by the lease', () => {
     const b = await worker(link.via(database.url));
     const adm = await send('outage', 'answer during the outage');
     await eventually(() => model.inFlight().find((r) => lastUser(r.body) === 'answer during the outage'), 'the model call in flight', 30_000);
-    link.freeze();
+    link.cut(); // every connection reset, new ones refused: a Postgres restart or failover
     gates.get('answer during the outage')!(); // the model answers while nobody reaches Postgres
     await allStale([a.instanceId, b.instanceId]);
     link.resume();
