@@ -20,19 +20,19 @@ async function main(): Promise<void> {
   const mq1 = await bullmqRate(redisUrl, 1, n(2_000));
   const mq16 = await bullmqRate(redisUrl, 16, n(5_000));
 
-  progress('system: starting gateway and worker processes…');
-  const system = await startSystem(redisUrl);
-  let c1: LoadResult;
-  let c64: LoadResult;
-  try {
-    progress('system: warm-up…');
-    await system.load(8, n(100));
-    progress('system: concurrency 1…');
-    c1 = await system.load(1, n(200));
-    progress('system: concurrency 64…');
-    c64 = await system.load(64, n(1_000));
-  } finally {
-    await system.close();
+  const runs: { workers: number; c1?: LoadResult; c64: LoadResult }[] = [];
+  for (const workers of [1, 2]) {
+    progress(`system: starting the gateway and ${workers} worker process(es)…`);
+    const system = await startSystem(redisUrl, workers);
+    try {
+      progress('system: warm-up…');
+      await system.load(8, n(100));
+      const c1 = workers === 1 ? (progress('system: concurrency 1…'), await system.load(1, n(200))) : undefined;
+      progress(`system: concurrency 64, ${workers} worker(s)…`);
+      runs.push({ workers, ...(c1 ? { c1 } : {}), c64: await system.load(64, n(1_000)) });
+    } finally {
+      await system.close();
+    }
   }
 
   const rows: [string, string][] = [];
@@ -41,14 +41,23 @@ async function main(): Promise<void> {
   console.log('\nRaw baselines (same run)');
   for (const [k, v] of rows) console.log(`  ${k.padEnd(44)} ${v.padStart(10)}`);
   console.log('\nHermes: OpenAI-compatible message → reply, zero-latency fake model');
-  console.log(`  ${'concurrency'.padEnd(12)} ${'turns/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'failures'.padStart(9)}  ratios`);
-  for (const [r, pg, mq] of [[c1, pg1, mq1], [c64, pg8, mq16]] as const) {
-    console.log(`  ${String(r.concurrency).padEnd(12)} ${fmt(r.perSecond, 1).padStart(9)} ${fmt(r.p50Ms, 1).padStart(8)} ${fmt(r.p99Ms, 1).padStart(8)} ${String(r.failures).padStart(9)}  ` +
-      `${fmt(r.perSecond / pg.perSecond, 3)} × pg commits (${pg.label.split(', ')[1]}), ${fmt(r.perSecond / mq.perSecond, 3)} × bullmq jobs (${mq.label.split(', ')[1]})`);
+  console.log(`  ${'workers'.padEnd(8)} ${'conc.'.padEnd(6)} ${'turns/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'fail'.padStart(5)} ${'pg commits/turn'.padStart(16)} ${'redis cmds/turn'.padStart(16)}`);
+  const results = runs.flatMap((r) => [r.c1, r.c64].filter((x): x is LoadResult => !!x).map((x) => ({ workers: r.workers, x })));
+  for (const { workers, x } of results) {
+    console.log(`  ${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${fmt(x.perSecond, 1).padStart(9)} ${fmt(x.p50Ms, 1).padStart(8)} ${fmt(x.p99Ms, 1).padStart(8)} ${String(x.failures).padStart(5)} ${fmt(x.cost.commitsPerTurn, 1).padStart(16)} ${fmt(x.cost.redisCommandsPerTurn, 1).padStart(16)}`);
   }
+  const one = runs[0]!;
+  const c1 = one.c1!;
+  // The floor of one turn at c=1: its commits one after another, plus two queue hops (turn job, reply).
+  const floorMs = c1.cost.commitsPerTurn * (1_000 / pg1.perSecond) + 2 * (1_000 / mq1.perSecond);
+  const ceiling = pg8.perSecond / Math.max(1, one.c64.cost.commitsPerTurn);
+  console.log('\nTargets (ratios of this run\'s own baselines)');
+  console.log(`  c=1 p50 ${fmt(c1.p50Ms, 1)} ms vs floor ${fmt(floorMs, 2)} ms (${fmt(c1.cost.commitsPerTurn, 1)} commits at ${fmt(1_000 / pg1.perSecond, 3)} ms + 2 BullMQ hops at ${fmt(1_000 / mq1.perSecond, 3)} ms): ${fmt(c1.p50Ms / floorMs, 2)}× (target ≤ 2×)`);
+  console.log(`  c=64 ${fmt(one.c64.perSecond, 1)} turns/s vs 8-client commit rate ÷ commits per turn = ${fmt(ceiling, 1)}/s: ${fmt(100 * one.c64.perSecond / ceiling, 1)} % (target ≥ 40 %)`);
+  if (runs[1]) console.log(`  workers 1 → 2 at c=64: ${fmt(one.c64.perSecond, 1)} → ${fmt(runs[1].c64.perSecond, 1)} turns/s (${fmt(runs[1].c64.perSecond / one.c64.perSecond, 2)}×)`);
   progress('agent loop: overhead and memory per turn…');
   printLoop(await loopOverhead(n(10_000)), await memoryPerTurn(n(1_000)));
-  if (c1.failures || c64.failures) process.exitCode = 1;
+  if (results.some(({ x }) => x.failures)) process.exitCode = 1;
 }
 
 await main();

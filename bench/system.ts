@@ -10,6 +10,7 @@ import { startFakeOpenAI, type FakeOpenAI } from '../test/support/fake-openai.js
 import { createTestDatabase, type TestDatabase } from '../test/support/services.js';
 import { freePort } from '../test/support/redis-server.js';
 import { testAgent } from '../test/support/system.js';
+import { DbCounters, type CostPerTurn } from './counters.js';
 
 const bin = fileURLToPath(new URL('../bin/hermes.js', import.meta.url));
 const apiKey = 'bench-key-0123456789';
@@ -21,10 +22,12 @@ export interface LoadResult {
   p50Ms: number;
   p99Ms: number;
   failures: number;
+  cost: CostPerTurn;
 }
 
 export interface RunningSystem {
   url: string;
+  workers: number;
   load(concurrency: number, turns: number): Promise<LoadResult>;
   close(): Promise<void>;
 }
@@ -47,7 +50,8 @@ async function waitReady(url: string): Promise<void> {
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
-export async function startSystem(redisUrl: string): Promise<RunningSystem> {
+/** A gateway and `workers` worker processes on a fresh database. */
+export async function startSystem(redisUrl: string, workers = 1): Promise<RunningSystem> {
   const database: TestDatabase = await createTestDatabase();
   const model: FakeOpenAI = await startFakeOpenAI(() => ({ text: 'pong', chunks: 1 }));
   const db = openDb(database.url);
@@ -58,10 +62,12 @@ export async function startSystem(redisUrl: string): Promise<RunningSystem> {
     PATH: process.env.PATH, DATABASE_URL: database.url, REDIS_URL: redisUrl, HERMES_QUEUE_PREFIX: `bench-${randomUUID()}`,
     HERMES_PORT: String(port), HERMES_HOST: '127.0.0.1', HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', HERMES_TURN_CONCURRENCY: '64', HERMES_WORKER_PORT: '0',
   };
-  const procs = [child(['gateway'], env), child(['worker'], env)];
+  const procs = [child(['gateway'], env), ...Array.from({ length: workers }, () => child(['worker'], env))];
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url);
   const dispatcher = new Agent({ connections: 128, keepAliveTimeout: 30_000 });
+  const counters = await DbCounters.open(database.url, redisUrl);
+  let idle: { commits: number; redisCommands: number } | undefined;
 
   async function one(): Promise<number> {
     const started = performance.now();
@@ -77,7 +83,10 @@ export async function startSystem(redisUrl: string): Promise<RunningSystem> {
 
   return {
     url,
+    workers,
     async load(concurrency, turns) {
+      idle ??= await counters.idleRate();
+      const before = await counters.read();
       const latencies: number[] = [];
       let failures = 0;
       let next = 0;
@@ -93,10 +102,12 @@ export async function startSystem(redisUrl: string): Promise<RunningSystem> {
         }
       }));
       const seconds = (performance.now() - started) / 1000;
+      const cost = DbCounters.perTurn(before, await counters.read(), idle, latencies.length || 1);
       latencies.sort((a, b) => a - b);
-      return { concurrency, turns, perSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failures };
+      return { concurrency, turns, perSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failures, cost };
     },
     async close() {
+      await counters.close();
       await dispatcher.close();
       await Promise.all(procs.map((p) => new Promise((r) => { p.once('exit', r); p.kill('SIGTERM'); })));
       await model.close();

@@ -60,7 +60,7 @@ export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, met
     report.settledUnknown++;
     metrics?.recoveredUnknown.inc();
     const ob = await getObligationForAdmission(db.pool, admissionId);
-    if (ob) await enqueueDelivery(queues, { obligationId: ob.id });
+    if (ob?.state === 'pending') await enqueueDelivery(queues, { obligationId: ob.id });
   }
   for (const adm of await listStrandedQueued(db.pool, config.HERMES_SWEEP_GRACE_SECONDS, rule)) {
     if (await jobIsLive(queues.turns, adm.id)) continue;

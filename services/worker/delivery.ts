@@ -1,10 +1,10 @@
 // Delivers final replies recorded as obligations. One adapter per platform sends; the ledger
 // records attempting before the send and delivered only after it succeeded. Chat platforms add
 // their adapters in their own issue; `api` replies are read by the caller from the gateway, so
-// delivering one means announcing it to waiting gateways.
+// their obligations are delivered when written (core ledger/deliveries.ts pulledPlatforms).
 import type { Redis } from 'ioredis';
 import {
-  claimDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed, publishTurnEvent,
+  claimDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed,
   type Config, type Db, type Instance, type Judge, type Logger, type Metrics, type Obligation,
 } from '../core/index.js';
 
@@ -23,10 +23,6 @@ export interface DeliveryDeps {
   adapters: Map<string, DeliveryAdapter>;
   /** Whether we may judge other owners dead (worker liveness); without one only stopped owners are. */
   judge?: Judge;
-}
-
-export function apiAdapter(redis: Redis, prefix: string): DeliveryAdapter {
-  return { send: (ob) => publishTurnEvent(redis, prefix, ob.admissionId, { type: 'changed' }) };
 }
 
 const retryAfterSeconds = (attempt: number) => (attempt <= 1 ? 30 : 120);

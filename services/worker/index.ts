@@ -11,12 +11,12 @@ import {
 import { startLiveness } from './liveness.js';
 import { drainSession } from './session-drainer.js';
 import { ShutdownCut } from './settle.js';
-import { apiAdapter, deliver, type DeliveryAdapter } from './delivery.js';
+import { deliver, type DeliveryAdapter } from './delivery.js';
 import { createLoopDeps, type LoopOptions, type TurnDeps } from './turn-runner.js';
 import { startControlHub } from './control.js';
 
 export { drainSession } from './session-drainer.js';
-export { deliver, apiAdapter, type DeliveryAdapter } from './delivery.js';
+export { deliver, type DeliveryAdapter } from './delivery.js';
 export { createLoopDeps, type LoopDeps, type LoopOptions } from './turn-runner.js';
 export { startWorkerProbes, type RunningProbes } from './probes.js';
 
@@ -51,7 +51,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const shutdown = new AbortController();
   const running = new Set<string>();
   const liveness = startLiveness({ databaseUrl: config.DATABASE_URL, instanceId: instance.id, everySeconds: config.HERMES_HEARTBEAT_SECONDS, ttlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, log });
-  const adapters = deps.adapters ?? new Map([['api', apiAdapter(deps.redis, config.HERMES_QUEUE_PREFIX)]]);
+  const adapters = deps.adapters ?? new Map<string, DeliveryAdapter>();
   const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
   const drainDeps = { ...deps, instance, liveness, running, draining: draining.signal, shutdown: shutdown.signal, loop: createLoopDeps(config, deps.secrets, deps.loop), control };
   const connection = deps.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });

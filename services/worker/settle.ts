@@ -58,7 +58,9 @@ export async function whileLeaseHolds<T>(write: () => Promise<T>, fence: TurnFen
   }
 }
 
-export type Settled = { kind: 'finished'; outcome: TurnResult['outcome']; obligationId: string } | { kind: 'cut'; resumeAdmissionId?: string; obligationId?: string };
+export type Settled =
+  | { kind: 'finished'; outcome: TurnResult['outcome']; obligationId: string; deliveryPending: boolean }
+  | { kind: 'cut'; resumeAdmissionId?: string; obligationId?: string; deliveryPending?: boolean };
 
 const FAILED_REPLY = 'Sorry — something went wrong on our side.';
 
@@ -82,7 +84,7 @@ export async function settleTurn(deps: SettleDeps, end: TurnEnd): Promise<Settle
     // Another worker resumes it (this one is stopping or cut off); the sweeper re-enqueues if this add is lost.
     await enqueueTurn(queues, { admissionId: settled.resumeAdmissionId, trace }).catch((err: unknown) => log.warn({ err }, 'Resume enqueue failed; the sweeper will pick it up'));
   }
-  if (settled.obligationId) {
+  if (settled.obligationId && settled.deliveryPending) {
     await enqueueDelivery(queues, { obligationId: settled.obligationId, trace }).catch((err: unknown) => log.warn({ err }, 'Delivery enqueue failed; the sweeper will pick it up'));
   }
   return settled;
@@ -93,17 +95,17 @@ async function record(deps: SettleDeps, { lease, adm, result, fence, log }: Turn
   if (isCut(result, reason)) {
     const cut = await whileLeaseHolds(() => cutTurn(deps.db, lease, adm.id, { reply: result.partial ?? '', usage: result.usage }), fence, log);
     log.warn({ reason: (reason as Error).message, resumedBy: cut.resumed ? cut.resumeAdmissionId : undefined }, cut.resumed ? 'Cut the turn; it resumes once on another worker' : 'Cut the turn a third time in a row; suspended the session');
-    return cut.resumed ? { kind: 'cut', resumeAdmissionId: cut.resumeAdmissionId } : { kind: 'cut', obligationId: cut.obligationId };
+    return cut.resumed ? { kind: 'cut', resumeAdmissionId: cut.resumeAdmissionId } : { kind: 'cut', obligationId: cut.obligationId, deliveryPending: cut.deliveryPending };
   }
   try {
     const done = await whileLeaseHolds(() => finishTurn(deps.db, lease, adm.id, result), fence, log);
-    return { kind: 'finished', outcome: result.outcome, obligationId: done.obligationId };
+    return { kind: 'finished', outcome: result.outcome, obligationId: done.obligationId, deliveryPending: done.deliveryPending };
   } catch (err) {
     if (err instanceof LeaseLostError || isStoreUnavailable(err)) throw err;
     // Postgres refused this result itself (not the connection): record a plain failure instead.
     log.error({ err }, 'Postgres refused the turn result; recording it as failed');
     const failed: TurnResult = { outcome: 'failed', reply: FAILED_REPLY, error: `result refused by the ledger: ${(err as Error).message}` };
     const done = await whileLeaseHolds(() => finishTurn(deps.db, lease, adm.id, failed), fence, log);
-    return { kind: 'finished', outcome: 'failed', obligationId: done.obligationId };
+    return { kind: 'finished', outcome: 'failed', obligationId: done.obligationId, deliveryPending: done.deliveryPending };
   }
 }

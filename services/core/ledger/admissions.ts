@@ -7,6 +7,7 @@ import { holdsLease, type Lease } from './leases.js';
 import { ownerDead, type DeathRule } from './instances.js';
 import { appendMessage } from './messages.js';
 import { pgJson, pgText } from './pg-text.js';
+import { initialDelivery } from './deliveries.js';
 
 export type AdmissionState = 'queued' | 'started' | 'unknown' | 'terminal';
 export type AdmissionOutcome = 'completed' | 'failed' | 'interrupted' | 'discarded';
@@ -219,8 +220,8 @@ export async function settleOrphanedTurns(db: Db): Promise<string[]> {
     );
     for (const r of rows) {
       await sql.query(
-        `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, platform, target, content)
-         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6) ON CONFLICT (admission_id) DO NOTHING`,
+        `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, platform, target, content, state, delivered_at)
+         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, ${initialDelivery('$4')}) ON CONFLICT (admission_id) DO NOTHING`,
         [r.id, r.agent_id, r.session_id, r.platform, pgJson(r.reply_target), r.state === 'unknown' ? unknownNotice : interruptedNotice],
       );
     }

@@ -28,6 +28,18 @@ const columns = `id, admission_id AS "admissionId", agent_id AS "agentId", sessi
 
 export const duplicateMarker = 'gateway restarted during delivery, so this may be a duplicate';
 
+/**
+ * Platforms whose replies are read by the caller, not pushed: the HTTP API (GET the admission,
+ * its SSE stream, a waiting chat completion). Their obligation is delivered in the transaction
+ * that stores the reply; waiting gateways are woken by pub/sub and poll Postgres anyway.
+ */
+export const pulledPlatforms: readonly string[] = ['api'];
+
+/** SQL for a new obligation's state and delivered_at, given the platform in parameter `p`. */
+export const initialDelivery = (p: string) =>
+  `CASE WHEN ${p} = ANY('{${pulledPlatforms.join(',')}}'::text[]) THEN 'delivered'::delivery_state ELSE 'pending'::delivery_state END,
+   CASE WHEN ${p} = ANY('{${pulledPlatforms.join(',')}}'::text[]) THEN now() END`;
+
 /** SQL predicate on `d`: an attempt that will not be finished by its owner (deadline passed or owner dead). */
 const abandonedAttempt = (ttl: string, steady: string) =>
   `(d.state = 'attempting' AND (d.attempt_expires_at < now() OR ${ownerDead('d.owner_instance_id', ttl, steady)}))`;

@@ -5,6 +5,7 @@ import { holdsLease, type Lease } from './leases.js';
 import { appendMessage } from './messages.js';
 import type { AdmissionOutcome } from './admissions.js';
 import { pgJson, pgText } from './pg-text.js';
+import { initialDelivery } from './deliveries.js';
 
 export class LeaseLostError extends Error {
   override name = 'LeaseLostError';
@@ -27,6 +28,8 @@ export interface TurnResult {
 
 export interface FinishedTurn {
   obligationId: string;
+  /** False when the reply needs no push (a pulled platform): nothing to enqueue. */
+  deliveryPending: boolean;
   messageId: number;
 }
 
@@ -45,13 +48,14 @@ async function lockStarted(sql: Sql, lease: Lease, admissionId: string): Promise
   return rows[0];
 }
 
-async function insertObligation(sql: Sql, admissionId: string, adm: OwnedAdmission, messageId: number | null, content: string): Promise<string> {
-  const ob = await sql.query<{ id: string }>(
-    `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, message_id, platform, target, content)
-     VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+/** The obligation for a reply: `pending` for a platform to push to, already `delivered` for a pulled one (api). */
+async function insertObligation(sql: Sql, admissionId: string, adm: OwnedAdmission, messageId: number | null, content: string): Promise<{ id: string; pending: boolean }> {
+  const ob = await sql.query<{ id: string; state: string }>(
+    `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, message_id, platform, target, content, state, delivered_at)
+     VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, $7, ${initialDelivery('$5')}) RETURNING id, state`,
     [admissionId, adm.agent_id, adm.session_id, messageId, adm.platform, pgJson(adm.reply_target), pgText(content)],
   );
-  return ob.rows[0]!.id;
+  return { id: ob.rows[0]!.id, pending: ob.rows[0]!.state === 'pending' };
 }
 
 /** Final message + delivery obligation + `terminal`, in one transaction, only while the lease holds. */
@@ -61,14 +65,14 @@ export async function finishTurn(db: Db, lease: Lease, admissionId: string, resu
     const msg = await appendMessage(sql, adm.session_id, {
       role: 'assistant', content: result.reply, admissionId, interrupted: result.interrupted ?? false, usage: result.usage,
     });
-    const obligationId = await insertObligation(sql, admissionId, adm, msg.id, result.reply);
+    const ob = await insertObligation(sql, admissionId, adm, msg.id, result.reply);
     await sql.query(
       `UPDATE admissions SET state = 'terminal', outcome = $2, error = $3, finished_at = now() WHERE id = $1`,
       [admissionId, result.outcome, result.error === undefined ? null : pgText(result.error)],
     );
     // A turn that ended on its own breaks a streak of shutdown cuts (SPEC: 3 in a row suspend).
     await sql.query(`UPDATE sessions SET shutdown_cuts = 0, state = CASE WHEN state = 'resume_pending' THEN 'active'::session_state ELSE state END WHERE id = $1 AND (shutdown_cuts > 0 OR state = 'resume_pending')`, [adm.session_id]);
-    return { obligationId, messageId: msg.id };
+    return { obligationId: ob.id, deliveryPending: ob.pending, messageId: msg.id };
   });
 }
 
@@ -80,7 +84,7 @@ export const suspendedNotice =
 
 export type CutTurn =
   | { resumed: true; resumeAdmissionId: string }
-  | { resumed: false; obligationId: string };
+  | { resumed: false; obligationId: string; deliveryPending: boolean };
 
 /**
  * A turn cut by a worker shutdown (the drain deadline passed): its partial text is kept marked
@@ -102,7 +106,8 @@ export async function cutTurn(db: Db, lease: Lease, admissionId: string, partial
       [adm.session_id, SHUTDOWN_CUTS_BEFORE_SUSPEND],
     );
     if ((rows[0]?.cuts ?? 0) >= SHUTDOWN_CUTS_BEFORE_SUSPEND) {
-      return { resumed: false, obligationId: await insertObligation(sql, admissionId, adm, null, suspendedNotice) };
+      const ob = await insertObligation(sql, admissionId, adm, null, suspendedNotice);
+      return { resumed: false, obligationId: ob.id, deliveryPending: ob.pending };
     }
     const { rows: [resume] } = await sql.query<{ id: string }>(
       `INSERT INTO admissions (id, agent_id, session_id, user_id, platform, intent, content, reply_target, trace_context, resume_of)

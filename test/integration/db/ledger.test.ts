@@ -27,6 +27,9 @@ afterAll(async () => {
 /** A steady judge with a 30 s instance TTL. */
 const judge = { instanceTtlSeconds: 30, steady: true };
 
+/** A platform the worker pushes replies to (api replies are read by the caller, so delivered at once). */
+const pushed = { platform: 'test-push' };
+
 const input = (key: string, extra: object = {}) => ({ agentId, platform: 'api', sessionKey: key, user: { platformUserId: 'u' }, content: 'hi', ...extra });
 
 describe('admissions', () => {
@@ -80,7 +83,7 @@ describe('delivery obligations', () => {
   it('walk pending → attempting → failed → attempting → delivered, fenced by owner', async () => {
     const w = await registerInstance(db.pool, 'worker');
     const other = { ...w, id: randomUUID() };
-    const a = await admit(db, input('k-deliver'));
+    const a = await admit(db, input('k-deliver', pushed));
     const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
     const adm = (await startNextTurn(db, lease))!;
     const { obligationId } = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'answer' });
@@ -100,7 +103,7 @@ describe('delivery obligations', () => {
 
   it('abandon after the last attempt, and flag a dead owner\'s re-send as a possible duplicate', async () => {
     const w = await registerInstance(db.pool, 'worker');
-    const a = await admit(db, input('k-abandon'));
+    const a = await admit(db, input('k-abandon', pushed));
     const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
     const adm = (await startNextTurn(db, lease))!;
     const { obligationId } = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'x' });
@@ -224,7 +227,7 @@ describe('delivery attempts have a deadline', () => {
   it('an attempt whose outcome was never recorded is claimable again after its deadline, as a possible duplicate, even with a live owner', async () => {
     const w = await registerInstance(db.pool, 'worker');
     const w2 = await registerInstance(db.pool, 'worker');
-    const a = await admit(db, input('k-attempt-deadline'));
+    const a = await admit(db, input('k-attempt-deadline', pushed));
     const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
     const adm = (await startNextTurn(db, lease))!;
     const { obligationId } = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'answer' });
@@ -238,7 +241,7 @@ describe('delivery attempts have a deadline', () => {
 
   it('an attempt stuck past its deadline is listed for the sweeper and abandoned when too old', async () => {
     const w = await registerInstance(db.pool, 'worker');
-    const a = await admit(db, input('k-attempt-old'));
+    const a = await admit(db, input('k-attempt-old', pushed));
     const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
     const adm = (await startNextTurn(db, lease))!;
     const { obligationId } = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'answer' });
@@ -248,5 +251,18 @@ describe('delivery attempts have a deadline', () => {
     expect(await listDueDeliveries(db.pool, judge, 0)).toContain(obligationId);
     expect(await abandonExpired(db.pool, 86_400)).toBeGreaterThanOrEqual(1);
     expect((await getObligationForAdmission(db.pool, adm.id))?.state).toBe('abandoned');
+  });
+});
+
+describe('pulled platforms', () => {
+  it('an api reply is delivered in the transaction that stores it: no delivery job to run', async () => {
+    const w = await registerInstance(db.pool, 'worker');
+    const a = await admit(db, input('k-pulled'));
+    const lease = (await acquireLease(db.pool, a.sessionId, w.id, 30, judge))!;
+    const adm = (await startNextTurn(db, lease))!;
+    const done = await finishTurn(db, lease, adm.id, { outcome: 'completed', reply: 'read me' });
+    expect(done.deliveryPending).toBe(false);
+    expect(await getObligationForAdmission(db.pool, adm.id)).toMatchObject({ state: 'delivered', attempts: 0, content: 'read me' });
+    expect(await listDueDeliveries(db.pool, judge, 0)).not.toContain(done.obligationId);
   });
 });

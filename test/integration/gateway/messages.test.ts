@@ -133,8 +133,9 @@ describe('GET admission', () => {
     expect(queued.statusCode).toBe(200);
     expect(queued.json()).toMatchObject({ id: admissionId, state: 'queued', outcome: null, reply: null, startedAt: null });
     await runFakeTurn(h, admissionId, { result: { outcome: 'completed', reply: 'all good' } });
+    // An api reply is the caller's to read: delivered in the transaction that stored it.
     const done = await h.app.inject({ method: 'GET', url, headers: auth() });
-    expect(done.json()).toMatchObject({ state: 'terminal', outcome: 'completed', reply: { content: 'all good', delivery: { state: 'pending', attempts: 0 } } });
+    expect(done.json()).toMatchObject({ state: 'terminal', outcome: 'completed', reply: { content: 'all good', delivery: { state: 'delivered', attempts: 0 } } });
   });
 
   it('answers 404 for an admission of another agent, or a malformed id', async () => {
