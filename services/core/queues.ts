@@ -9,6 +9,8 @@ export const queueNames = { turns: 'turns', deliveries: 'deliveries' } as const;
 
 export const turnJobSchema = z.object({
   admissionId: z.string().uuid(),
+  /** The admission's session, when the producer knows it: the worker then needs no read to find it. */
+  sessionId: z.string().uuid().optional(),
   /** W3C trace context of the admitting request. */
   trace: z.record(z.string(), z.string()).optional(),
 });

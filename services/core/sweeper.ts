@@ -64,7 +64,7 @@ export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, met
   }
   for (const adm of await listStrandedQueued(db.pool, config.HERMES_SWEEP_GRACE_SECONDS, rule)) {
     if (await jobIsLive(queues.turns, adm.id)) continue;
-    await enqueueTurn(queues, { admissionId: adm.id, ...(adm.traceContext ? { trace: adm.traceContext } : {}) });
+    await enqueueTurn(queues, { admissionId: adm.id, sessionId: adm.sessionId, ...(adm.traceContext ? { trace: adm.traceContext } : {}) });
     report.requeuedTurns++;
     metrics?.sweeperRequeued.inc();
   }

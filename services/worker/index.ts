@@ -59,7 +59,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const prefix = config.HERMES_QUEUE_PREFIX;
 
   const turns = new Worker(queueNames.turns, async (job) => {
-    const { admissionId } = turnJobSchema.parse(job.data);
+    const { admissionId, sessionId } = turnJobSchema.parse(job.data);
+    if (sessionId) return { ran: await drainSession(drainDeps, sessionId) }; // nothing queued: nothing runs
     const adm = await getAdmission(db.pool, admissionId);
     if (!adm || adm.state !== 'queued') return { ran: 0 };
     return { ran: await drainSession(drainDeps, adm.sessionId) };

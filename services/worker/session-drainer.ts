@@ -57,6 +57,6 @@ async function handOff(deps: DrainDeps, sessionId: string): Promise<void> {
   const next = await nextQueued(deps.db.pool, sessionId).catch(() => undefined);
   if (!next) return;
   // Its own job id may be the job running now (still active): a distinct id wakes a worker at once.
-  await enqueueTurn(deps.queues, { admissionId: next.id, ...(next.traceContext ? { trace: next.traceContext } : {}) }, `${next.id}:handoff`)
+  await enqueueTurn(deps.queues, { admissionId: next.id, sessionId, ...(next.traceContext ? { trace: next.traceContext } : {}) }, `${next.id}:handoff`)
     .catch((err: unknown) => deps.log.warn({ err, session: sessionId }, 'Hand-off enqueue failed; the sweeper will pick the session up'));
 }

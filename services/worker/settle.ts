@@ -82,7 +82,7 @@ export async function settleTurn(deps: SettleDeps, end: TurnEnd): Promise<Settle
   const trace = injectTraceContext();
   if (settled.kind === 'cut' && settled.resumeAdmissionId) {
     // Another worker resumes it (this one is stopping or cut off); the sweeper re-enqueues if this add is lost.
-    await enqueueTurn(queues, { admissionId: settled.resumeAdmissionId, trace }).catch((err: unknown) => log.warn({ err }, 'Resume enqueue failed; the sweeper will pick it up'));
+    await enqueueTurn(queues, { admissionId: settled.resumeAdmissionId, sessionId: adm.sessionId, trace }).catch((err: unknown) => log.warn({ err }, 'Resume enqueue failed; the sweeper will pick it up'));
   }
   if (settled.obligationId && settled.deliveryPending) {
     await enqueueDelivery(queues, { obligationId: settled.obligationId, trace }).catch((err: unknown) => log.warn({ err }, 'Delivery enqueue failed; the sweeper will pick it up'));

@@ -179,10 +179,10 @@ export async function getAdmission(sql: Sql, id: string): Promise<Admission | un
  * lost (Redis down or restarted between commit and enqueue). One per session, so sessions that
  * cannot start yet never starve the others (a session's holder drains the rest in order).
  */
-export async function listStrandedQueued(sql: Sql, graceSeconds: number, rule: DeathRule, limit = 500): Promise<Pick<Admission, 'id' | 'traceContext'>[]> {
-  const { rows } = await sql.query<Pick<Admission, 'id' | 'traceContext'>>(
-    `SELECT id, "traceContext" FROM (
-       SELECT DISTINCT ON (a.session_id) a.id, a.seq, a.created_at, a.trace_context AS "traceContext" FROM admissions a
+export async function listStrandedQueued(sql: Sql, graceSeconds: number, rule: DeathRule, limit = 500): Promise<Pick<Admission, 'id' | 'sessionId' | 'traceContext'>[]> {
+  const { rows } = await sql.query<Pick<Admission, 'id' | 'sessionId' | 'traceContext'>>(
+    `SELECT id, "sessionId", "traceContext" FROM (
+       SELECT DISTINCT ON (a.session_id) a.id, a.session_id AS "sessionId", a.seq, a.created_at, a.trace_context AS "traceContext" FROM admissions a
        WHERE a.state = 'queued'
          AND NOT EXISTS (SELECT 1 FROM session_leases sl WHERE sl.session_id = a.session_id AND sl.owner_instance_id IS NOT NULL
                          AND sl.expires_at > now() AND NOT ${ownerDead('sl.owner_instance_id', '$3', '$4')})
