@@ -4,8 +4,12 @@
 import { z } from 'zod';
 
 export const secretRefSchema = z.object({
-  /** Secret name (Kubernetes) — in `hermes dev`, ignored: the key names an environment variable. */
+  /**
+   * A Secret in the Agent's namespace — or '' for an `env:` source, which resolves only to a
+   * variable the install allow-listed (HERMES_SECRETS_ENV_ALLOW). Never any other variable.
+   */
   name: z.string(),
+  /** The key in that Secret (or the variable's name). */
   key: z.string(),
 });
 export type SecretRef = z.infer<typeof secretRefSchema>;

@@ -136,7 +136,7 @@ function modelOptions(agent: CompiledAgent, loop: LoopDeps) {
 
 async function routesOf(loop: LoopDeps, agent: CompiledAgent): Promise<ModelRoute[] | TurnResult> {
   try {
-    return await loop.router.routes(agent.model, agent.fallbackModels ?? []);
+    return await loop.router.routes(agent.agent.namespace, agent.model, agent.fallbackModels ?? []);
   } catch (err) {
     if (err instanceof ProviderConfigError) return { outcome: 'failed', reply: 'This agent is misconfigured: an operator needs to fix its model settings.', error: err.message };
     throw err;
