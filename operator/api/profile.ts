@@ -69,7 +69,8 @@ export const profileSpecSchema = withRules(z.object({
     agent: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     profile: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     user: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
-  }).optional().describe('Estimated-spend caps in USD per agent, per profile and per user, per UTC day and month; checked before every model call.'),
+    allowUnpriced: z.boolean().optional().describe('Let models without a known price (no pricing, not in the built-in table) run under these caps; their calls count only what the provider reports (e.g. OpenRouter), else nothing. Default false: such a model is refused with a message to set pricing.'),
+  }).optional().describe('Spend caps in USD per agent, per profile and per user, per UTC day and month, over every model call (answers and summaries); checked before every model call. Under a cap each model needs a price (model.pricing or the built-in table) unless allowUnpriced.'),
 }), [{
   rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
   message: 'set persona or personaFrom, not both',

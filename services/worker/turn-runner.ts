@@ -11,7 +11,7 @@ import {
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolCall, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
-import { accountCall, checkSpendCaps, usageReply } from './usage.js';
+import { spendAccounting, usageReply } from './usage.js';
 import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
 
 export interface TurnDeps {
@@ -150,7 +150,9 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
   const routes = await routesOf(loop, agent);
   if (!Array.isArray(routes)) return routes;
-  const command = { db: deps.db, lease, adm, loop, routes, signal, tail: tailOptions(loop, agent), history: () => historyFor(deps, adm) };
+  // Every model call of the turn — summaries too — passes the spend caps and is recorded with its task.
+  const accounting = spendAccounting({ db: deps.db, metrics: deps.metrics, adm, agent }, routes);
+  const command = { db: deps.db, lease, adm, loop, routes, signal, tail: tailOptions(loop, agent), history: () => historyFor(deps, adm), accounting };
   const compressed = await compressReply(command);
   if (compressed) return compressed;
   const tools = loop.tools.select(agent.toolsets ?? DEFAULT_TOOLSETS);
@@ -191,8 +193,8 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, signal: Abo
         read: (id, offset, limit) => readToolResultSpill(deps.db.pool, adm.sessionId, id, offset, limit),
       },
     },
-    beforeCall: () => checkSpendCaps(deps.db, adm, agent),
-    onCall: (done, route) => accountCall({ db: deps.db, metrics: deps.metrics, adm, agent }, done, route),
+    beforeCall: accounting.beforeCall,
+    onCall: accounting.onCall,
     onDelta: (text) => void publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'delta', text }).catch(() => undefined),
   }).finally(() => { watchdog.stop(); unwatch(); });
   if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: agentLabel, model: agent.model.model, outcome: result.outcome });
