@@ -215,7 +215,7 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
     try {
       const done = await finishTurn(deps.db, lease, adm.id, result);
       deps.metrics.turns.inc({ agent: agentLabel, outcome: result.outcome });
-      log.info({ outcome: result.outcome, obligation: done.obligationId }, 'Finished turn');
+      log.info({ outcome: result.outcome, obligation: done.obligationId, ...(result.error ? { error: result.error } : {}) }, 'Finished turn');
       await publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'changed' }).catch(() => undefined);
       await enqueueDelivery(deps.queues, { obligationId: done.obligationId, trace: injectTraceContext() })
         .catch((err: unknown) => log.warn({ err }, 'Delivery enqueue failed; the sweeper will pick it up'));

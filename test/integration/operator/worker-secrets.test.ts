@@ -75,6 +75,7 @@ describe.skipIf(skipKubeLoudly('worker secret tests', kubeAvailable()))('worker 
   }
 
   const authorizations = () => capture.requests.map((r) => r.headers.authorization);
+  const findAgentNamespace = async (name: string) => (await rt.db.pool.query<{ namespace: string }>('SELECT namespace FROM agents WHERE name = $1', [name])).rows[0]?.namespace;
 
   it('sends the tenant Secret\'s own value, never the worker\'s DATABASE_URL, to a Profile-chosen baseURL', async () => {
     const ns = await tenant('tenant');
@@ -95,6 +96,21 @@ describe.skipIf(skipKubeLoudly('worker secret tests', kubeAvailable()))('worker 
       expect(h).not.toContain(rt.config.DATABASE_URL);
       expect(h).not.toContain('postgres');
     }
+  });
+
+  it('re-reads a rotated Secret past its cache when the provider refuses the old value', async () => {
+    const ns = (await findAgentNamespace('exfil'))!;
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'x', '--from-literal=DATABASE_URL=rotated-value', '--dry-run=client', '-o', 'yaml'])
+      .then((yaml) => kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], yaml));
+    capture.setScript((_b, req) => (req.headers.authorization === 'Bearer rotated-value' ? { text: 'rotated' } : { status: 401 }));
+    const before = capture.requests.length;
+    const agent = await findAgent(rt.db.pool, ns, 'exfil');
+    const { a, reply } = await turn(agent!.agentId, `agent:${ns}/exfil:api:dm:mallory`);
+    capture.setScript(() => ({ text: 'captured' }));
+    expect(a.outcome).toBe('completed');
+    expect(reply).toBe('rotated');
+    // The cached value first (the Secret was read seconds ago), then the fresh one after the 401.
+    expect(capture.requests.slice(before).map((r) => r.headers.authorization)).toEqual(['Bearer tenant-own-value', 'Bearer rotated-value']);
   });
 
   it('never reads a Secret of another namespace, and says which Secret, key and namespace did not resolve', async () => {
