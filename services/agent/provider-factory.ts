@@ -49,9 +49,9 @@ const describeRef = (namespace: string, ref: SecretRef) =>
   isEnvRef(ref) ? `environment variable "${ref.key}" (env:)` : `Secret "${ref.name}" key "${ref.key}" in namespace ${namespace}`;
 
 /**
- * A value from the worker's environment belongs to the install, so it only
- * goes where the install points (the provider's default endpoint, or OPENAI_BASE_URL) — never to
- * a baseURL a Profile author typed. A Secret the author may name is theirs to send anywhere.
+ * A value from the worker's environment belongs to the install, so it only goes where the install
+ * points (the provider's default endpoint, or OPENAI_BASE_URL) — never to a baseURL a Profile
+ * author typed. A Secret the author may name is theirs to send anywhere.
  */
 function refuseEnvKeyToProfileURL(model: ModelEndpoint, ref: SecretRef): void {
   if (!isEnvRef(ref) || !model.baseURL) return;
