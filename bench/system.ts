@@ -60,7 +60,7 @@ export async function startSystem(redisUrl: string, workers = 1): Promise<Runnin
   const port = await freePort();
   const env = {
     PATH: process.env.PATH, DATABASE_URL: database.url, REDIS_URL: redisUrl, HERMES_QUEUE_PREFIX: `bench-${randomUUID()}`,
-    HERMES_PORT: String(port), HERMES_HOST: '127.0.0.1', HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', HERMES_TURN_CONCURRENCY: '64', HERMES_WORKER_PORT: '0',
+    HERMES_PORT: String(port), HERMES_HOST: '127.0.0.1', HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_TURN_CONCURRENCY: '64', HERMES_WORKER_PORT: '0',
   };
   const procs = [child(['gateway'], env), ...Array.from({ length: workers }, () => child(['worker'], env))];
   const url = `http://127.0.0.1:${port}`;

@@ -7,7 +7,10 @@ import type { Profile } from './api/profile.js';
 import { secretRefOf } from './api/common.js';
 import { resolveProfileTexts, type ConfigMapLookup } from './texts.js';
 
-/** Looks up secret values during compile (a Secret in a cluster, the environment in dev). */
+/**
+ * Looks up secret values during compile: a Secret of the object's namespace (in dev: Secret
+ * manifests, then allow-listed variables); an empty name is an allow-listed `env:` variable.
+ */
 export interface SecretLookup {
   value(namespace: string, ref: { name: string; key: string }): Promise<string | undefined>;
 }
@@ -93,7 +96,8 @@ async function hashApiKeys(agent: Agent, secrets: SecretLookup): Promise<string[
   for (const k of agent.spec.api.keys) {
     const ref = secretRefOf(k);
     const v = await secrets.value(ns, ref);
-    if (!v) throw new CompileError('CredentialsMissing', ref.name ? `API key secret "${ref.name}" key "${ref.key}" was not found in namespace ${ns}.` : `API key environment variable "${ref.key}" is not set.`);
+    // One message whether an env variable is set or merely not allowed: no oracle on the environment.
+    if (!v) throw new CompileError('CredentialsMissing', ref.name ? `API key secret "${ref.name}" key "${ref.key}" was not found in namespace ${ns}.` : `API key environment variable "${ref.key}" (env:) is not available: only the variables in HERMES_SECRETS_ENV_ALLOW resolve, and only when set. Prefer a secretKeyRef.`);
     out.push(sha256(v));
   }
   return out;

@@ -25,6 +25,11 @@ import { mountedClaimKeys, reconcileSandboxPod, reconcileWorkspace } from './con
 import { resolveHygieneOptions, type ResolvedHygieneOptions, type SandboxHygieneOptions } from './controllers/sandbox-policy.js';
 import { sandboxPodSelector, workspacePvcSelector } from './api/sandbox-labels.js';
 
+/** What every controller reads, from the options (defaults applied). */
+function contextOf(opts: OperatorOptions, caches: Caches, writer: OperatorContext['writer'], events: EventRecorder, log: Logger): OperatorContext {
+  return { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events, db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080', secretEnv: opts.secretEnv ?? {} };
+}
+
 /** Options for {@link startOperator}. */
 export interface OperatorOptions {
   kc: KubeConfig;
@@ -58,6 +63,11 @@ export interface OperatorOptions {
   sandbox?: SandboxHygieneOptions | false;
   /** Prometheus metrics (reconciles, work queues, leader status); none when absent. */
   metrics?: OperatorMetrics;
+  /**
+   * The allow-listed variables (HERMES_SECRETS_ENV_ALLOW) that `env:` secret sources resolve to
+   * when compiling (API key hashes). @defaultValue none: every `env:` source is refused
+   */
+  secretEnv?: Readonly<Record<string, string>>;
 }
 
 export interface OperatorHandle {
@@ -198,7 +208,7 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
     },
     workspaces: (c: V1PersistentVolumeClaim) => workspaces.enqueue(keyOf({ metadata: { namespace: c.metadata?.namespace, name: c.metadata?.name ?? '' } })),
   }, hygiene);
-  ctx = { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events: new EventRecorder(opts.kc, 'hermes-operator', identity, log), db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080' };
+  ctx = contextOf(opts, caches, writer, new EventRecorder(opts.kc, 'hermes-operator', identity, log), log);
   const allCaches: { start(): Promise<void>; stop(): Promise<void>; hasSynced(): boolean; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.configMaps, caches.children.deployments, caches.children.services, ...sandboxCaches(caches)];
   await Promise.all(allCaches.map((c) => c.start()));
 

@@ -1,7 +1,8 @@
 // Reading Hermes manifests from YAML files (`hermes dev`, tests): multi-document files, each
 // document validated against its kind's schema with errors that name the file and the field.
-// ConfigMaps are read too: Profiles may take their persona and context files from them.
-import { readdir, readFile } from 'node:fs/promises';
+// ConfigMaps are read too: Profiles may take their persona and context files from them; and
+// Secrets, which `hermes dev` resolves Profile references from (HERMES_SECRETS_SOURCE=local).
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
@@ -14,6 +15,8 @@ export interface ManifestSet {
   profiles: Profile[];
   /** ConfigMaps beside the manifests (persona and context-file texts); namespace defaulted like the others. */
   configMaps: { namespace: string; name: string; data: Record<string, string> }[];
+  /** Secrets beside the manifests (data decoded from base64, stringData over it). */
+  secrets: { namespace: string; name: string; data: Record<string, string> }[];
   /** Kinds this build does not compile yet (Skill, CronJob): counted, not rejected. */
   skipped: { file: string; kind: string; name: string }[];
 }
@@ -36,7 +39,20 @@ function parseConfigMap(doc: unknown, where: string): ManifestSet['configMaps'][
   return { namespace: cm.metadata.namespace, name: cm.metadata.name, data: configMapText(cm) };
 }
 
+const secretDocSchema = z.object({
+  metadata: z.object({ name: z.string().min(1), namespace: z.string().default('default') }),
+  data: z.record(z.string(), z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64 (use stringData for plain text)')).optional(),
+  stringData: z.record(z.string(), z.string()).optional(),
+});
+
+function parseSecret(doc: unknown, where: string): ManifestSet['secrets'][number] {
+  const s = parseDoc(secretDocSchema, doc, where);
+  const data = Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+  return { namespace: s.metadata.namespace, name: s.metadata.name, data: { ...data, ...s.stringData } };
+}
+
 async function yamlFiles(dir: string): Promise<string[]> {
+  if (!(await stat(dir)).isDirectory()) return [dir];
   const out: string[] = [];
   for (const e of await readdir(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
@@ -46,23 +62,26 @@ async function yamlFiles(dir: string): Promise<string[]> {
   return out.sort();
 }
 
+type Doc = { kind?: string; apiVersion?: string; metadata?: { name?: string } };
+
+function addDoc(set: ManifestSet, doc: Doc, file: string, where: string): void {
+  if (doc.apiVersion === 'v1' && doc.kind === 'ConfigMap') set.configMaps.push(parseConfigMap(doc, where));
+  else if (doc.apiVersion === 'v1' && doc.kind === 'Secret') set.secrets.push(parseSecret(doc, where));
+  else if (doc.apiVersion !== 'hermes.dev/v1alpha1') return; // the rest belongs to Kubernetes
+  else if (doc.kind === 'Agent') set.agents.push(parseDoc(agentSchema, doc, where));
+  else if (doc.kind === 'Profile') set.profiles.push(parseDoc(profileSchema, doc, where));
+  else set.skipped.push({ file, kind: doc.kind ?? '?', name: doc.metadata?.name ?? '?' });
+}
+
+/** Every manifest in `dir` (recursively) — or in one file, when `dir` is a file. */
 export async function loadManifests(dir: string): Promise<ManifestSet> {
-  const set: ManifestSet = { agents: [], profiles: [], configMaps: [], skipped: [] };
+  const set: ManifestSet = { agents: [], profiles: [], configMaps: [], secrets: [], skipped: [] };
   for (const file of await yamlFiles(dir)) {
     const docs = parseAllDocuments(await readFile(file, 'utf8'));
     for (const [i, d] of (Array.isArray(docs) ? docs : [docs]).entries()) {
       if (d.errors.length) throw new Error(`${file}: YAML error: ${d.errors[0]!.message}`);
-      const doc = d.toJSON() as { kind?: string; apiVersion?: string; metadata?: { name?: string } } | null;
-      if (!doc) continue;
-      const where = `${file} (document ${i + 1})`;
-      if (doc.apiVersion === 'v1' && doc.kind === 'ConfigMap') {
-        set.configMaps.push(parseConfigMap(doc, where));
-        continue;
-      }
-      if (doc.apiVersion !== 'hermes.dev/v1alpha1') continue; // Secrets and the rest belong to Kubernetes
-      if (doc.kind === 'Agent') set.agents.push(parseDoc(agentSchema, doc, where));
-      else if (doc.kind === 'Profile') set.profiles.push(parseDoc(profileSchema, doc, where));
-      else set.skipped.push({ file, kind: doc.kind ?? '?', name: doc.metadata?.name ?? '?' });
+      const doc = d.toJSON() as Doc | null;
+      if (doc) addDoc(set, doc, file, `${file} (document ${i + 1})`);
     }
   }
   return set;

@@ -48,12 +48,12 @@ export const secretKeySelectorSchema = z.object({
   key: z.string().min(1).describe('Key within the Secret.'),
 });
 
-/** A Secret reference with an empty name means "the environment variable `key`" (see {@link secretValueSchema}). */
+/** A Secret reference with an empty name means "the allow-listed environment variable `key`" (see {@link secretValueSchema}). */
 export const envVarName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export const secretValueSchema = doc(withRules(z.object({
   secretKeyRef: secretKeySelectorSchema.optional().describe('A key of a Secret in the resource\'s namespace (the usual source in a cluster).'),
-  env: z.string().regex(envVarName).optional().describe('An environment variable of the Hermes processes (in `hermes dev`, your shell; in a cluster, set on the Deployments by the chart, e.g. from an external secret store).'),
+  env: z.string().regex(envVarName).optional().describe('An environment variable of the Hermes processes, only if the install allow-lists it (HERMES_SECRETS_ENV_ALLOW; in `hermes dev` the provider keys by default). Such a key is never sent to a baseURL the Profile sets: use secretKeyRef for those.'),
 }), [{
   rule: 'has(self.secretKeyRef) != has(self.env)',
   message: 'set exactly one source of the secret value: secretKeyRef or env',

@@ -1,7 +1,7 @@
 // Profile: how an agent thinks and what it may do. This issue's slice: the model and persona;
 // the agent-loop, tools, sandbox and memory issues add their fields here.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, textSourceSchema, withRules } from './common.js';
+import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, textSourceSchema, withRules, type Rule } from './common.js';
 
 export const modelSpecSchema = z.object({
   provider: z.enum(['openai', 'anthropic', 'openai-compatible']).describe('API flavour of the model endpoint.'),
@@ -20,12 +20,25 @@ export const modelSpecSchema = z.object({
   }).optional().describe('USD per million tokens, for cost estimates and spend caps (default: the built-in price table; local endpoints count as free).'),
 });
 
+type ModelSpec = Partial<z.infer<typeof modelSpecSchema>>;
+
+/**
+ * A key from the Hermes processes' environment belongs to the install: it is only sent to the
+ * provider's default endpoint or the install's OPENAI_BASE_URL, never to a baseURL the Profile
+ * chose (docs/adr/0001-secrets-by-reference.md). The worker enforces it too.
+ */
+export const envKeyRule: Rule<ModelSpec> = {
+  rule: '!has(self.baseURL) || ((!has(self.apiKey) || !has(self.apiKey.env)) && (!has(self.extraApiKeys) || self.extraApiKeys.all(k, !has(k.env))))',
+  message: 'an API key from env is only sent to the provider\'s default endpoint or the install\'s OPENAI_BASE_URL; with baseURL set, put the key in a Secret and use secretKeyRef',
+  check: (m) => !m.baseURL || (!m.apiKey?.env && !(m.extraApiKeys ?? []).some((k) => k.env !== undefined)),
+};
+
 /** A fallback model: the same fields; provider and model are checked by a rule so the message says which entry is incomplete. */
 export const fallbackModelSchema = withRules(modelSpecSchema.partial({ provider: true, model: true }), [{
   rule: 'has(self.provider) && has(self.model) && size(self.model) > 0',
   message: 'each fallback model needs provider and model',
   check: (m) => m.provider !== undefined && !!m.model,
-}]);
+}, envKeyRule]);
 
 /** Most context files a Profile may list, and the size of each (characters). */
 export const contextFileLimits = { files: 8, chars: 100_000 } as const;
@@ -44,7 +57,7 @@ export const contextFileSchema = withRules(z.object({
 export type ContextFile = z.infer<typeof contextFileSchema>;
 
 export const profileSpecSchema = withRules(z.object({
-  model: modelSpecSchema,
+  model: withRules(modelSpecSchema, [envKeyRule]),
   fallbackModels: z.array(fallbackModelSchema).max(8).default([]).describe('Tried in order when the primary model fails (rate limit, outage).'),
   persona: z.string().max(personaMaxChars).default('').describe('Identity and voice of the agent (the first prompt layer), inline. Use personaFrom to keep it in a ConfigMap.'),
   personaFrom: textSourceSchema.optional().describe('The persona from a ConfigMap key instead of inline text (at most 20 000 characters).'),
@@ -56,7 +69,8 @@ export const profileSpecSchema = withRules(z.object({
     agent: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     profile: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     user: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
-  }).optional().describe('Estimated-spend caps in USD per agent, per profile and per user, per UTC day and month; checked before every model call.'),
+    allowUnpriced: z.boolean().optional().describe('Let models without a known price (no pricing, not in the built-in table) run under these caps; their calls count only what the provider reports (e.g. OpenRouter), else nothing. Default false: such a model is refused with a message to set pricing.'),
+  }).optional().describe('Spend caps in USD per agent, per profile and per user, per UTC day and month, over every model call (answers and summaries); checked before every model call. Under a cap each model needs a price (model.pricing or the built-in table) unless allowUnpriced.'),
 }), [{
   rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
   message: 'set persona or personaFrom, not both',

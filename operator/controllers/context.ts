@@ -42,13 +42,20 @@ export interface OperatorContext {
   log: Logger;
   /** Base URL of the gateway, for the URLs reported in Agent status. */
   gatewayUrl: string;
+  /** The only variables `env:` secret sources resolve to (HERMES_SECRETS_ENV_ALLOW, with their values). */
+  secretEnv: Readonly<Record<string, string>>;
 }
 
-/** Secret values from the watched Secret cache; an empty name means an environment variable of the operator. */
-export function cachedSecrets(ctx: OperatorContext, env: NodeJS.ProcessEnv = process.env): SecretLookup {
+/**
+ * Secret values from the watched Secret cache, in the object's own namespace. An empty name is an
+ * `env:` source: only the allow-listed variables resolve, never the operator's environment as a
+ * whole (an Agent naming DATABASE_URL as an API key would otherwise turn the gateway into an
+ * oracle for it).
+ */
+export function cachedSecrets(ctx: OperatorContext): SecretLookup {
   return {
     value: async (namespace, ref) => {
-      if (!ref.name) return env[ref.key];
+      if (!ref.name) return Object.hasOwn(ctx.secretEnv, ref.key) ? ctx.secretEnv[ref.key] : undefined;
       const data = ctx.caches.secrets.get(ref.name, namespace)?.data?.[ref.key];
       return data === undefined ? undefined : Buffer.from(data, 'base64').toString('utf8');
     },

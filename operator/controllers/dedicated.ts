@@ -1,9 +1,10 @@
-// `runtime: dedicated`: the Agent gets its own gateway and worker Deployments, a Service and a
-// ServiceAccount, owned by the Agent (garbage-collected with it) and applied with server-side
+// `runtime: dedicated`: the Agent gets its own gateway and worker Deployments, a Service, a
+// ServiceAccount and a RoleBinding that lets its worker read Secrets of the Agent's namespace
+// (ClusterRole hermes-worker), owned by the Agent (garbage-collected with it) and applied with server-side
 // apply on every reconcile, so manual drift is corrected and an unchanged apply writes nothing.
 // Switching back to `shared` deletes them. Secure by default: non-root, no privilege escalation,
 // all capabilities dropped, RuntimeDefault seccomp, read-only root filesystem, gateway probes.
-import { AppsV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubernetesObject, type V1Container, type V1Deployment, type V1Probe } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubernetesObjectApi, RbacAuthorizationV1Api, PatchStrategy, type KubernetesObject, type V1Container, type V1Deployment, type V1Probe } from '@kubernetes/client-node';
 import type { Agent } from '../api/agent.js';
 import type { OperatorContext, RawObject } from './context.js';
 import { agentKey } from '../api/sandbox-labels.js';
@@ -12,6 +13,8 @@ export const managedBy = 'hermes-operator';
 /** The Agent a child belongs to: the same key as on sandbox Pods and workspace PVCs. */
 export const agentLabel = agentKey;
 export const childSelector = `app.kubernetes.io/managed-by=${managedBy}`;
+/** The worker's ClusterRole in the chart (get Secrets), bound per dedicated Agent in its namespace. */
+export const workerClusterRole = 'hermes-worker';
 
 /** Where dedicated runtimes come from. */
 export interface RuntimeOptions {
@@ -56,7 +59,8 @@ function deployment(agent: Agent, component: 'gateway' | 'worker', opts: Runtime
       replicas: 1, selector: { matchLabels: sel },
       template: {
         metadata: { labels: labels(agent, component) },
-        spec: { serviceAccountName: childName(agent.metadata.name), automountServiceAccountToken: false,
+        // Only the worker talks to the API: it reads the Secrets its Profile names (HERMES_SECRETS_SOURCE=kubernetes).
+        spec: { serviceAccountName: childName(agent.metadata.name), automountServiceAccountToken: component === 'worker',
           securityContext: { runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
           containers: [container(component, opts)], volumes: [{ name: 'tmp', emptyDir: {} }] },
       },
@@ -73,6 +77,10 @@ export function desiredChildren(agent: Agent, opts: RuntimeOptions): KubernetesO
     deployment(agent, 'worker', opts),
     { apiVersion: 'v1', kind: 'Service', metadata: { name, labels: labels(agent, 'gateway') },
       spec: { selector: { [agentLabel]: agent.metadata.name, 'app.kubernetes.io/component': 'gateway' }, ports: [{ name: 'http', port: 8080, targetPort: 'http' }] } } as KubernetesObject,
+    // `get` on Secrets of this namespace only (charts/hermes/templates/worker-rbac.yaml).
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: childName(agent.metadata.name, 'secrets'), labels: labels(agent, 'worker') },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: workerClusterRole },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: agent.metadata.namespace }] } as KubernetesObject,
   ];
 }
 
@@ -97,5 +105,6 @@ async function deleteChildren(ctx: OperatorContext, ns: string, agentName: strin
   for (const d of existing) await apps.deleteNamespacedDeployment({ namespace: ns, name: d.metadata!.name! });
   for (const s of services) await core.deleteNamespacedService({ namespace: ns, name: s.metadata!.name! });
   await core.deleteNamespacedServiceAccount({ namespace: ns, name: childName(agentName) }).catch(() => undefined);
+  await ctx.kc.makeApiClient(RbacAuthorizationV1Api).deleteNamespacedRoleBinding({ namespace: ns, name: childName(agentName, 'secrets') }).catch(() => undefined);
   ctx.log.info({ agent: `${ns}/${agentName}` }, 'Deleted dedicated runtime');
 }

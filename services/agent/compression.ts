@@ -186,6 +186,14 @@ export interface Compressed {
   replaced: number;
 }
 
+/**
+ * `summarise` was not allowed to call the model (a spend cap is reached): the digest is used,
+ * and — unlike a failed call — the session's summary cool-down is not started.
+ */
+export class SummaryRefused extends Error {
+  override name = 'SummaryRefused';
+}
+
 export interface CompressOptions extends TailOptions {
   session: string;
   now: () => number;
@@ -211,8 +219,8 @@ export async function compress(messages: readonly ChatMessage[], opts: CompressO
         source = 'model';
         opts.cooldown.succeed(opts.session);
       }
-    } catch {
-      opts.cooldown.fail(opts.session, opts.now());
+    } catch (err) {
+      if (!(err instanceof SummaryRefused)) opts.cooldown.fail(opts.session, opts.now());
     }
   }
   summary ??= fallbackSummary(head);

@@ -1,5 +1,7 @@
 export * from './messages.js';
 export * from './secrets.js';
+export * from './secret-files.js';
+export * from './secret-kubernetes.js';
 export * from './provider-factory.js';
 export * from './history.js';
 export * from './prompt.js';

@@ -2,10 +2,10 @@
 // back, until the model answers in text or a budget ends the turn. Expected failures end as a
 // TurnResult with words the user can act on; the loop never throws for them.
 import { context } from '@opentelemetry/api';
-import { inSpan, injectTraceContext, type TurnResult } from '../core/index.js';
+import { inSpan, injectTraceContext, type TurnResult, type UsageTask } from '../core/index.js';
 import { abortReason, systemClock, type Clock } from './clock.js';
 import type { CooldownBook } from './credentials.js';
-import { compress, estimateTokens, MAX_ATTEMPTS, thresholdTokens, type SummaryCooldown } from './compression.js';
+import { compress, estimateTokens, MAX_ATTEMPTS, SummaryRefused, thresholdTokens, type SummaryCooldown } from './compression.js';
 import type { TurnControl } from './control.js';
 import { userMessageFor } from './errors.js';
 import { addUsage, emptyUsage, type ChatMessage, type Completion, type CompletionRequest, type ToolSpec, type Usage } from './messages.js';
@@ -57,10 +57,13 @@ export interface LoopInput {
    * cached prefix). The iteration-budget warnings are added to these by the loop itself.
    */
   ephemeral?: () => string[];
-  /** Checked before each model call: a reason refuses the call (spend caps); nothing is sent. */
+  /**
+   * Checked before each model call — the answer's and a compression summary's: a reason refuses
+   * the call (spend caps); nothing is sent. A refused summary falls back to the digest.
+   */
   beforeCall?: () => Promise<string | undefined>;
-  /** After each successful call: per-call usage accounting. */
-  onCall?: (completion: Completion, route: ModelRoute) => Promise<void>;
+  /** After each successful call, answer (`turn`) or summary (`compression`): per-call usage accounting. */
+  onCall?: (completion: Completion, route: ModelRoute, task: UsageTask) => Promise<void>;
   onDelta?: (text: string) => void;
   /**
    * Liveness: called on every sign of progress — a model stream chunk, a model call finishing,
@@ -155,10 +158,16 @@ class TurnLoop {
     const { input } = this;
     if (input.maxIterations !== undefined && iteration >= input.maxIterations) return this.budgetSpent(iteration);
     if (input.signal.aborted) return interrupted(input.signal, this.partial, this.usage, iteration);
-    const refusal = await input.beforeCall?.();
-    if (refusal) return { outcome: 'failed', reply: refusal, error: `refused before the model call: ${refusal}`, usage: this.usage, iterations: iteration };
-    if (this.overThreshold()) await this.compressNow();
+    const refused = await this.refused(iteration);
+    if (refused) return refused;
+    // A summary costs too: when one went out, the caps are checked again before the answer's call.
+    if (this.overThreshold() && (await this.compressNow())) return this.refused(iteration);
     return undefined;
+  }
+
+  private async refused(iteration: number): Promise<LoopResult | undefined> {
+    const refusal = await this.input.beforeCall?.();
+    return refusal ? { outcome: 'failed', reply: refusal, error: `refused before the model call: ${refusal}`, usage: this.usage, iterations: iteration } : undefined;
   }
 
   async run(): Promise<LoopResult> {
@@ -173,7 +182,7 @@ class TurnLoop {
       if (!res.ok) return failed(res, input, this.usage, iteration + 1);
       const done = res.completion;
       this.usage = addUsage(this.usage, done.usage);
-      await input.onCall?.(done, res.route);
+      await input.onCall?.(done, res.route, 'turn');
       if (!done.toolCalls.length) return this.answer(done, iteration + 1);
       const stop = await this.runTools(done, iteration + 1);
       if (stop) return stop;
@@ -193,9 +202,13 @@ class TurnLoop {
     const out = await compress(this.messages, {
       ...input.compression, session: input.sessionId, now: () => this.clock.now(),
       summarise: async (messages, maxTokens) => {
+        // The summary is a model call like any other: it passes the caps and is accounted.
+        const refusal = await input.beforeCall?.();
+        if (refusal) throw new SummaryRefused(refusal);
         const res = await callModel({ routes: input.routes, explicit: input.explicitModel ?? false, request: { messages, signal: input.signal, maxOutputTokens: maxTokens, onChunk: this.progress }, clock: this.clock, ...(input.cooldowns ? { cooldowns: input.cooldowns } : {}), ...(input.policy ? { policy: input.policy } : {}) });
         this.progress();
         if (!res.ok) throw new Error(`summary call failed: ${res.error.reason}`);
+        await input.onCall?.(res.completion, res.route, 'compression');
         return res.completion.text;
       },
     });

@@ -5,12 +5,15 @@ import { systemClock, type Clock } from './clock.js';
 import { CooldownBook, type CredentialPool } from './credentials.js';
 import { backoffMs, classifyError, type ClassifiedError, type ErrorReason } from './errors.js';
 import type { Completion, CompletionRequest } from './messages.js';
+import type { Price } from './pricing.js';
 
 export interface ModelRoute {
   /** Stable identity for cool-downs: provider, endpoint and model. */
   key: string;
   model: string;
   pool: CredentialPool;
+  /** The Profile's price for this model (USD per million tokens), over the built-in table. */
+  price?: Price;
 }
 
 export interface RetryPolicy {

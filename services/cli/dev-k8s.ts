@@ -1,7 +1,7 @@
 // `hermes dev --k8s` (behind `make dev K8S=1`): instead of compiling manifest files directly,
-// install the CRDs into the dev kube-apiserver, apply the manifests there (hermes.dev objects and
-// ConfigMaps; Secrets they reference are created from the environment, as `hermes dev` resolves
-// them), and run the operator against
+// install the CRDs into the dev kube-apiserver, apply the manifests there (hermes.dev objects,
+// ConfigMaps and Secrets; Secrets they reference and the folder lacks are created from the
+// allow-listed variables, as `hermes dev` resolves them), and run the operator against
 // it — so the local loop exercises the same path as a cluster.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -46,13 +46,18 @@ async function apply(api: KubernetesObjectApi, obj: KubernetesObject): Promise<v
   await api.patch(obj, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
 }
 
-/** Installs the CRDs, the Secrets (from `env`) and the hermes.dev manifests of `dir`; returns the Agents' keys. */
-export async function applyDevManifests(kc: KubeConfig, dir: string, env: NodeJS.ProcessEnv, namespace = 'default'): Promise<string[]> {
+/**
+ * Installs the CRDs, the Secrets (the folder's, else from `env`: only pass allow-listed variables)
+ * and the hermes.dev manifests of `dir`; returns the Agents' keys.
+ */
+export async function applyDevManifests(kc: KubeConfig, dir: string, env: Readonly<Record<string, string | undefined>>, namespace = 'default'): Promise<string[]> {
   const api = KubernetesObjectApi.makeApiClient(kc);
   for (const crd of await yamlDocs(crdsDir, false)) await apply(api, crd);
-  const docs = (await yamlDocs(dir, true)).filter((d) => d.apiVersion === 'hermes.dev/v1alpha1' || (d.apiVersion === 'v1' && d.kind === 'ConfigMap'))
+  const docs = (await yamlDocs(dir, true)).filter((d) => d.apiVersion === 'hermes.dev/v1alpha1' || (d.apiVersion === 'v1' && (d.kind === 'ConfigMap' || d.kind === 'Secret')))
     .map((d) => ({ ...d, metadata: { ...d.metadata, namespace: d.metadata?.namespace ?? namespace } }));
+  const given = new Set(docs.filter((d) => d.kind === 'Secret').map((d) => `${d.metadata.namespace}/${d.metadata.name}`));
   for (const [name, keys] of referencedSecretKeys(docs)) {
+    if (given.has(`${namespace}/${name}`)) continue;
     const stringData = Object.fromEntries([...keys].filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));
     if (Object.keys(stringData).length) await apply(api, { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, stringData } as KubernetesObject);
   }
@@ -73,8 +78,8 @@ export async function applyDevManifests(kc: KubeConfig, dir: string, env: NodeJS
 }
 
 /** Applies the manifests and runs the operator in this process (no leader election). */
-export async function startDevOperator(opts: { kc: KubeConfig; db: Db; log: Logger; dir: string; env: NodeJS.ProcessEnv; gatewayUrl: string }): Promise<{ agents: string[]; operator: OperatorHandle }> {
+export async function startDevOperator(opts: { kc: KubeConfig; db: Db; log: Logger; dir: string; env: Readonly<Record<string, string>>; gatewayUrl: string }): Promise<{ agents: string[]; operator: OperatorHandle }> {
   const agents = await applyDevManifests(opts.kc, opts.dir, opts.env);
-  const operator = await startOperator({ kc: opts.kc, db: opts.db, log: opts.log, gatewayUrl: opts.gatewayUrl, leaderElection: false });
+  const operator = await startOperator({ kc: opts.kc, db: opts.db, log: opts.log, gatewayUrl: opts.gatewayUrl, leaderElection: false, secretEnv: opts.env });
   return { agents, operator };
 }

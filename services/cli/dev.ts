@@ -3,13 +3,14 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { findAgent, publishRevision, registerInstance, sha256, type Config } from '../core/index.js';
-import { CompileError, compileAgent, loadManifests, staticConfigMaps, type Profile } from '../../operator/index.js';
+import { ConfigError, DEV_SECRET_ENV, findAgent, publishRevision, registerInstance, sha256, type Config } from '../core/index.js';
+import { CompileError, compileAgent, loadManifests, staticConfigMaps, type ManifestSet, type Profile } from '../../operator/index.js';
+import type { SecretResolver } from '../agent/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
 import { applyMigrations } from '../../prisma/migrate.js';
 import { openRuntime, onShutdown, type Runtime } from './runtime.js';
-import { envSecrets } from './secrets.js';
+import { asLookup, openSecrets, secretEnv, type SecretSetup } from './secrets.js';
 import { startDevOperator } from './dev-k8s.js';
 import { loadClusterConfig } from './operator.js';
 import type { OperatorHandle } from '../../operator/manager.js';
@@ -34,20 +35,31 @@ export function modelProblem(config: Config, profiles: Profile[]): string | unde
 /** The agents loaded, and those the printed API key does not open (their spec.api.keys name other secrets). */
 interface Loaded { agents: string[]; keyless: string[] }
 
-async function loadAgents(rt: Runtime, dir: string, apiKey: string): Promise<Loaded> {
-  const set = await loadManifests(dir);
-  const problem = modelProblem(rt.config, set.profiles);
-  if (problem) throw Object.assign(new Error(problem), { userFacing: true });
-  const env = { ...process.env, HERMES_DEV_API_KEY: apiKey, ...(rt.config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) };
-  const sources = { secrets: envSecrets(env), configMaps: staticConfigMaps(set.configMaps) };
+const userFacing = (message: string) => Object.assign(new Error(message), { userFacing: true });
+
+/**
+ * Where `hermes dev` reads secrets: Secret manifests in the folder and HERMES_SECRETS_FILE, then
+ * the allow-listed variables (default: the provider keys the examples name). The generated API
+ * key, and a placeholder model key for a local OPENAI_BASE_URL, are its own values.
+ */
+function devSecretSetup(config: Config, apiKey: string, set: ManifestSet): Omit<SecretSetup, 'defaultSource'> {
+  return {
+    defaultEnvAllow: DEV_SECRET_ENV,
+    ownValues: { HERMES_DEV_API_KEY: apiKey, ...(config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) },
+    manifests: set.secrets,
+  };
+}
+
+async function loadAgents(rt: Runtime, set: ManifestSet, dir: string, apiKey: string, secrets: SecretResolver): Promise<Loaded> {
+  const sources = { secrets: asLookup(secrets), configMaps: staticConfigMaps(set.configMaps) };
   const names: string[] = [];
   const keyless: string[] = [];
   for (const agent of set.agents) {
     const profile = set.profiles.find((p) => p.metadata.name === agent.spec.profileRef.name && p.metadata.namespace === agent.metadata.namespace);
-    if (!profile) throw Object.assign(new Error(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: Profile "${agent.spec.profileRef.name}" not found in ${dir}`), { userFacing: true });
+    if (!profile) throw userFacing(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: Profile "${agent.spec.profileRef.name}" not found in ${dir}`);
     if (rt.config.HERMES_DEV_MODEL) profile.spec.model.model = rt.config.HERMES_DEV_MODEL;
     const compiled = await compileAgent(agent, profile, sources).catch((err: Error) => {
-      throw err instanceof CompileError ? Object.assign(new Error(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: ${err.message}`), { userFacing: true }) : err;
+      throw err instanceof CompileError ? userFacing(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: ${err.message}`) : err;
     });
     await publishRevision(rt.db, compiled);
     const name = `${agent.metadata.namespace}/${agent.metadata.name}`;
@@ -58,20 +70,20 @@ async function loadAgents(rt: Runtime, dir: string, apiKey: string): Promise<Loa
 }
 
 /** K8S mode: the manifests go into the dev kube-apiserver and the operator compiles them. */
-async function loadAgentsK8s(rt: Runtime, dir: string, apiKey: string): Promise<{ agents: string[]; operator: OperatorHandle }> {
-  const set = await loadManifests(dir);
-  const problem = modelProblem(rt.config, set.profiles);
-  if (problem) throw Object.assign(new Error(problem), { userFacing: true });
-  const env = { ...process.env, HERMES_DEV_API_KEY: apiKey, ...(rt.config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) };
+async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 'defaultSource'>): Promise<{ agents: string[]; operator: OperatorHandle; secrets: SecretResolver }> {
+  const kc = loadClusterConfig();
+  const env = secretEnv(rt.config, setup);
   const gatewayUrl = `http://${rt.config.HERMES_HOST}:${rt.config.HERMES_PORT}`;
-  const started = await startDevOperator({ kc: loadClusterConfig(), db: rt.db, log: rt.log, dir, env, gatewayUrl });
+  const started = await startDevOperator({ kc, db: rt.db, log: rt.log, dir, env, gatewayUrl });
   const deadline = Date.now() + 30_000;
   for (const key of started.agents) {
     const [ns, name] = key.split('/') as [string, string];
     while (!(await findAgent(rt.db.pool, ns, name)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     if (!(await findAgent(rt.db.pool, ns, name))) say(`Agent ${key} is not Ready yet: kubectl describe agents.hermes.dev -n ${ns} ${name}`);
   }
-  return started;
+  // The worker reads the Secrets from the dev cluster, as a cluster worker does.
+  const secrets = await openSecrets(rt.config, { ...setup, defaultSource: 'kubernetes', kubeConfig: () => kc });
+  return { ...started, secrets };
 }
 
 export const devCommand = new Command('dev')
@@ -88,11 +100,19 @@ export const devCommand = new Command('dev')
     let agents: string[];
     let keyless: string[] = [];
     let operator: OperatorHandle | undefined;
+    let secrets: SecretResolver;
     try {
-      if (opts.k8s) ({ agents, operator } = await loadAgentsK8s(rt, dir, apiKey));
-      else ({ agents, keyless } = await loadAgents(rt, dir, apiKey));
+      const set = await loadManifests(dir);
+      const problem = modelProblem(rt.config, set.profiles);
+      if (problem) throw userFacing(problem);
+      const setup = devSecretSetup(rt.config, apiKey, set);
+      if (opts.k8s) ({ agents, operator, secrets } = await loadAgentsK8s(rt, dir, setup));
+      else {
+        secrets = await openSecrets(rt.config, { ...setup, defaultSource: 'local' });
+        ({ agents, keyless } = await loadAgents(rt, set, dir, apiKey, secrets));
+      }
     } catch (err) {
-      if ((err as { userFacing?: boolean }).userFacing) {
+      if ((err as { userFacing?: boolean }).userFacing || err instanceof ConfigError) {
         say(`\n${(err as Error).message}`);
         await rt.close();
         process.exit(2);
@@ -100,7 +120,7 @@ export const devCommand = new Command('dev')
       throw err;
     }
     const instance = await registerInstance(rt.db.pool, 'dev');
-    const worker = await startWorker({ ...rt, secrets: envSecrets({ ...process.env, ...(rt.config.OPENAI_API_KEY ? {} : { OPENAI_API_KEY: 'unused' }) }), instance });
+    const worker = await startWorker({ ...rt, secrets, instance });
     const gw = await startGatewayOn(rt);
     const first = agents[0] ?? 'default/hermes';
     say('');

@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ConfigError, createLogger, loadConfig, openDb } from '../core/index.js';
+import { allowedSecretEnv, ConfigError, createLogger, loadConfig, openDb } from '../core/index.js';
 import { startOperator, type OperatorHandle, type OperatorOptions } from '../../operator/manager.js';
 import { createOperatorMetrics } from '../../operator/runtime/metrics.js';
 import { startOperatorProbes } from '../../operator/probes.js';
@@ -92,7 +92,7 @@ export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessE
   const log = createLogger('operator', config.HERMES_LOG_LEVEL);
   const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator', queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000 });
   const metrics = createOperatorMetrics();
-  const handle = await startOperator({ kc, db, log, metrics, ...managed });
+  const handle = await startOperator({ kc, db, log, metrics, ...managed, secretEnv: allowedSecretEnv(config, env) });
   const probes = opts.http === false ? undefined : await startOperatorProbes({ handle, db, metrics, log, host: opts.httpHost ?? '0.0.0.0', port });
   if (probes) log.info({ url: probes.url }, 'Operator probes and metrics listening');
   return { handle, ...(probes ? { url: probes.url } : {}), close: async () => { await handle.stop(); await probes?.close(); await db.close(); } };

@@ -1,13 +1,16 @@
 import { Command } from 'commander';
 import { startWorker, startWorkerProbes } from '../worker/index.js';
 import { openRuntime, onShutdown } from './runtime.js';
-import { envSecrets } from './secrets.js';
+import { openSecrets } from './secrets.js';
 
 export const workerCommand = new Command('worker')
-  .description('Run a turn worker: consumes turn and delivery jobs, runs the agent loop, sweeps the outbox (what the worker Deployment runs). Probes and metrics on HERMES_WORKER_PORT (8081): /healthz, /readyz, /metrics.')
+  .description('Run a turn worker: consumes turn and delivery jobs, runs the agent loop, sweeps the outbox (what the worker Deployment runs). Probes and metrics on HERMES_WORKER_PORT (8081): /healthz, /readyz, /metrics. Model API keys come from Secrets in each Agent\'s namespace (HERMES_SECRETS_SOURCE, default kubernetes).')
   .action(async () => {
     const rt = await openRuntime('worker');
-    const worker = await startWorker({ ...rt, secrets: envSecrets() });
+    // Profile Secrets are read in each Agent's own namespace (default: the Kubernetes API).
+    const secrets = await openSecrets(rt.config, { defaultSource: 'kubernetes' }).catch(async (err: unknown) => { await rt.close(); throw err; });
+    rt.log.info({ secrets: secrets.source }, 'Reading Profile secrets');
+    const worker = await startWorker({ ...rt, secrets });
     const probes = await startWorkerProbes(rt);
     rt.log.info({ url: probes.url }, 'Worker probes and metrics listening');
     onShutdown(rt.log, async () => {

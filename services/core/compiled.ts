@@ -4,8 +4,12 @@
 import { z } from 'zod';
 
 export const secretRefSchema = z.object({
-  /** Secret name (Kubernetes) — in `hermes dev`, ignored: the key names an environment variable. */
+  /**
+   * A Secret in the Agent's namespace — or '' for an `env:` source, which resolves only to a
+   * variable the install allow-listed (HERMES_SECRETS_ENV_ALLOW). Never any other variable.
+   */
   name: z.string(),
+  /** The key in that Secret (or the variable's name). */
   key: z.string(),
 });
 export type SecretRef = z.infer<typeof secretRefSchema>;
@@ -64,11 +68,13 @@ export const compiledAgentSchema = z.object({
   toolsets: z.array(z.string()).optional(),
   /** Model calls per turn (agent loop); absent = unlimited. */
   maxIterations: z.number().int().positive().optional(),
-  /** Spend caps in USD, checked before every model call (agent loop); absent = no cap. */
+  /** Spend caps in USD over every model call (answers and summaries), checked before each; absent = no cap. */
   spendCaps: z.object({
     agent: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     profile: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     user: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
+    /** Models without a known price may run under the caps (their cost counts only when the provider reports it). */
+    allowUnpriced: z.boolean().optional(),
   }).optional(),
   /** Project context files for the prompt's context layer (agent loop); scanned before use. */
   contextFiles: z.array(z.object({ name: z.string(), content: z.string() })).optional(),

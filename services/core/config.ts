@@ -4,6 +4,9 @@ import { z } from 'zod';
 
 const seconds = (def: number, doc: string) => z.coerce.number().positive().default(def).describe(doc);
 
+/** The provider keys the examples name, and the dev API key: what `hermes dev` allows by default. */
+export const DEV_SECRET_ENV: readonly string[] = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'HERMES_DEV_API_KEY'];
+
 export const configSchema = z.object({
   DATABASE_URL: z.string().url().describe('Postgres connection string (the ledger and all durable state).'),
   REDIS_URL: z.string().url().describe('Redis connection string (BullMQ queues, pub/sub signals). Must use maxmemory-policy noeviction.'),
@@ -35,7 +38,13 @@ export const configSchema = z.object({
   HERMES_DEV_API_KEY: z.string().min(8).optional().describe('hermes dev: the example agent API key (generated and printed when unset).'),
   HERMES_DEV_MODEL: z.string().min(1).optional().describe('hermes dev: use this model name instead of the one in the example Profile (e.g. llama3.2 on Ollama).'),
   HERMES_DEV_MANIFESTS: z.string().default('examples/minimal').describe('hermes dev: folder of Agent/Profile manifests to load.'),
-  OPENAI_API_KEY: z.string().optional().describe('hermes dev: resolves Profile secret refs whose key is OPENAI_API_KEY.'),
+  OPENAI_API_KEY: z.string().optional().describe('hermes dev: resolves Profile secret refs whose key is OPENAI_API_KEY (when allowed by HERMES_SECRETS_ENV_ALLOW).'),
+  HERMES_SECRETS_SOURCE: z.enum(['kubernetes', 'files', 'local']).optional().describe('Where workers read Profile Secrets ({name, key} in the Agent\'s namespace): kubernetes (the API; default of `hermes worker` and `hermes dev --k8s`), files (HERMES_SECRETS_DIR/<namespace>/<name>/<key>) or local (Secret manifests, then allow-listed variables named by the key; default of `hermes dev`).'),
+  HERMES_SECRETS_DIR: z.string().min(1).default('/var/run/hermes/secrets').describe('HERMES_SECRETS_SOURCE=files: folder laid out <namespace>/<secret name>/<key> (mounted Secrets).'),
+  HERMES_SECRETS_FILE: z.string().min(1).optional().describe('HERMES_SECRETS_SOURCE=local: a YAML file of Secret manifests (kind: Secret, data/stringData) to resolve references from.'),
+  HERMES_SECRETS_ENV_ALLOW: z.string().optional().transform((v, ctx) => parseEnvAllowList(v, ctx))
+    .describe(`Environment variables that \`env:\` secret sources (and, with HERMES_SECRETS_SOURCE=local, secretKeyRef keys) may resolve to: comma-separated names, or "none". Default: ${DEV_SECRET_ENV.join(', ')} in \`hermes dev\`, none elsewhere. DATABASE_URL, REDIS_URL and Hermes settings can never be allowed.`),
+  HERMES_SECRETS_CACHE_SECONDS: seconds(30, 'HERMES_SECRETS_SOURCE=kubernetes: how long a Secret read from the API is reused (a refused key is always re-read).'),
   OPENAI_BASE_URL: z.string().url().optional().describe('Default base URL for provider "openai" when the Profile sets none (any OpenAI-compatible server).'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP endpoint; traces are exported when set.'),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP traces endpoint (overrides the generic one).'),
@@ -43,6 +52,50 @@ export const configSchema = z.object({
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
+
+/** Settings that are credentials meant for Profiles' secret sources (the rest of ours never are). */
+const CREDENTIAL_SETTINGS: ReadonlySet<string> = new Set(['OPENAI_API_KEY', 'HERMES_DEV_API_KEY']);
+
+/**
+ * Why `name` may never be an allow-listed secret variable, or undefined when it may: the
+ * connection strings and every other setting of ours (a Profile author could otherwise have them
+ * sent out as a bearer token or hashed into an oracle), Postgres client variables and cluster
+ * credentials.
+ */
+export function forbiddenSecretEnv(name: string): string | undefined {
+  if (CREDENTIAL_SETTINGS.has(name)) return undefined;
+  if (name in configSchema.shape || name.startsWith('HERMES_')) return 'it is a Hermes setting';
+  if (/^PG[A-Z]+$/.test(name)) return 'it is a Postgres client setting';
+  if (name === 'KUBECONFIG' || name.startsWith('KUBERNETES_')) return 'it points at cluster credentials';
+  return undefined;
+}
+
+function parseEnvAllowList(v: string | undefined, ctx: z.RefinementCtx): string[] | undefined {
+  if (v === undefined) return undefined;
+  if (v.trim().toLowerCase() === 'none') return [];
+  const names = v.split(/[\s,]+/).filter(Boolean);
+  for (const n of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) ctx.addIssue({ code: 'custom', message: `"${n}" is not an environment variable name` });
+    const why = forbiddenSecretEnv(n);
+    if (why) ctx.addIssue({ code: 'custom', message: `${n} can never be allowed: ${why}` });
+  }
+  return [...new Set(names)];
+}
+
+/**
+ * The allow-listed variables and their values (unset ones left out): the only environment a
+ * secret resolver ever sees. `fallback` is the command's default list (used when the setting is unset).
+ */
+export function allowedSecretEnv(config: Config, env: NodeJS.ProcessEnv, fallback: readonly string[] = []): Readonly<Record<string, string>> {
+  const names = config.HERMES_SECRETS_ENV_ALLOW ?? fallback;
+  const out: Record<string, string> = {};
+  for (const n of names) {
+    if (forbiddenSecretEnv(n)) continue; // a command default is checked like the setting
+    const v = env[n];
+    if (v !== undefined && v !== '') out[n] = v;
+  }
+  return Object.freeze(out);
+}
 
 /** Settings of ours that nobody declared: a typo here would otherwise be silently ignored. */
 function unknownHermesSettings(env: NodeJS.ProcessEnv): string[] {

@@ -1,9 +1,10 @@
 // Compression records, `/compress` and hygiene pre-compression: the summary goes into the
 // transcript as a marker row (history after it starts from the summary), and the session prompt is
 // rebuilt after it.
-import { appendTurnMessage, type Admission, type CompiledAgent, type Db, type Lease, type Logger, type TurnResult } from '../core/index.js';
-import { callModel, compress, estimateTokens, hygieneTokens, summaryRow, type ChatMessage, type CompressOptions, type ModelRoute, type TailOptions } from '../agent/index.js';
+import { appendTurnMessage, type Admission, type CompiledAgent, type Db, type Lease, type Logger, type TurnResult, type UsageTask } from '../core/index.js';
+import { callModel, compress, estimateTokens, hygieneTokens, summaryRow, SummaryRefused, type ChatMessage, type CompressOptions, type ModelRoute, type TailOptions } from '../agent/index.js';
 import type { LoopDeps } from './turn-runner.js';
+import type { SpendAccounting } from './usage.js';
 
 export async function recordCompression(db: Db, lease: Lease, adm: Admission, summary: string, coversSeq: number | undefined): Promise<void> {
   // Caller-supplied history (OpenAI API) has no stored sequence: nothing to mark in the transcript.
@@ -29,16 +30,21 @@ export interface CompressCommand {
   signal: AbortSignal;
   tail: TailOptions;
   history: () => Promise<ChatMessage[]>;
+  /** Spend caps before the summary call and its usage row after (the turn's own accounting). */
+  accounting: SpendAccounting;
 }
 
-/** The loop's compressor, outside the loop: same tail rule, cool-down and summary call. */
-function compressor(c: CompressCommand): CompressOptions {
+/** The loop's compressor, outside the loop: same tail rule, cool-down and summary call, accounted as `task`. */
+function compressor(c: CompressCommand, task: UsageTask): CompressOptions {
   const clock = c.loop.clock;
   return {
     ...c.tail, session: c.adm.sessionId, now: () => (clock ? clock.now() : Date.now()), cooldown: c.loop.summaryCooldown,
     summarise: async (messages, maxTokens) => {
+      const refusal = await c.accounting.beforeCall();
+      if (refusal) throw new SummaryRefused(refusal);
       const res = await callModel({ routes: c.routes, request: { messages, signal: c.signal, maxOutputTokens: maxTokens }, cooldowns: c.loop.cooldowns, ...(clock ? { clock } : {}), ...(c.loop.policy ? { policy: c.loop.policy } : {}) });
       if (!res.ok) throw new Error(`summary call failed: ${res.error.reason}`);
+      await c.accounting.onCall(res.completion, res.route, task);
       return res.completion.text;
     },
   };
@@ -48,10 +54,10 @@ function compressor(c: CompressCommand): CompressOptions {
 export async function compressReply(c: CompressCommand): Promise<TurnResult | undefined> {
   if (c.adm.content.trim().toLowerCase() !== '/compress') return undefined;
   const history = (await c.history()).slice(0, -1); // without the /compress line itself
-  const out = await compress(history, compressor(c));
+  const out = await compress(history, compressor(c, 'compress_command'));
   if (!out) return { outcome: 'completed', reply: 'Nothing to compress yet: the last 20 messages are always kept as they are.' };
   await recordCompression(c.db, c.lease, c.adm, out.summary, out.coversSeq);
-  const how = out.source === 'model' ? 'a model-written summary' : 'an automatic digest (the summary call failed or is cooling down)';
+  const how = out.source === 'model' ? 'a model-written summary' : 'an automatic digest (the summary call failed, was refused by a spend cap, or is cooling down)';
   return { outcome: 'completed', reply: `Compressed ${out.replaced} earlier messages into ${how}.` };
 }
 
@@ -69,7 +75,7 @@ export async function precompress(c: CompressCommand, log: Logger): Promise<Chat
   const tokens = estimateTokens(history);
   const limit = hygieneTokens(c.tail.contextWindow);
   if (tokens < limit) return history;
-  const out = await compress(history, compressor(c));
+  const out = await compress(history, compressor(c, 'hygiene_compression'));
   if (!out) return history;
   await recordCompression(c.db, c.lease, c.adm, out.summary, out.coversSeq);
   log.info({ session: c.adm.sessionId, tokens, limit, replaced: out.replaced, source: out.source }, 'Compressed session history before the turn');

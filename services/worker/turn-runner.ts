@@ -11,7 +11,7 @@ import {
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolCall, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
-import { accountCall, checkSpendCaps, usageReply } from './usage.js';
+import { spendAccounting, usageReply } from './usage.js';
 import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
 import { NOTHING_TO_RETRY, isRecoveryCommand, recoveryCommand } from './recovery-commands.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
@@ -143,7 +143,7 @@ function modelOptions(agent: CompiledAgent, loop: LoopDeps) {
 
 async function routesOf(loop: LoopDeps, agent: CompiledAgent): Promise<ModelRoute[] | TurnResult> {
   try {
-    return await loop.router.routes(agent.model, agent.fallbackModels ?? []);
+    return await loop.router.routes(agent.agent.namespace, agent.model, agent.fallbackModels ?? []);
   } catch (err) {
     if (err instanceof ProviderConfigError) return { outcome: 'failed', reply: 'This agent is misconfigured: an operator needs to fix its model settings.', error: err.message };
     throw err;
@@ -171,7 +171,9 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
   const routes = await routesOf(loop, agent);
   if (!Array.isArray(routes)) return routes;
-  const command = { db: deps.db, lease, adm, loop, routes, signal, tail: tailOptions(loop, agent), history: () => historyFor(deps, adm) };
+  // Every model call of the turn — summaries too — passes the spend caps and is recorded with its task.
+  const accounting = spendAccounting({ db: deps.db, metrics: deps.metrics, adm, agent }, routes, durable);
+  const command = { db: deps.db, lease, adm, loop, routes, signal, tail: tailOptions(loop, agent), history: () => historyFor(deps, adm), accounting };
   const compressed = await compressReply(command);
   if (compressed) return compressed;
   const tools = loop.tools.select(agent.toolsets ?? DEFAULT_TOOLSETS);
@@ -212,8 +214,8 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
         read: (id, offset, limit) => readToolResultSpill(deps.db.pool, adm.sessionId, id, offset, limit),
       },
     },
-    beforeCall: () => checkSpendCaps(deps.db, adm, agent),
-    onCall: (done, route) => durable(() => accountCall({ db: deps.db, metrics: deps.metrics, adm, agent }, done, route)),
+    beforeCall: accounting.beforeCall,
+    onCall: accounting.onCall,
     onDelta: (text) => void publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'delta', text }).catch(() => undefined),
   }).finally(() => { watchdog.stop(); unwatch(); });
   if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: agentLabel, model: agent.model.model, outcome: result.outcome });
@@ -240,7 +242,7 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
     try {
       const settled = await settleTurn(deps, { lease, adm, result, fence, log });
       deps.metrics.turns.inc({ agent: agentLabel, outcome: settled.kind === 'cut' ? 'cut' : settled.outcome });
-      if (settled.kind === 'finished') log.info({ outcome: settled.outcome, obligation: settled.obligationId }, 'Finished turn');
+      if (settled.kind === 'finished') log.info({ outcome: settled.outcome, obligation: settled.obligationId, ...(result.error ? { error: result.error } : {}) }, 'Finished turn');
     } catch (err) {
       if (err instanceof LeaseLostError) {
         log.warn('Lease lost before the turn could finish; recovery will settle it as unknown');

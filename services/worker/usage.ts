@@ -1,10 +1,12 @@
 // Usage accounting around the loop: each model call's tokens and cost — reported or estimated (Postgres row +
-// Prometheus counters by agent and model), spend caps checked before every call, and `/usage`.
+// Prometheus counters by agent and model), answers and summaries alike, each with its task; spend
+// caps checked before every call (a model with no known price is refused under a cap unless the
+// Profile allows it); and `/usage`.
 import { Counter } from 'prom-client';
 import {
-  recordModelCall, sessionUsage, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type SpendScope, type TurnResult,
+  recordModelCall, sessionUsage, sessionUsageByTask, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type SpendScope, type TurnResult, type UsageTask,
 } from '../core/index.js';
-import { estimateCost, type Completion, type ModelRoute } from '../agent/index.js';
+import { estimateCost, priceFor, type Completion, type ModelRoute } from '../agent/index.js';
 
 const costCounters = new WeakMap<Metrics, Counter<'agent' | 'model' | 'status'>>();
 
@@ -27,15 +29,17 @@ export interface CallContext {
   agent: CompiledAgent;
 }
 
-export async function accountCall({ db, metrics, adm, agent }: CallContext, done: Completion, route: ModelRoute): Promise<void> {
+/** Records one call (answer or summary: `task`) and counts it in Prometheus. */
+export async function accountCall({ db, metrics, adm, agent }: CallContext, done: Completion, route: ModelRoute, task: UsageTask = 'turn'): Promise<void> {
   const provider = route.pool.current();
-  const cost = estimateCost({ provider: provider.name, model: route.model, local: provider.local ?? false, usage: done.usage, ...(agent.model.pricing && route.model === agent.model.model ? { price: agent.model.pricing } : {}) });
+  // The route's own price: a fallback model is priced by its own `pricing`, not the primary's.
+  const cost = estimateCost({ provider: provider.name, model: route.model, local: provider.local ?? false, usage: done.usage, ...(route.price ? { price: route.price } : {}) });
   const labels = { agent: agentLabelOf(agent), model: route.model };
   const u = done.usage;
   // The row first: a retried call (Postgres blip) must not count the metrics twice.
   await recordModelCall(db.pool, {
     agentId: adm.agentId, profileKey: profileKey(agent), sessionId: adm.sessionId, userId: adm.userId, admissionId: adm.id,
-    provider: provider.name, model: route.model, ...u, costUsd: cost.costUsd, costStatus: cost.status,
+    provider: provider.name, model: route.model, ...u, costUsd: cost.costUsd, costStatus: cost.status, task,
   });
   metrics.modelCalls.inc({ ...labels, outcome: 'completed' });
   for (const [kind, n] of [['input', u.inputTokens], ['output', u.outputTokens], ['cache_read', u.cacheReadTokens], ['cache_write', u.cacheWriteTokens], ['reasoning', u.reasoningTokens]] as const) {
@@ -48,10 +52,30 @@ const startOfDay = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.ge
 const startOfMonth = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
 const usd = (n: number) => `$${n.toFixed(2)}`;
 
-/** A refusal in words when any cap is reached; undefined when the call may go out. */
-export async function checkSpendCaps(db: Db, adm: Admission, agent: CompiledAgent, now = new Date()): Promise<string | undefined> {
+type Caps = NonNullable<CompiledAgent['spendCaps']>;
+const hasCap = (caps: Caps) => [caps.agent, caps.profile, caps.user].some((c) => c?.dailyUsd !== undefined || c?.monthlyUsd !== undefined);
+
+/**
+ * Under a cap every model of the turn needs a price, or its calls would cost "unknown" (NULL) and
+ * never reach the cap. Local endpoints count too: "local" is read from a URL the Profile chose.
+ */
+function unpricedRefusal(caps: Caps, routes: readonly ModelRoute[]): string | undefined {
+  if (caps.allowUnpriced || !hasCap(caps)) return undefined;
+  const i = routes.findIndex((r) => !priceFor(r.model, r.price));
+  if (i < 0) return undefined;
+  const where = i === 0 ? 'spec.model.pricing' : 'pricing on that fallback model (spec.fallbackModels[])';
+  return `Sorry — I did not call the model: this agent has a spend cap, and the model "${routes[i]!.model}" has no known price, so its spend could not be counted. An operator needs to set ${where} in the Profile (USD per million tokens), or allow unpriced models with spendCaps.allowUnpriced: true.`;
+}
+
+/**
+ * A refusal in words when any cap is reached (or a model of `routes` has no price under a cap);
+ * undefined when the call may go out.
+ */
+export async function checkSpendCaps(db: Db, adm: Admission, agent: CompiledAgent, routes: readonly ModelRoute[] = [], now = new Date()): Promise<string | undefined> {
   const caps = agent.spendCaps;
   if (!caps) return undefined;
+  const unpriced = unpricedRefusal(caps, routes);
+  if (unpriced) return unpriced;
   const scopes: [string, SpendScope | undefined, { dailyUsd?: number | undefined; monthlyUsd?: number | undefined } | undefined][] = [
     ['agent', { kind: 'agent', agentId: adm.agentId }, caps.agent],
     ['profile', { kind: 'profile', profileKey: profileKey(agent) }, caps.profile],
@@ -71,6 +95,29 @@ export async function checkSpendCaps(db: Db, adm: Admission, agent: CompiledAgen
   return undefined;
 }
 
+/** What goes around every model call of a turn — answers and summaries alike. */
+export interface SpendAccounting {
+  /** The caps, before a call: a refusal in words, or undefined. */
+  beforeCall(): Promise<string | undefined>;
+  /** After a successful call: its row, with what it was for. */
+  onCall(done: Completion, route: ModelRoute, task: UsageTask): Promise<void>;
+}
+
+/**
+ * The caps and the accounting of one turn's calls. `durable` wraps the row write (the worker retries
+ * it while the turn's lease holds, so a Postgres blip costs latency, not the turn or the cap).
+ */
+export function spendAccounting(ctx: CallContext, routes: readonly ModelRoute[], durable: <T>(write: () => Promise<T>) => Promise<T> = (w) => w()): SpendAccounting {
+  return {
+    beforeCall: () => checkSpendCaps(ctx.db, ctx.adm, ctx.agent, routes),
+    onCall: (done, route, task) => durable(() => accountCall(ctx, done, route, task)),
+  };
+}
+
+const TASK_WORDS: Record<UsageTask, string> = {
+  turn: 'answers', compression: 'compression summaries', compress_command: '/compress summaries', hygiene_compression: 'pre-turn compression summaries',
+};
+
 /** How sure a total is: all reported by the provider, all estimated, or how it splits. */
 function costWords(total: number, actual: number): string {
   if (actual <= 0) return 'estimated';
@@ -82,11 +129,14 @@ function costWords(total: number, actual: number): string {
 export async function usageReply(db: Db, adm: Admission): Promise<TurnResult | undefined> {
   if (adm.content.trim().toLowerCase() !== '/usage') return undefined;
   const t = await sessionUsage(db.pool, adm.sessionId);
+  const byTask = await sessionUsageByTask(db.pool, adm.sessionId);
   const cost = `${usd(t.costUsd)} ${costWords(t.costUsd, t.actualUsd)}${t.unpricedCalls ? ` (${t.unpricedCalls} call(s) with no known price not included)` : ''}`;
   const reply = [
     `Usage in this conversation: ${t.calls} model call(s).`,
     `Tokens — input ${t.inputTokens}, output ${t.outputTokens}, cache read ${t.cacheReadTokens}, cache write ${t.cacheWriteTokens}, reasoning ${t.reasoningTokens}.`,
     `Cost: ${cost}.`,
+    // Only when summaries were made: they are part of the totals above.
+    ...(byTask.some((b) => b.task !== 'turn') ? [`By task: ${byTask.map((b) => `${TASK_WORDS[b.task] ?? b.task} ${b.calls} (${usd(b.costUsd)})`).join(', ')}.`] : []),
   ].join('\n');
   return { outcome: 'completed', reply };
 }

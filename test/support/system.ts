@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from './services.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptFn } from './fake-openai.js';
 import { openResources, type Runtime } from '../../services/cli/runtime.js';
-import { EnvSecretResolver } from '../../services/agent/index.js';
+import { staticSecrets, type SecretData } from '../../services/agent/index.js';
 import { startWorker, type LoopOptions, type RunningWorker } from '../../services/worker/index.js';
 
 export type TestRuntime = Runtime;
@@ -34,9 +34,16 @@ export async function createTestAgent(rt: TestRuntime, baseURL: string, override
   return agentId;
 }
 
-export async function startTestWorker(rt: TestRuntime, extra: { sweeper?: boolean; loop?: LoopOptions; secrets?: Record<string, string> } = {}): Promise<RunningWorker> {
-  const { secrets, ...rest } = extra;
-  return startWorker({ ...rt, secrets: new EnvSecretResolver({ OPENAI_API_KEY: 'sk-test', ...secrets }), ...rest });
+/** The Secret the test agents name ({name: openai, key: OPENAI_API_KEY} in namespace default). */
+export const testModelSecret: SecretData = { namespace: 'default', name: 'openai', data: { OPENAI_API_KEY: 'sk-test' } };
+
+/**
+ * An in-process worker. Its Secrets are `testModelSecret` plus `secrets`; `env` are the
+ * allow-listed variables `env:` sources may resolve to (none unless given).
+ */
+export async function startTestWorker(rt: TestRuntime, extra: { sweeper?: boolean; loop?: LoopOptions; secrets?: SecretData[]; env?: Record<string, string> } = {}): Promise<RunningWorker> {
+  const { secrets = [], env, ...rest } = extra;
+  return startWorker({ ...rt, secrets: staticSecrets([testModelSecret, ...secrets], env ? { env } : {}), ...rest });
 }
 
 /**

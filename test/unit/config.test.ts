@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../services/core/index.js';
+import { allowedSecretEnv, ConfigError, DEV_SECRET_ENV, loadConfig } from '../../services/core/index.js';
 
 const base = { DATABASE_URL: 'postgresql://u@localhost:5432/db', REDIS_URL: 'redis://localhost:6379' };
 
@@ -32,5 +32,19 @@ describe('config', () => {
 
   it('requires DATABASE_URL and REDIS_URL', () => {
     expect(() => loadConfig({})).toThrow(/DATABASE_URL: .*unset[\s\S]*REDIS_URL: .*unset/);
+  });
+
+  it('never lets the connection strings, Hermes settings, Postgres or cluster credentials be allow-listed secret variables', () => {
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'HERMES_QUEUE_PREFIX', 'HERMES_ANYTHING', 'OPENAI_BASE_URL', 'PGPASSWORD', 'KUBECONFIG', 'KUBERNETES_SERVICE_HOST']) {
+      expect(() => loadConfig({ ...base, HERMES_SECRETS_ENV_ALLOW: `OPENAI_API_KEY,${name}` }), name).toThrow(new RegExp(`HERMES_SECRETS_ENV_ALLOW: ${name} can never be allowed`));
+    }
+    const c = loadConfig({ ...base, HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY, HERMES_DEV_API_KEY MY_TOKEN' });
+    expect(c.HERMES_SECRETS_ENV_ALLOW).toEqual(['OPENAI_API_KEY', 'HERMES_DEV_API_KEY', 'MY_TOKEN']);
+    const env = { ...base, OPENAI_API_KEY: 'sk', MY_TOKEN: 't', ANTHROPIC_API_KEY: 'ak', PGPASSWORD: 'pw' };
+    expect(allowedSecretEnv(c, env)).toEqual({ OPENAI_API_KEY: 'sk', MY_TOKEN: 't' });
+    // Unset: the command's default list; "none": nothing, whatever the default.
+    expect(allowedSecretEnv(loadConfig(base), env, DEV_SECRET_ENV)).toEqual({ OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'ak' });
+    expect(allowedSecretEnv(loadConfig(base), env)).toEqual({});
+    expect(allowedSecretEnv(loadConfig({ ...base, HERMES_SECRETS_ENV_ALLOW: 'none' }), env, DEV_SECRET_ENV)).toEqual({});
   });
 });

@@ -1,6 +1,14 @@
 // Usage per model call (tokens by kind, estimated cost) and the sums that `/usage` and the spend
-// caps read. One row per successful provider call; turn and session totals are sums over them.
+// caps read. One row per successful provider call — the turn's own calls and the summary calls
+// made to compress its history, each with its task; turn and session totals are sums over them.
 import type { Sql } from '../db.js';
+
+/**
+ * What a model call was for: `turn` (answering), `compression` (the loop's summary over the
+ * threshold or after a context overflow), `compress_command` (`/compress`),
+ * `hygiene_compression` (pre-compression at turn start). All count toward the spend caps.
+ */
+export type UsageTask = 'turn' | 'compression' | 'compress_command' | 'hygiene_compression';
 
 export interface ModelCallUsageRow {
   agentId: string;
@@ -17,15 +25,16 @@ export interface ModelCallUsageRow {
   reasoningTokens: number;
   costUsd: number | null;
   costStatus: 'actual' | 'estimated' | 'unknown' | 'included';
+  task: UsageTask;
 }
 
 export async function recordModelCall(sql: Sql, r: ModelCallUsageRow): Promise<void> {
   await sql.query(
     `INSERT INTO model_call_usage (agent_id, profile_key, session_id, user_id, admission_id, provider, model,
-       input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cost_status)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+       input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cost_status, task)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
     [r.agentId, r.profileKey, r.sessionId, r.userId, r.admissionId, r.provider, r.model,
-      r.inputTokens, r.outputTokens, r.cacheReadTokens, r.cacheWriteTokens, r.reasoningTokens, r.costUsd, r.costStatus],
+      r.inputTokens, r.outputTokens, r.cacheReadTokens, r.cacheWriteTokens, r.reasoningTokens, r.costUsd, r.costStatus, r.task],
   );
 }
 
@@ -41,6 +50,23 @@ export interface UsageTotals {
   unpricedCalls: number;
   /** The part of costUsd the provider reported (status `actual`); the rest is estimated. */
   actualUsd: number;
+}
+
+/** Calls and cost of one task within a session. */
+export interface TaskUsage {
+  task: UsageTask;
+  calls: number;
+  costUsd: number;
+}
+
+/** The session's calls and cost by task, turn first. */
+export async function sessionUsageByTask(sql: Sql, sessionId: string): Promise<TaskUsage[]> {
+  const { rows } = await sql.query<{ task: UsageTask; calls: string; costUsd: string }>(
+    `SELECT task, count(*) AS calls, coalesce(sum(cost_usd), 0) AS "costUsd" FROM model_call_usage WHERE session_id = $1
+     GROUP BY task ORDER BY task <> 'turn', task`,
+    [sessionId],
+  );
+  return rows.map((r) => ({ task: r.task, calls: Number(r.calls), costUsd: Number(r.costUsd) }));
 }
 
 export async function sessionUsage(sql: Sql, sessionId: string): Promise<UsageTotals> {

@@ -179,7 +179,7 @@ describe('model call recovery', () => {
     // A resolver whose values can change between calls (a rotated Kubernetes Secret).
     const secrets = (values: Record<string, string>) => {
       const resolved: string[] = [];
-      const resolver: SecretResolver = { resolve: async (ref) => { resolved.push(ref.key); return values[ref.key]; } };
+      const resolver: SecretResolver = { source: 'test values', resolve: async (_ns, ref) => { resolved.push(ref.key); return values[ref.key]; } };
       return { values, resolved, resolver };
     };
     const endpoint = () => ({ provider: 'openai' as const, model: 'gpt-test', baseURL: primary.baseURL, apiKeyRef: { name: 'keys', key: 'A' }, extraApiKeyRefs: [{ name: 'keys', key: 'B' }] });
@@ -187,7 +187,7 @@ describe('model call recovery', () => {
     it('re-resolves the failing key on 401 and retries once with the new value before rotating', async () => {
       const s = secrets({ A: 'sk-old', B: 'sk-b' });
       const router = new ModelRouter(s.resolver, { timeoutMs: 10_000 });
-      const r0 = await router.route(endpoint());
+      const r0 = await router.route('default', endpoint());
       s.values.A = 'sk-new'; // the Secret was rotated after the pool was built
       primary.setScript((_b, req) => (req.headers.authorization === 'Bearer sk-new' ? { text: 'refreshed' } : { status: 401 }));
       const r = await callModel({ routes: [r0], request: request(), clock });
@@ -195,13 +195,13 @@ describe('model call recovery', () => {
       expect(authOf(primary)).toEqual(['Bearer sk-old', 'Bearer sk-new']);
       expect(clock.sleeps).toEqual([]);
       // The next turn keeps the same pool (its fingerprint follows the refreshed value).
-      expect((await router.route(endpoint())).pool).toBe(r0.pool);
+      expect((await router.route('default', endpoint())).pool).toBe(r0.pool);
     });
 
     it('rotates when the re-resolved value did not change, or the refreshed key is refused too (403)', async () => {
       const s = secrets({ A: 'sk-a', B: 'sk-b' });
       const router = new ModelRouter(s.resolver, { timeoutMs: 10_000 });
-      const unchanged = await router.route(endpoint());
+      const unchanged = await router.route('default', endpoint());
       primary.setScript((_b, req) => (req.headers.authorization === 'Bearer sk-b' ? { text: 'key b' } : { status: 401 }));
       const r = await callModel({ routes: [unchanged], request: request(), clock });
       expect(r.ok && r.completion.text).toBe('key b');
@@ -211,7 +211,7 @@ describe('model call recovery', () => {
       primary.requests.length = 0;
       const t = secrets({ A: 'sk-a1', B: 'sk-b1' });
       const router2 = new ModelRouter(t.resolver, { timeoutMs: 10_000 });
-      const route2 = await router2.route(endpoint());
+      const route2 = await router2.route('default', endpoint());
       t.values.A = 'sk-a2';
       primary.setScript((_b, req) => (req.headers.authorization === 'Bearer sk-b1' ? { text: 'key b1' } : { status: 403 }));
       const r2 = await callModel({ routes: [route2], request: request(), clock });

@@ -1,8 +1,11 @@
 // Usage and spend: per-call rows with tokens and estimated cost, `/usage`, Prometheus counters by
-// agent and model, and spend caps checked before each call (over the cap, nothing is sent).
+// agent and model, and spend caps checked before each call (over the cap, nothing is sent) —
+// summary calls included (loop compression, `/compress`, hygiene pre-compression), and a model
+// with no known price refused under a cap unless the Profile allows it.
 import { describe, expect, it } from 'vitest';
-import { estimateCost, emptyUsage } from '../../../services/agent/index.js';
-import { lastUser, withoutSessionFacts } from '../../support/fake-openai.js';
+import { appendMessage, type CompiledAgent } from '../../../services/core/index.js';
+import { estimateCost, emptyUsage, SUMMARY_INSTRUCTION } from '../../../services/agent/index.js';
+import { lastUser, withoutSessionFacts, type ChatRequestBody } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 
 // Messages starting "routed" come back with a provider-reported charge, as OpenRouter's usage.cost.
@@ -111,3 +114,98 @@ describe('price table', () => {
     expect(estimateCost({ provider: 'openai-compatible', model: 'mystery-1', local: true, usage: { ...usage, costUsd: 0.0000123 } })).toEqual({ costUsd: 0.000012, status: 'actual' });
   });
 });
+
+const isSummary = (b: ChatRequestBody) => b.messages[0]?.content === SUMMARY_INSTRUCTION;
+const capMessage = (spent: string, cap: string) => `Sorry — this agent's daily spend cap is reached (${spent} of ${cap} used), so I did not call the model. It resets at 00:00 UTC; an operator can raise the cap.`;
+
+/**
+ * A capped agent (window 2000 tokens: the loop compresses over 1500, hygiene over 1700) whose
+ * session had one real turn ("start", $3) and then `seed` stored messages of ~64 tokens each.
+ */
+async function cappedConversation(name: string, seed: number, overrides: Partial<CompiledAgent> = {}) {
+  const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
+    agent: { namespace: 'default', name }, model: { ...priced(), contextWindow: 2_000 }, spendCaps: { agent: { dailyUsd: 5 } }, ...overrides,
+  });
+  const key = `agent:default/${name}:api:dm:u1`;
+  const { a } = await say(agentId, key, 'start');
+  for (let i = 0; i < seed; i++) await appendMessage(sys.rt.db.pool, a.sessionId, { role: i % 2 ? 'assistant' : 'user', content: `old ${i} ${'lorem ipsum '.repeat(20)}` });
+  const rows = async () => (await sys.rt.db.pool.query<{ task: string; cost_usd: string }>(`SELECT task, cost_usd FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [agentId])).rows;
+  return { agentId, key, rows, send: (content: string) => say(agentId, key, content) };
+}
+
+describe('summary calls count toward the spend caps', () => {
+  it('the loop\'s compression summary is recorded as `compression`, and a cap it reaches refuses the answer\'s call', async () => {
+    const c = await cappedConversation('loop-summary', 24); // over the loop's threshold, under the hygiene mark
+    const before = sys.model.requests.length;
+    const { a, reply } = await c.send('go on');
+    const sent = sys.model.requests.slice(before).map((r) => r.body);
+    expect(sent.map(isSummary)).toEqual([true]); // the summary went out ($3: $6 of $5), the answer's call did not
+    expect(a.outcome).toBe('failed');
+    expect(reply).toBe(capMessage('$6.00', '$5.00'));
+    expect(await c.rows()).toEqual([{ task: 'turn', cost_usd: '3.000000' }, { task: 'compression', cost_usd: '3.000000' }]);
+  });
+
+  it('/compress is recorded as `compress_command` and counts: the next message is refused', async () => {
+    const c = await cappedConversation('compress-command', 24);
+    expect((await c.send('/compress')).reply).toMatch(/^Compressed \d+ earlier messages into a model-written summary\.$/);
+    const before = sys.model.requests.length;
+    const next = await c.send('and now?');
+    expect(next.reply).toBe(capMessage('$6.00', '$5.00'));
+    expect(sys.model.requests.length).toBe(before);
+    expect(await c.rows()).toEqual([{ task: 'turn', cost_usd: '3.000000' }, { task: 'compress_command', cost_usd: '3.000000' }]);
+    // /usage says what the summaries cost, inside the totals.
+    expect((await c.send('/usage')).reply).toBe([
+      'Usage in this conversation: 2 model call(s).',
+      'Tokens — input 2000000, output 200000, cache read 0, cache write 0, reasoning 0.',
+      'Cost: $6.00 estimated.',
+      'By task: answers 1 ($3.00), /compress summaries 1 ($3.00).',
+    ].join('\n'));
+  });
+
+  it('hygiene pre-compression is recorded as `hygiene_compression` and a cap it reaches refuses the turn\'s call', async () => {
+    const c = await cappedConversation('hygiene-summary', 30); // ~1920 tokens stored: over the 85 % mark (1700)
+    const before = sys.model.requests.length;
+    const { reply } = await c.send('hello again');
+    expect(sys.model.requests.slice(before).map((r) => isSummary(r.body))).toEqual([true]);
+    expect(reply).toBe(capMessage('$6.00', '$5.00'));
+    expect(await c.rows()).toEqual([{ task: 'turn', cost_usd: '3.000000' }, { task: 'hygiene_compression', cost_usd: '3.000000' }]);
+  });
+
+  it('a summary is not sent once the cap is reached: the digest stands in for it', async () => {
+    const c = await cappedConversation('digest-only', 24, { spendCaps: { agent: { dailyUsd: 3 } } }); // "start" alone reaches it
+    const before = sys.model.requests.length;
+    expect((await c.send('/compress')).reply).toMatch(/into an automatic digest \(the summary call failed, was refused by a spend cap, or is cooling down\)\.$/);
+    expect(sys.model.requests.length).toBe(before);
+    expect(await c.rows()).toEqual([{ task: 'turn', cost_usd: '3.000000' }]);
+  });
+});
+
+describe('models without a known price under a cap', () => {
+  const unpriced = () => ({ provider: 'openai' as const, model: 'gpt-test', baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' } });
+
+  it('are refused before the call with a message saying to set pricing — the primary or a fallback', async () => {
+    const primary = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'unpriced' }, model: unpriced(), spendCaps: { user: { monthlyUsd: 10 } } });
+    const before = sys.model.requests.length;
+    const { a, reply } = await say(primary, 'agent:default/unpriced:api:dm:u1', 'hello');
+    expect(a.outcome).toBe('failed');
+    expect(reply).toBe('Sorry — I did not call the model: this agent has a spend cap, and the model "gpt-test" has no known price, so its spend could not be counted. An operator needs to set spec.model.pricing in the Profile (USD per million tokens), or allow unpriced models with spendCaps.allowUnpriced: true.');
+    const fallback = await createTestAgent(sys.rt, sys.model.baseURL, {
+      agent: { namespace: 'default', name: 'unpriced-fallback' }, model: priced(), fallbackModels: [{ ...unpriced(), model: 'mystery-1' }], spendCaps: { agent: { dailyUsd: 10 } },
+    });
+    expect((await say(fallback, 'agent:default/unpriced-fallback:api:dm:u1', 'hello')).reply)
+      .toMatch(/the model "mystery-1" has no known price.*set pricing on that fallback model \(spec\.fallbackModels\[\]\) in the Profile/);
+    expect(sys.model.requests.length).toBe(before);
+  });
+
+  it('run when the Profile says so (spendCaps.allowUnpriced), and without a cap', async () => {
+    const allowed = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'unpriced-ok' }, model: unpriced(), spendCaps: { agent: { dailyUsd: 1 }, allowUnpriced: true } });
+    expect((await say(allowed, 'agent:default/unpriced-ok:api:dm:u1', 'hello')).a.outcome).toBe('completed');
+    expect((await say(allowed, 'agent:default/unpriced-ok:api:dm:u1', 'routed: reported')).a.outcome).toBe('completed'); // $0.43 reported
+    // The reported charge counts: $0.43 of $1; an unreported one cannot (a local endpoint: included, $0).
+    const { rows } = await sys.rt.db.pool.query<{ cost_status: string; cost_usd: string }>(`SELECT cost_status, cost_usd FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [allowed]);
+    expect(rows).toEqual([{ cost_status: 'included', cost_usd: '0.000000' }, { cost_status: 'actual', cost_usd: '0.432100' }]);
+    const uncapped = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'unpriced-free' }, model: unpriced() });
+    expect((await say(uncapped, 'agent:default/unpriced-free:api:dm:u1', 'hello')).a.outcome).toBe('completed');
+  });
+});
+

@@ -31,6 +31,7 @@ describe.skipIf(skipKubeLoudly('operator CRD tests', kubeAvailable()))('hermes.d
   it('accepts good objects and fills in the defaults', async () => {
     for (const obj of [agent('good', { api: { keys: [{ secretKeyRef: { name: 's', key: 'k' } }, { env: 'KEY' }] } }),
       profile('good', { fallbackModels: [{ provider: 'anthropic', model: 'claude' }] }),
+      profile('envkey', { model: { provider: 'openai', model: 'gpt-4o-mini', apiKey: { env: 'OPENAI_API_KEY' } } }),
       profile('fromconfigmaps', { personaFrom: { configMapKeyRef: { name: 'prompt', key: 'persona.md' } }, contextFiles: [{ name: 'AGENTS.md', contentFrom: { configMapKeyRef: { name: 'prompt', key: 'AGENTS.md', optional: true } } }, { name: 'CLAUDE.md', content: 'Prefer tables.' }] }),
       skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
       const r = await apply(obj);
@@ -45,6 +46,8 @@ describe.skipIf(skipKubeLoudly('operator CRD tests', kubeAvailable()))('hermes.d
     ['a secret value with two sources', agent('twosources', { api: { keys: [{ env: 'K', secretKeyRef: { name: 's', key: 'k' } }] } }), 'set exactly one source of the secret value'],
     ['a fallback model without provider', profile('nofallbackprovider', { fallbackModels: [{ model: 'm' }] }), 'each fallback model needs provider and model'],
     ['a fallback model without model', profile('nofallbackmodel', { fallbackModels: [{ provider: 'openai' }] }), 'each fallback model needs provider and model'],
+    ['an API key from env sent to the Profile\'s baseURL', profile('envkeyurl', { model: { provider: 'openai-compatible', model: 'm', baseURL: 'https://models.example/v1', apiKey: { env: 'OPENAI_API_KEY' } } }), 'an API key from env is only sent to the provider\'s default endpoint'],
+    ['an extra fallback key from env with a baseURL', profile('envfallbackurl', { fallbackModels: [{ provider: 'openai', model: 'm', baseURL: 'https://models.example/v1', extraApiKeys: [{ env: 'K' }] }] }), 'an API key from env is only sent to the provider\'s default endpoint'],
     ['persona together with personaFrom', profile('twopersonas', { persona: 'Hi.', personaFrom: { configMapKeyRef: { name: 'c', key: 'k' } } }), 'set persona or personaFrom, not both'],
     ['a context file with content and contentFrom', profile('twocontents', { contextFiles: [{ name: 'AGENTS.md', content: 'a', contentFrom: { configMapKeyRef: { name: 'c', key: 'k' } } }] }), 'each context file needs exactly one of content or contentFrom'],
     ['a context file with neither', profile('nocontent', { contextFiles: [{ name: 'AGENTS.md' }] }), 'each context file needs exactly one of content or contentFrom'],

@@ -24,6 +24,12 @@ describe('crds/ is generated from the zod API', () => {
     const profile = (fallback: unknown) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'm' }, fallbackModels: [fallback] } });
     expect(profile({ provider: 'openai', model: 'm2' }).success).toBe(true);
     expect(profile({ model: 'm2' }).error?.issues[0]?.message).toMatch(/needs provider and model/);
+    // A key from the environment goes only where the install points, never to a Profile's baseURL.
+    const envKeyTo = (baseURL?: string) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'm', apiKey: { env: 'OPENAI_API_KEY' }, ...(baseURL ? { baseURL } : {}) } } });
+    expect(envKeyTo().success).toBe(true);
+    expect(envKeyTo('https://models.example/v1').error?.issues[0]?.message).toMatch(/API key from env is only sent to the provider's default endpoint/);
+    expect(profile({ provider: 'openai', model: 'm2', baseURL: 'https://models.example/v1', extraApiKeys: [{ env: 'K' }] }).error?.issues[0]?.message).toMatch(/API key from env is only sent/);
+    expect(profile({ provider: 'openai', model: 'm2', baseURL: 'https://models.example/v1', apiKey: { secretKeyRef: { name: 's', key: 'k' } } }).success).toBe(true);
     const skill = (name: string, description: string) => skillSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Skill', metadata: meta, spec: { name, description, body: 'b' } });
     expect(skill('ok', 'Does a thing.').success).toBe(true);
     expect(skill('a'.repeat(65), 'd').error?.issues[0]?.message).toMatch(/name must be at most 64/);

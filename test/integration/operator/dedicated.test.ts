@@ -1,6 +1,6 @@
 // runtime: dedicated — the Agent's own gateway and worker Deployments, Service and ServiceAccount,
 // owned by the Agent, secure by default, drift corrected, removed when switching back to shared.
-import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { loadConfig } from '../../../services/core/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -37,6 +37,8 @@ describe.skipIf(skipKubeLoudly('operator dedicated runtime tests', kubeAvailable
       expect(c.command).toEqual(['node', 'bin/hermes.js', part]);
       expect(c.securityContext).toMatchObject({ runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
       expect(d.spec!.template.spec!.serviceAccountName).toBe('hermes-solo');
+      // Only the worker gets a token: it reads its Profile's Secrets from the API (HERMES_SECRETS_SOURCE=kubernetes).
+      expect(d.spec!.template.spec!.automountServiceAccountToken).toBe(part === 'worker');
       // Both answer probes on their http port (gateway 8080, worker 8081: HERMES_WORKER_PORT's default).
       expect(c.ports).toEqual([{ name: 'http', containerPort: part === 'gateway' ? 8080 : 8081, protocol: 'TCP' }]);
       expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
@@ -48,6 +50,11 @@ describe.skipIf(skipKubeLoudly('operator dedicated runtime tests', kubeAvailable
     const svc = await core.readNamespacedService({ namespace: ns, name: 'hermes-solo' });
     expect(svc.spec?.selector).toEqual({ 'hermes.dev/agent': 'solo', 'app.kubernetes.io/component': 'gateway' });
     expect((await core.readNamespacedServiceAccount({ namespace: ns, name: 'hermes-solo' })).metadata?.ownerReferences?.[0]?.name).toBe('solo');
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    const binding = await rbac.readNamespacedRoleBinding({ namespace: ns, name: 'hermes-solo-secrets' });
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'hermes-worker' });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'hermes-solo', namespace: ns }]);
+    expect(binding.metadata?.ownerReferences?.[0]?.name).toBe('solo');
 
     // Drift: someone scales the worker to 0 and swaps the image; the operator puts them back.
     await kubectlOk(plane.cp, ['-n', ns, 'patch', 'deployment', 'hermes-solo-worker', '--type=merge', '-p',
@@ -60,6 +67,7 @@ describe.skipIf(skipKubeLoudly('operator dedicated runtime tests', kubeAvailable
     await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], manifest('shared'));
     await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: ns })).items.length === 0, { what: 'the dedicated Deployments to be deleted' });
     await waitFor(async () => (await core.listNamespacedService({ namespace: ns })).items.length === 0, { what: 'the Service to be deleted' });
+    await waitFor(async () => (await rbac.listNamespacedRoleBinding({ namespace: ns })).items.length === 0, { what: 'the RoleBinding to be deleted' });
     const shared = await waitForCondition(kc, 'agents', ns, 'solo', { type: 'Ready', status: 'True' });
     expect(shared.status?.url).toBe(`http://gateway.test:8080/v1/agents/${ns}/solo/messages`);
   });

@@ -40,7 +40,7 @@ function spawnWorker(): ChildProcess {
   const env = {
     PATH: process.env.PATH, DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, HERMES_QUEUE_PREFIX: c.HERMES_QUEUE_PREFIX,
     HERMES_HEARTBEAT_SECONDS: '1', HERMES_INSTANCE_TTL_SECONDS: '3', HERMES_LEASE_TTL_SECONDS: '600', HERMES_LEASE_RENEW_SECONDS: '1',
-    HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_WORKER_PORT: '0',
+    HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_WORKER_PORT: '0',
   };
   const p = spawn(process.execPath, [bin, 'worker'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
   return p;

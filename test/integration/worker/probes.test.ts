@@ -52,7 +52,7 @@ describe('worker probes and metrics', () => {
     worker = spawn(process.execPath, [bin, 'worker'], {
       env: {
         PATH: process.env.PATH, DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, HERMES_QUEUE_PREFIX: c.HERMES_QUEUE_PREFIX,
-        HERMES_HOST: '127.0.0.1', HERMES_WORKER_PORT: String(port), HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SHUTDOWN_GRACE_SECONDS: '60',
+        HERMES_HOST: '127.0.0.1', HERMES_WORKER_PORT: String(port), HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_SHUTDOWN_GRACE_SECONDS: '60',
       },
       stdio: ['ignore', 'inherit', 'inherit'],
     });

@@ -49,7 +49,7 @@ function spawnWorker(graceSeconds: number): ChildProcess {
   const p = spawn(process.execPath, [bin, 'worker'], {
     env: {
       PATH: process.env.PATH, DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, HERMES_QUEUE_PREFIX: c.HERMES_QUEUE_PREFIX,
-      HERMES_SHUTDOWN_GRACE_SECONDS: String(graceSeconds), HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_WORKER_PORT: '0',
+      HERMES_SHUTDOWN_GRACE_SECONDS: String(graceSeconds), HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_WORKER_PORT: '0',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
