@@ -34,16 +34,23 @@ export function openDb(databaseUrl: string, opts: { max?: number; applicationNam
     prisma,
     async tx(fn) {
       const client = await pool.connect();
+      // A checked-out client has no error listener of the pool's: a connection that dies between
+      // two statements (Postgres restarting) would throw its 'error' event at the process. Note
+      // it instead; the statement in flight fails, and the broken client is destroyed, not reused.
+      let broken: Error | undefined;
+      const onError = (err: Error) => { broken = err; };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const out = await fn(client);
         await client.query('COMMIT');
         return out;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        if (!broken) await client.query('ROLLBACK').catch(() => undefined);
         throw err;
       } finally {
-        client.release();
+        client.off('error', onError);
+        client.release(broken);
       }
     },
     async close() {
