@@ -12,6 +12,7 @@ export * from './config-listener.js';
 export * from './agents.js';
 export * from './sweeper.js';
 export * from './health.js';
+export * from './metrics-server.js';
 export * from './ledger/instances.js';
 export * from './ledger/leases.js';
 export * from './ledger/messages.js';
