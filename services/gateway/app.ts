@@ -30,6 +30,8 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   app.setErrorHandler((err, request, reply) => {
     const apiError = toApiError(err, request, config.HERMES_MAX_BODY_BYTES);
     if (apiError.code === 'HERMES_CLIENT_CLOSED_REQUEST') request.log.info({ reason: (err as Error).message }, 'Client went away before the answer');
+    // Expected while Postgres restarts: one line per request without a stack, not an error flood.
+    else if (apiError.code === 'HERMES_STORE_UNAVAILABLE') request.log.warn({ code: apiError.code, reason: (err as Error).message }, 'Request refused: Postgres unavailable');
     else if (apiError.status >= 500) request.log.error({ err, code: apiError.code }, 'Request failed');
     else request.log.info({ code: apiError.code, reason: apiError.message }, 'Request refused');
     return sendApiError(reply, request, apiError);

@@ -141,6 +141,45 @@ describe('listener path cut (Postgres itself up)', () => {
   });
 });
 
+describe('a half-open listener path', () => {
+  let database: TestDatabase;
+  let db: Db;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = openDb(database.url);
+  });
+  afterAll(async () => {
+    await db?.close();
+    await database?.drop();
+  });
+
+  it('is noticed by the ping, and the listener reconnects', async () => {
+    const target = new URL(database.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    open.push(proxy);
+    const u = new URL(database.url);
+    u.hostname = '127.0.0.1';
+    u.port = String(proxy.port);
+    const timers = manualTimers();
+    const tuning = { timers, initialBackoffMs: 100, maxBackoffMs: 1_600, connectTimeoutMs: 777_777, pingMs: 888_888, pingTimeoutMs: 999_999, random: () => 0.5 };
+    const cache = new AgentCache(db, u.toString(), { listener: tuning });
+    open.push(cache);
+    await cache.start();
+    expect(cache.listening).toBe(true);
+
+    proxy.mode = 'stall'; // the connection stays open but nothing goes through: NOTIFYs would be lost silently
+    expect(timers.fireNext((t) => t.ms === tuning.pingMs)).toBe(true);
+    await eventually(() => timers.pending.some((t) => t.ms === tuning.pingTimeoutMs), 'the ping sent and its deadline armed');
+    expect(timers.fireNext((t) => t.ms === tuning.pingTimeoutMs)).toBe(true);
+    expect(cache.listening).toBe(false);
+
+    proxy.mode = 'forward';
+    expect(timers.fireNext((t) => t.ms === 75)).toBe(true); // the one reconnect
+    await eventually(() => cache.listening, 'listening again');
+    await eventually(async () => (await listenerConnections(database.url, database.name)) === 1, 'one listener connection');
+  });
+});
+
 describe('backoffDelay', () => {
   it('doubles up to the cap and keeps half of it fixed', () => {
     const at = (attempt: number, r: number) => backoffDelay(attempt, 250, 10_000, () => r);
