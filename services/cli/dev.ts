@@ -130,7 +130,7 @@ export const devCommand = new Command('dev')
     say(`  OpenAI base:    ${gw.url}/v1   (model "${first}")`);
     say(`  models:         curl -H "Authorization: Bearer ${apiKey}" ${gw.url}/v1/models`);
     say(`  send a message: curl -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' -d '{"content":"hello"}' ${gw.url}/v1/agents/${first}/messages`);
-    say(`  metrics:        ${gw.url}/metrics     health: ${gw.url}/readyz`);
+    say(`  metrics:        ${gw.metricsUrl ?? gw.url}/metrics     health: ${gw.url}/readyz`);
     for (const name of keyless) {
       say(`  note: ${name} does not take this API key (its spec.api has no key from HERMES_DEV_API_KEY); add \`keys: [{ env: HERMES_DEV_API_KEY }]\` under spec.api to call it over HTTP.`);
     }

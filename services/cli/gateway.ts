@@ -17,6 +17,7 @@ export async function startGatewayOn(rt: Runtime): Promise<RunningGateway> {
   const gw = await startGateway({ ...rt, redis: producer, subscriber, queues });
   return {
     url: gw.url,
+    ...(gw.metricsUrl ? { metricsUrl: gw.metricsUrl } : {}),
     async close() {
       await gw.close();
       await queues.close();
@@ -32,7 +33,7 @@ export const gatewayCommand = new Command('gateway')
     const rt = await openRuntime('gateway');
     await registerInstance(rt.db.pool, 'gateway');
     const gw = await startGatewayOn(rt);
-    rt.log.info({ url: gw.url }, 'Gateway listening');
+    rt.log.info({ url: gw.url, metricsUrl: gw.metricsUrl ?? `${gw.url}/metrics` }, 'Gateway listening');
     onShutdown(rt.log, async () => {
       await gw.close();
       await rt.close();

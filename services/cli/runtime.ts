@@ -24,7 +24,7 @@ export async function openResources(config: Config, component: string): Promise<
   const db = openDb(config.DATABASE_URL, { applicationName: `hermes-${component}`, queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000 });
   const redis = connectRedis(config.REDIS_URL);
   const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
-  const agents = new AgentCache(db, config.DATABASE_URL);
+  const agents = new AgentCache(db, config.DATABASE_URL, { log, metrics });
   await agents.start();
   return {
     config, db, redis, queues, agents, log, metrics,

@@ -1,9 +1,11 @@
 // Compiled agent revisions in Postgres: written by the compile step (operator or `hermes dev`),
 // announced with NOTIFY so running gateways and workers switch without a restart.
 import { createHash } from 'node:crypto';
-import pg from 'pg';
 import type { Db, Sql } from './db.js';
 import { compiledAgentSchema, type CompiledAgent } from './compiled.js';
+import { ConfigListener, type ListenerTuning } from './config-listener.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
 
 export const configChannel = 'hermes_config';
 
@@ -69,68 +71,125 @@ export async function listAgents(sql: Sql): Promise<AgentRecord[]> {
   return rows;
 }
 
+/** Which enabled agents (`namespace/name`) accept each API key hash. */
+async function loadKeyIndex(sql: Sql): Promise<Map<string, Set<string>>> {
+  const { rows } = await sql.query<{ agent: string; hash: string }>(
+    `SELECT a.namespace || '/' || a.name AS agent, k.hash
+     FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id
+     CROSS JOIN LATERAL jsonb_array_elements_text(COALESCE(r.compiled->'api'->'keySha256', '[]'::jsonb)) AS k(hash)
+     WHERE (r.compiled->'api'->>'enabled')::boolean`,
+  );
+  const index = new Map<string, Set<string>>();
+  for (const { agent, hash } of rows) {
+    let agents = index.get(hash);
+    if (!agents) index.set(hash, (agents = new Set()));
+    agents.add(agent);
+  }
+  return index;
+}
+
+export interface AgentCacheOptions {
+  log?: Logger;
+  /** Counts listener reconnects (hermes_config_listener_reconnects_total). */
+  metrics?: Pick<Metrics, 'configListenerReconnects'>;
+  /** Reconnect backoff, ping and timers of the config listener (tests inject timers). */
+  listener?: Partial<ListenerTuning>;
+}
+
+export interface AgentCacheSize {
+  names: number;
+  ids: number;
+  /** Distinct key hashes in the key index (0 until it is first needed). */
+  keys: number;
+}
+
 /**
- * A read-through cache of current revisions, invalidated by NOTIFY on `hermes_config`. A lost
- * listener connection clears the cache and reconnects, so a missed NOTIFY never serves stale
- * config for long.
+ * A read-through cache of current revisions, invalidated by NOTIFY on `hermes_config` (one
+ * listener connection, see config-listener.ts). It is emptied when the listener loses its
+ * connection and again once it is back, so a NOTIFY missed meanwhile never leaves stale config.
+ *
+ * Only what exists is cached: a lookup that finds no agent is forgotten at once, so the cache is
+ * bounded by the real agents whatever names callers send. Callers that authenticate first ask
+ * `agentsForKey` (an index of key hash → agents, bounded by the real keys) and look a name up
+ * only when the key is one of that agent's.
  */
 export class AgentCache {
   private byName = new Map<string, Promise<AgentRecord | undefined>>();
   private byId = new Map<string, Promise<AgentRecord | undefined>>();
-  private listener: pg.Client | undefined;
-  private closed = false;
+  private keyIndex: Promise<Map<string, Set<string>>> | undefined;
+  private keyCount = 0;
+  private readonly listener: ConfigListener;
 
-  constructor(private readonly db: Db, private readonly databaseUrl: string) {}
-
-  async start(): Promise<void> {
-    if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'hermes-config-listener' });
-    client.on('notification', () => this.clear());
-    client.on('error', () => this.reconnect(client));
-    client.on('end', () => this.reconnect(client));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${configChannel}`);
-      this.listener = client;
-    } catch {
-      this.reconnect(client);
-    }
+  constructor(private readonly db: Db, databaseUrl: string, opts: AgentCacheOptions = {}) {
+    this.listener = new ConfigListener({
+      databaseUrl,
+      channel: configChannel,
+      applicationName: 'hermes-config-listener',
+      onNotify: () => this.clear(),
+      onResync: () => this.clear(),
+      onReconnected: () => opts.metrics?.configListenerReconnects.inc(),
+      ...(opts.log ? { log: opts.log } : {}),
+      ...(opts.listener ? { tuning: opts.listener } : {}),
+    });
   }
 
-  private reconnect(client: pg.Client): void {
-    this.clear();
-    if (this.listener === client) this.listener = undefined;
-    if (!this.closed) setTimeout(() => void this.start(), 1_000).unref();
+  /** Opens the listener connection (retrying in the background when Postgres is down). */
+  start(): Promise<void> {
+    return this.listener.start();
+  }
+
+  /** True while the config listener has LISTEN in place. */
+  get listening(): boolean {
+    return this.listener.listening;
   }
 
   clear(): void {
     this.byName.clear();
     this.byId.clear();
+    this.keyIndex = undefined;
+    this.keyCount = 0;
+  }
+
+  /** Entries held, for tests and metrics. */
+  get size(): AgentCacheSize {
+    return { names: this.byName.size, ids: this.byId.size, keys: this.keyCount };
+  }
+
+  /** Looks `key` up through `map`, keeping the answer only when an agent was found. */
+  private cached(map: Map<string, Promise<AgentRecord | undefined>>, key: string, load: () => Promise<AgentRecord | undefined>): Promise<AgentRecord | undefined> {
+    const hit = map.get(key);
+    if (hit) return hit;
+    const loading = load().then(
+      (found) => { if (!found && map.get(key) === loading) map.delete(key); return found; },
+      (err: unknown) => { if (map.get(key) === loading) map.delete(key); throw err; },
+    );
+    map.set(key, loading);
+    return loading;
   }
 
   get(namespace: string, name: string): Promise<AgentRecord | undefined> {
-    const key = `${namespace}/${name}`;
-    let hit = this.byName.get(key);
-    if (!hit) {
-      hit = findAgent(this.db.pool, namespace, name).catch((err) => { this.byName.delete(key); throw err; });
-      this.byName.set(key, hit);
-    }
-    return hit;
+    return this.cached(this.byName, JSON.stringify([namespace, name]), () => findAgent(this.db.pool, namespace, name));
   }
 
   getById(agentId: string): Promise<AgentRecord | undefined> {
-    let hit = this.byId.get(agentId);
-    if (!hit) {
-      hit = findAgentById(this.db.pool, agentId).catch((err) => { this.byId.delete(agentId); throw err; });
-      this.byId.set(agentId, hit);
+    return this.cached(this.byId, agentId, () => findAgentById(this.db.pool, agentId));
+  }
+
+  /** The agents (`namespace/name`) with the API platform enabled that accept the key with this sha256. */
+  async agentsForKey(keyHash: string): Promise<ReadonlySet<string>> {
+    let index = this.keyIndex;
+    if (!index) {
+      const loading = loadKeyIndex(this.db.pool);
+      this.keyIndex = index = loading;
+      loading.then(
+        (loaded) => { if (this.keyIndex === loading) this.keyCount = loaded.size; },
+        () => { if (this.keyIndex === loading) this.keyIndex = undefined; },
+      );
     }
-    return hit;
+    return (await index).get(keyHash) ?? new Set();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    const l = this.listener;
-    this.listener = undefined;
-    await l?.end().catch(() => undefined);
+    await this.listener.stop();
   }
 }

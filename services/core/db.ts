@@ -48,7 +48,12 @@ export function openDb(databaseUrl: string, opts: DbOptions = {}): Db {
     prisma,
     async tx(fn) {
       const client = await pool.connect();
-      let broken = false;
+      // A checked-out client has no error listener of the pool's: a connection that dies between
+      // two statements (Postgres restarting) would throw its 'error' event at the process. Note
+      // it instead; the statement in flight fails, and the broken client is destroyed, not reused.
+      let broken: Error | undefined;
+      const onError = (err: Error) => { broken = err; };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const out = await fn(client);
@@ -56,10 +61,11 @@ export function openDb(databaseUrl: string, opts: DbOptions = {}): Db {
         return out;
       } catch (err) {
         // A connection that cannot even roll back (reset, timed out, half-open) is dropped, not pooled.
-        broken = !(await client.query('ROLLBACK').then(() => true, () => false));
+        if (!broken && !(await client.query('ROLLBACK').then(() => true, () => false))) broken = new Error('ROLLBACK failed');
         throw err;
       } finally {
-        client.release(broken || undefined);
+        client.off('error', onError);
+        client.release(broken);
       }
     },
     async close() {

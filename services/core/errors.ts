@@ -1,11 +1,14 @@
 // The error catalogue: stable codes, a message a user can act on, and the HTTP status.
+import pg from 'pg';
+
 export const errorCatalogue = {
   HERMES_BAD_JSON: { status: 400, message: 'The request body is not valid JSON.' },
   HERMES_BAD_REQUEST: { status: 400, message: 'The request is invalid.' },
   HERMES_UNAUTHENTICATED: { status: 401, message: 'Missing or malformed API key: send "Authorization: Bearer <key>".' },
   HERMES_FORBIDDEN: { status: 403, message: 'This API key may not use this agent.' },
-  HERMES_AGENT_NOT_FOUND: { status: 404, message: 'No such agent.' },
+  HERMES_AGENT_NOT_FOUND: { status: 404, message: 'No such agent for this API key.' },
   HERMES_ADMISSION_NOT_FOUND: { status: 404, message: 'No such admission.' },
+  HERMES_TOO_MANY_WAITS: { status: 429, message: 'Too many replies and event streams are waiting for this API key at once.' },
   HERMES_PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   HERMES_UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send Content-Type: application/json.' },
   HERMES_STORE_UNAVAILABLE: { status: 503, message: 'The ledger (Postgres) is unavailable; nothing was accepted. Retry later.' },
@@ -14,6 +17,8 @@ export const errorCatalogue = {
   HERMES_TURN_INTERRUPTED: { status: 502, message: 'The turn was interrupted when the process running it stopped, and it was not run again because it may already have had effects.' },
   HERMES_ROUTE_NOT_FOUND: { status: 404, message: 'No such route.' },
   HERMES_GATEWAY_CLOSING: { status: 503, message: 'The gateway is shutting down; the message stays accepted and its reply will still be recorded. Follow it again on another replica.' },
+  HERMES_METRICS_UNAUTHENTICATED: { status: 401, message: '/metrics needs "Authorization: Bearer <token>" with the token set in HERMES_METRICS_TOKEN.' },
+  HERMES_CLIENT_CLOSED_REQUEST: { status: 499, message: 'The client closed the connection before the request was answered.' },
   HERMES_INTERNAL: { status: 500, message: 'Internal error.' },
 } as const;
 
@@ -28,10 +33,27 @@ export class HermesError extends Error {
   }
 }
 
-/** Postgres unreachable or shutting down (connection refused, terminated, cannot connect now). */
+/**
+ * SQLSTATEs meaning the server cannot serve us now: class 08 (connection exception), 57P01–57P03
+ * (admin shutdown, crash shutdown, cannot connect now), 53300 (too many connections).
+ */
+const unavailableStates = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
+/** Socket errors of the driver's own connection (system errors carry `syscall`). */
+const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+/** What pg and pg-pool throw when they have no usable connection. */
+const driverMessages = /timeout exceeded when trying to connect|Connection terminated|is not queryable|Cannot use a pool after calling end|Client was closed|Query read timeout/i;
+
+/**
+ * Postgres unreachable or shutting down: a pg/pg-pool error, never a client's. An error with an
+ * HTTP `statusCode` below 500 is the caller's doing (fastify's "aborted" upload is ECONNRESET with
+ * statusCode 400), whatever its code.
+ */
 export function isStoreUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | undefined;
-  if (!e) return false;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '53300'].includes(e.code)) return true;
-  return /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED|Query read timeout/i.test(e.message ?? '');
+  if (!err || typeof err !== 'object') return false;
+  const e = err as { code?: unknown; message?: unknown; statusCode?: unknown; syscall?: unknown };
+  if (typeof e.statusCode === 'number' && e.statusCode < 500) return false;
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (err instanceof pg.DatabaseError) return unavailableStates.test(code);
+  if (typeof e.syscall === 'string' && socketCodes.has(code)) return true;
+  return typeof e.message === 'string' && driverMessages.test(e.message);
 }

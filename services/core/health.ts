@@ -1,19 +1,29 @@
-// Readiness checks shared by every process that answers probes (gateway, worker): Postgres and
-// Redis must answer within a short timeout; a failure names the dependency and the error.
+// Readiness checks shared by every process that answers probes (gateway, worker, operator):
+// Postgres and Redis must answer within a short timeout. A failure names the dependency and a
+// public reason only; the driver's text (hosts, ports, users) goes to the log, never the answer.
 import type { Redis } from 'ioredis';
 import type { Db } from './db.js';
+import type { Logger } from './logger.js';
 
 export interface CheckResult { ok: boolean; error?: string }
 
-/** Runs `probe`, failing it when it does not answer within `timeoutMs`. */
-export async function checkWithin(probe: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
+/**
+ * Runs `probe`, failing it when it throws or does not answer within `timeoutMs`. The result says
+ * only "no answer within N ms" or "failed"; `onError` receives the cause (to log it).
+ */
+export async function checkWithin(probe: () => Promise<unknown>, timeoutMs: number, onError?: (err: unknown) => void): Promise<CheckResult> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs); });
+  const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), timeoutMs); });
   try {
-    await Promise.race([probe(), late]);
+    const outcome = await Promise.race([probe(), late]);
+    if (outcome === 'late') {
+      onError?.(new Error(`no answer within ${timeoutMs} ms`));
+      return { ok: false, error: `no answer within ${timeoutMs} ms` };
+    }
     return { ok: true };
   } catch (err) {
-    return { ok: false, error: (err as Error).message };
+    onError?.(err);
+    return { ok: false, error: 'failed (the cause is in the process log)' };
   } finally {
     clearTimeout(timer);
   }
@@ -32,11 +42,12 @@ export function summarizeChecks(checks: Record<string, CheckResult>): Readiness 
   return { ready: failed.length === 0, checks, failed };
 }
 
-/** Postgres and Redis checks plus any process-specific ones (e.g. "shutting down"). */
-export async function readiness(deps: { db: Db; redis: Redis }, timeoutMs: number, extra: Record<string, CheckResult> = {}): Promise<Readiness> {
+/** Postgres and Redis checks plus any process-specific ones (e.g. "shutting down"); failures are logged with their cause. */
+export async function readiness(deps: { db: Db; redis: Redis; log?: Logger }, timeoutMs: number, extra: Record<string, CheckResult> = {}): Promise<Readiness> {
+  const logAs = (dependency: string) => (err: unknown) => deps.log?.warn({ err, dependency }, `Readiness check of ${dependency} failed`);
   const [postgres, redis] = await Promise.all([
-    checkWithin(() => deps.db.pool.query('select 1'), timeoutMs),
-    checkWithin(() => deps.redis.ping(), timeoutMs),
+    checkWithin(() => deps.db.pool.query('select 1'), timeoutMs, logAs('postgres')),
+    checkWithin(() => deps.redis.ping(), timeoutMs, logAs('redis')),
   ]);
   return summarizeChecks({ postgres, redis, ...extra });
 }

@@ -14,6 +14,9 @@ export interface Metrics {
   recoveredUnknown: Counter;
   httpRequests: Counter<'route' | 'status'>;
   oldestPendingDeliverySeconds: Gauge;
+  configListenerReconnects: Counter;
+  followedAdmissions: Gauge;
+  admissionPolls: Counter;
 }
 
 export function createMetrics(component: string): Metrics {
@@ -35,5 +38,8 @@ export function createMetrics(component: string): Metrics {
     recoveredUnknown: new Counter({ name: 'hermes_recovered_unknown_total', help: 'Started admissions of dead owners settled as unknown.', registers: r }),
     httpRequests: new Counter({ name: 'hermes_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers: r }),
     oldestPendingDeliverySeconds: new Gauge({ name: 'hermes_delivery_oldest_pending_seconds', help: 'Age of the oldest undelivered obligation.', registers: r }),
+    followedAdmissions: new Gauge({ name: 'hermes_gateway_followed_admissions', help: 'Admissions the gateway follows now for waiting requests and event streams (one status poll covers them all).', registers: r }),
+    admissionPolls: new Counter({ name: 'hermes_gateway_admission_polls_total', help: 'Statements the gateway ran to poll followed admissions (one per tick for all of them).', registers: r }),
+    configListenerReconnects: new Counter({ name: 'hermes_config_listener_reconnects_total', help: 'Times the config listener (LISTEN hermes_config) reconnected to Postgres after losing its connection.', registers: r }),
   };
 }

@@ -3,15 +3,15 @@
 // without failing the request: the outbox sweeper re-enqueues queued admissions.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, enqueueTurn, getAdmission, parseControlCommand, publishSignal, recordSignal,
-  type Admitted, type AdmissionState, type AgentRecord, type CallerMessage, type TraceCarrier,
+  admit, enqueueTurn, getAdmissionStatus, parseControlCommand, publishSignal, recordSignal,
+  type Admitted, type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type TraceCarrier,
 } from '../core/index.js';
 import type { Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
 
 export interface ApiMessage {
   content: string;
-  /** Caller-chosen user id; defaults to the key's id (`key:<first 12 hex of sha256(key)>`). */
+  /** Caller-chosen user id, within the key's own identity; defaults to the key itself. */
   userId?: string;
   userName?: string;
   /** Sub-key selecting one of the user's conversations. */
@@ -32,13 +32,27 @@ export interface ApiAdmission {
 /** Keeps caller-chosen segments from forging extra `:`-separated key parts. */
 const segment = (s: string) => s.replace(/%/g, '%25').replace(/:/g, '%3A');
 
-export const defaultUserId = (caller: Caller) => `key:${caller.keyId}`;
+/**
+ * Who is speaking on the API platform, as stored in `users.platform_user_id`: every identity lives
+ * under its key, so keys are isolation boundaries. The key itself is `k:<keyId>`; a caller-chosen
+ * user id is `k:<keyId>:u:<id>`, the id escaped like every caller-chosen part. The two encodings
+ * have different numbers of `:` parts, and escaped parts hold no `:`, so no choice of user id or
+ * conversation by one key can produce another key's identity or session key.
+ */
+export function callerIdentity(caller: Caller, userId?: string): string {
+  return userId === undefined ? `k:${caller.keyId}` : `k:${caller.keyId}:u:${segment(userId)}`;
+}
 
-/** `agent:<ns>/<name>:api:dm:<userId>[:<conversation>]`. */
+/** `agent:<ns>/<name>:api:dm:<caller identity>[:<conversation>]`. */
 export function apiSessionKey(agent: AgentRecord, caller: Caller, userId?: string, conversation?: string): string {
   const { namespace, name } = agent.compiled.agent;
-  const user = userId === undefined ? defaultUserId(caller) : segment(userId);
-  return `agent:${namespace}/${name}:api:dm:${user}${conversation === undefined ? '' : `:${segment(conversation)}`}`;
+  return `agent:${namespace}/${name}:api:dm:${callerIdentity(caller, userId)}${conversation === undefined ? '' : `:${segment(conversation)}`}`;
+}
+
+/** True when the admission was made with `caller`'s key (under any of its user ids). */
+export function admittedBy(admission: Pick<AdmissionStatus, 'platform' | 'callerId'>, caller: Caller): boolean {
+  const own = callerIdentity(caller);
+  return admission.platform === 'api' && admission.callerId !== null && (admission.callerId === own || admission.callerId.startsWith(`${own}:`));
 }
 
 export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, caller: Caller, msg: ApiMessage): Promise<ApiAdmission> {
@@ -47,7 +61,7 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
     agentId: agent.agentId,
     platform: 'api',
     sessionKey: apiSessionKey(agent, caller, msg.userId, msg.conversation),
-    user: { platformUserId: msg.userId ?? defaultUserId(caller), ...(msg.userName ? { displayName: msg.userName } : {}) },
+    user: { platformUserId: callerIdentity(caller, msg.userId), ...(msg.userName ? { displayName: msg.userName } : {}) },
     ...(msg.eventId !== undefined ? { eventId: `${caller.keyId}:${msg.eventId}` } : {}),
     content: msg.content,
     ...(msg.callerHistory ? { callerHistory: msg.callerHistory } : {}),
@@ -57,7 +71,7 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
   if (!admitted.duplicate) await signalRunningTurn(ctx, admitted, msg.content);
-  const state = admitted.duplicate ? (await getAdmission(db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
+  const state = admitted.duplicate ? (await getAdmissionStatus(db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
   return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
 }
 

@@ -1,6 +1,7 @@
 // The gateway's fastify app, without a listener (tests drive it with `app.inject()`; `startGateway`
 // listens). Wiring only: parsers, error shapes, hooks, routes, and what closing means.
 import Fastify, { type FastifyInstance } from 'fastify';
+import { registerClientGone } from './client-gone.js';
 import { createContext } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { HermesError } from '../core/index.js';
@@ -28,13 +29,17 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
 
   app.setErrorHandler((err, request, reply) => {
     const apiError = toApiError(err, request, config.HERMES_MAX_BODY_BYTES);
-    if (apiError.status >= 500) request.log.error({ err, code: apiError.code }, 'Request failed');
+    if (apiError.code === 'HERMES_CLIENT_CLOSED_REQUEST') request.log.info({ reason: (err as Error).message }, 'Client went away before the answer');
+    // Expected while Postgres restarts: one line per request without a stack, not an error flood.
+    else if (apiError.code === 'HERMES_STORE_UNAVAILABLE') request.log.warn({ code: apiError.code, reason: (err as Error).message }, 'Request refused: Postgres unavailable');
+    else if (apiError.status >= 500) request.log.error({ err, code: apiError.code }, 'Request failed');
     else request.log.info({ code: apiError.code, reason: apiError.message }, 'Request refused');
     return sendApiError(reply, request, apiError);
   });
   app.setNotFoundHandler((request, reply) =>
     sendApiError(reply, request, toApiError(new HermesError('HERMES_ROUTE_NOT_FOUND', `${request.method} ${request.url.split('?')[0]} is not a route of the Hermes gateway.`), request, config.HERMES_MAX_BODY_BYTES)));
 
+  registerClientGone(app);
   registerTracing(app);
   registerRequestMetrics(app, deps.metrics);
   registerHealthRoutes(app, ctx);

@@ -1,8 +1,12 @@
 // Bearer-key authentication for the API platform. Agents store only SHA-256 hashes of their keys
-// (compiled.api.keySha256); a request carries the key, we hash it and look for the hash.
-// Order: no/malformed key → 401; unknown agent → 404; key not accepted by this agent → 403
-// (401 on the OpenAI-compatible routes, see errors.ts). Comparing hashes of keys needs no
-// constant-time compare: the hash leaks nothing usable about the key.
+// (compiled.api.keySha256); a request carries the key, we hash it and look the hash up in the
+// agent cache's key index (key hash → agents that accept it) BEFORE any lookup by name, so
+// unauthenticated traffic never makes the gateway load or remember an agent.
+//   no/malformed key → 401; a key no agent accepts → 401;
+//   a key that is not one of this agent's (whether or not the agent exists, or has the API
+//   platform enabled) → 404, the same status and text in every case: the answer does not tell
+//   a caller which agents exist.
+// Comparing hashes of keys needs no constant-time compare: the hash leaks nothing usable about the key.
 import type { FastifyRequest } from 'fastify';
 import { HermesError, sha256, type AgentCache, type AgentRecord } from '../core/index.js';
 
@@ -28,11 +32,24 @@ export const acceptsKey = (agent: AgentRecord, caller: Caller) =>
 
 export const agentName = (agent: AgentRecord) => `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
 
+export const unknownKey = () => new HermesError('HERMES_UNAUTHENTICATED', 'No agent accepts this API key.');
+
+const noSuchAgent = (namespace: string, name: string) =>
+  new HermesError('HERMES_AGENT_NOT_FOUND', `No agent "${namespace}/${name}" accepts this key: check the namespace and name of the Agent resource, and that the key is one of its spec.api keys.`);
+
+/** The agents (`namespace/name`) that accept `caller`'s key; throws 401 when none does. */
+export async function usableAgents(agents: AgentCache, caller: Caller): Promise<ReadonlySet<string>> {
+  const usable = await agents.agentsForKey(caller.keyHash);
+  if (usable.size === 0) throw unknownKey();
+  return usable;
+}
+
 /** The agent `namespace/name` when `caller` may use it; throws the matching HermesError otherwise. */
 export async function authorizeAgent(agents: AgentCache, caller: Caller, namespace: string, name: string): Promise<AgentRecord> {
+  const usable = await usableAgents(agents, caller);
+  if (!usable.has(`${namespace}/${name}`)) throw noSuchAgent(namespace, name);
   const agent = await agents.get(namespace, name);
-  if (!agent) throw new HermesError('HERMES_AGENT_NOT_FOUND', `There is no agent "${namespace}/${name}" (check the namespace and name of the Agent resource).`);
-  if (!agent.compiled.api.enabled) throw new HermesError('HERMES_FORBIDDEN', `The API platform is disabled for agent "${namespace}/${name}" (spec.api.enabled).`);
-  if (!acceptsKey(agent, caller)) throw new HermesError('HERMES_FORBIDDEN', `The key ${caller.keyId}… is not one of agent "${namespace}/${name}"'s API keys.`);
+  // The index and the revision are read separately: check the key against the revision itself.
+  if (!agent || !acceptsKey(agent, caller)) throw noSuchAgent(namespace, name);
   return agent;
 }

@@ -1,17 +1,21 @@
-// The per-app state shared by routes: deps, the channel hub and waiter, and the shutdown signal
-// that ends long waits and streams when the app closes.
+// The per-app state shared by routes: deps, the channel hub, the status poller and waiter, the
+// per-key wait limit, and the shutdown signal that ends long waits and streams when the app closes.
 import { setMaxListeners } from 'node:events';
-import type { FastifyReply } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { HermesError } from '../core/index.js';
 import type { GatewayDeps } from './deps.js';
+import { StatusPoller } from './status-poller.js';
 import { ChannelHub } from './subscriber.js';
+import { WaitLimiter } from './wait-limit.js';
 import { TurnWaiter } from './waiter.js';
 
 export interface GatewayContext {
   deps: GatewayDeps;
   hub: ChannelHub;
+  poller: StatusPoller;
   waiter: TurnWaiter;
+  waits: WaitLimiter;
   /** Aborted (with a HermesError) when the app starts closing. */
   shutdown: AbortSignal;
   beginShutdown(): void;
@@ -29,15 +33,18 @@ function ownSubscriber(redis: Redis): Redis {
 export function createContext(deps: GatewayDeps): GatewayContext {
   const owned = deps.subscriber ? undefined : ownSubscriber(deps.redis);
   const hub = new ChannelHub(deps.subscriber ?? owned!, deps.log);
-  const waiter = new TurnWaiter({ db: deps.db, hub, prefix: deps.config.HERMES_QUEUE_PREFIX, log: deps.log, pollMs: deps.tuning?.pollMs ?? 500 });
+  const poller = new StatusPoller({ db: deps.db, log: deps.log, metrics: deps.metrics, pollMs: deps.tuning?.pollMs ?? 500 });
+  const waiter = new TurnWaiter({ db: deps.db, hub, poller, prefix: deps.config.HERMES_QUEUE_PREFIX, log: deps.log });
   const closing = new AbortController();
   // Every waiting request and stream listens for shutdown: hundreds at once is normal.
   setMaxListeners(0, closing.signal);
   return {
-    deps, hub, waiter,
+    deps, hub, poller, waiter,
+    waits: new WaitLimiter(deps.config.HERMES_MAX_WAITS_PER_KEY),
     shutdown: closing.signal,
     beginShutdown: () => closing.abort(new HermesError('HERMES_GATEWAY_CLOSING')),
     async close() {
+      poller.close();
       await hub.close();
       owned?.disconnect();
     },
@@ -51,18 +58,16 @@ export function admissionLinks(namespace: string, name: string, admissionId: str
 }
 
 /**
- * The signal a turn wait runs under: app shutdown, the client going away (`clientGone`, or the
- * reply's socket closing) and HERMES_REPLY_WAIT_SECONDS (→ 504, naming where to follow up).
+ * The signal a turn wait runs under: app shutdown, the client going away (`request.clientGone`,
+ * armed when the request arrived) and HERMES_REPLY_WAIT_SECONDS (→ 504, naming where to follow up).
  */
-export function waitSignal(ctx: GatewayContext, reply: FastifyReply, links: { self: string }, clientGone?: AbortSignal): { signal: AbortSignal; dispose(): void } {
+export function waitSignal(ctx: GatewayContext, request: FastifyRequest, links: { self: string }): { signal: AbortSignal; dispose(): void } {
   const deadline = new AbortController();
   const seconds = ctx.deps.config.HERMES_REPLY_WAIT_SECONDS;
   const timer = setTimeout(() => deadline.abort(new HermesError('HERMES_REPLY_TIMEOUT', `Waited ${seconds} s (HERMES_REPLY_WAIT_SECONDS). Follow it at ${links.self}.`)), seconds * 1_000);
   const combined = new AbortController();
-  const onClose = () => { if (!reply.raw.writableFinished) combined.abort(new Error('client disconnected')); };
-  reply.raw.once('close', onClose);
   // Composed by hand (not AbortSignal.any) so nothing stays attached to the long-lived shutdown signal.
-  const sources = [ctx.shutdown, deadline.signal, ...(clientGone ? [clientGone] : [])];
+  const sources = [ctx.shutdown, deadline.signal, request.clientGone];
   const follow = sources.map((s) => {
     const onAbort = () => combined.abort(s.reason);
     if (s.aborted) onAbort();
@@ -73,7 +78,6 @@ export function waitSignal(ctx: GatewayContext, reply: FastifyReply, links: { se
     signal: combined.signal,
     dispose() {
       clearTimeout(timer);
-      reply.raw.off('close', onClose);
       for (const stop of follow) stop();
     },
   };

@@ -42,10 +42,11 @@ export async function openGatewayDeps(config: Config): Promise<GatewayDeps & { c
   const redis = connectRedis(config.REDIS_URL, { failFast: true });
   const subscriber = connectRedis(config.REDIS_URL);
   const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
-  const agents = new AgentCache(db, config.DATABASE_URL);
+  const metrics = createMetrics('gateway');
+  const agents = new AgentCache(db, config.DATABASE_URL, { log, metrics });
   await agents.start();
   return {
-    config, db, redis, subscriber, queues, agents, log, metrics: createMetrics('gateway'),
+    config, db, redis, subscriber, queues, agents, log, metrics,
     async close() {
       await agents.close();
       await queues.close();

@@ -42,8 +42,13 @@ function fromFastify(err: { code?: string; statusCode?: number; message: string 
   return undefined;
 }
 
+/** The client hung up (mid-upload or while we waited): nobody reads the answer; not our failure. */
+export const clientWentAway = (request: FastifyRequest) =>
+  request.clientGone?.aborted === true || (request.raw.socket as { destroyed?: boolean } | undefined)?.destroyed === true;
+
 /** Maps anything thrown while serving `request` to the answer we give. */
 export function toApiError(err: unknown, request: FastifyRequest, maxBodyBytes: number): ApiError {
+  if (clientWentAway(request) && !(err instanceof HermesError && err.code === 'HERMES_GATEWAY_CLOSING')) return fromCatalogue('HERMES_CLIENT_CLOSED_REQUEST');
   if (err instanceof HermesError) return { status: err.status, code: err.code, message: err.message, extra: err.extra };
   if (err instanceof ZodError) {
     const { detail, issues } = describeIssues(err, 'body');
@@ -59,6 +64,7 @@ const openAiCodes: Partial<Record<ApiError['code'], string>> = {
   HERMES_UNAUTHENTICATED: 'invalid_api_key',
   HERMES_FORBIDDEN: 'invalid_api_key',
   HERMES_AGENT_NOT_FOUND: 'model_not_found',
+  HERMES_TOO_MANY_WAITS: 'rate_limit_exceeded',
 };
 
 function openAiType(status: number): string {

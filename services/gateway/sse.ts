@@ -1,7 +1,7 @@
 // Server-sent events on a hijacked fastify reply: headers at once, `event:`/`data:` frames,
-// a comment line as heartbeat (keeps proxies from timing the stream out), and one AbortSignal
-// that fires when the client goes away.
-import type { FastifyReply } from 'fastify';
+// a comment line as heartbeat (keeps proxies from timing the stream out), and the request's
+// AbortSignal that fires when the client goes away (armed when the request arrived).
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export interface SseOptions {
   /** Heartbeat comment interval. @defaultValue 15000 */
@@ -10,7 +10,7 @@ export interface SseOptions {
 }
 
 export interface SseStream {
-  /** Aborted when the client disconnects. */
+  /** Aborted when the client disconnects (the request's `clientGone`). */
   readonly clientGone: AbortSignal;
   /** One frame: `event: <name>` (when given) and `data: <json or string>`. */
   send(data: unknown, event?: string): void;
@@ -18,7 +18,7 @@ export interface SseStream {
   end(dropConnection?: boolean): void;
 }
 
-export function openSse(reply: FastifyReply, opts: SseOptions = {}): SseStream {
+export function openSse(request: FastifyRequest, reply: FastifyReply, opts: SseOptions = {}): SseStream {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -29,15 +29,12 @@ export function openSse(reply: FastifyReply, opts: SseOptions = {}): SseStream {
     ...opts.headers,
   });
   res.flushHeaders();
-  const gone = new AbortController();
   const heartbeat = setInterval(() => { if (!res.writableEnded) res.write(': keep-alive\n\n'); }, opts.heartbeatMs ?? 15_000);
   heartbeat.unref();
-  res.once('close', () => {
-    clearInterval(heartbeat);
-    if (!res.writableFinished) gone.abort(new Error('client disconnected'));
-  });
+  res.once('close', () => clearInterval(heartbeat));
+  if (res.destroyed) clearInterval(heartbeat);
   return {
-    clientGone: gone.signal,
+    clientGone: request.clientGone,
     send(data, event) {
       if (res.writableEnded || res.destroyed) return;
       const body = typeof data === 'string' ? data : JSON.stringify(data);

@@ -1,5 +1,7 @@
 // zod validation of request parts, failing with HERMES_BAD_REQUEST that names each bad field
-// (`body.content: Too small…`) so a caller can fix the request.
+// (`body.content: Too small…`) so a caller can fix the request. Every text field is checked for
+// what Postgres cannot store (NUL, lone UTF-16 surrogates) before anything reads it, so such a
+// request is a 400 naming the field, never a 500 — also before the key is checked.
 import { z } from 'zod';
 import { HermesError } from '../core/index.js';
 import { describeIssues } from './errors.js';
@@ -11,17 +13,30 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
   throw new HermesError('HERMES_BAD_REQUEST', detail, { issues });
 }
 
-/** A caller-chosen identifier (user id, conversation, idempotency key). */
-export const identifier = z.string().min(1).max(256)
-  .refine((s) => ![...s].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), 'must not contain control characters');
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const control = /[\u0000-\u001f\u007f]/;
 
-export const agentParams = z.object({ namespace: z.string().min(1).max(253), name: z.string().min(1).max(253) });
+/** Text a person wrote (message content, history): any characters but NUL, as well-formed Unicode. */
+export const freeText = z.string()
+  .refine((s) => !s.includes('\u0000'), 'must not contain NUL (U+0000) characters')
+  .refine((s) => !loneSurrogate.test(s), 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
+
+/** A one-line value (names, ids, model, path parts): no control characters at all, well-formed. */
+export const singleLine = z.string()
+  .refine((s) => !control.test(s), 'must not contain control characters (U+0000–U+001F, U+007F)')
+  .refine((s) => !loneSurrogate.test(s), 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
+
+/** A caller-chosen identifier (user id, conversation, idempotency key). */
+export const identifier = singleLine.min(1).max(256);
+
+export const agentParams = z.object({ namespace: singleLine.min(1).max(253), name: singleLine.min(1).max(253) });
 
 /** One value of an optional header (a repeated header is refused rather than guessed). */
 export function headerValue(value: string | string[] | undefined, name: string): string | undefined {
   if (Array.isArray(value)) throw new HermesError('HERMES_BAD_REQUEST', `Send the ${name} header once.`);
   if (value === undefined || value === '') return undefined;
-  return parseInput(identifier, value, 'headers');
+  return parseInput(z.object({ [name]: identifier }), { [name]: value }, 'headers')[name];
 }
 
 /** The dedupe id: body `eventId` or the `Idempotency-Key` header (they must agree when both are sent). */

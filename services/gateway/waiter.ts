@@ -1,15 +1,17 @@
-// Waiting for a turn: subscribe to the admission's channel FIRST, then read Postgres, then poll
-// Postgres every `pollMs` and re-read at once on each "changed" ping. Postgres decides when the
-// turn is over; pub/sub only brings text deltas and shortens the wait, so a lost message costs
-// latency, never correctness.
+// Waiting for a turn: subscribe to the admission's channel FIRST, then read Postgres, then follow
+// the process-wide status poll (status-poller.ts: one narrow statement per tick for every
+// followed admission), reading early on each "changed" ping. Postgres decides when the turn is
+// over; pub/sub only brings text deltas and shortens the wait, so a lost message costs latency,
+// never correctness. The reply text is read once, when the turn has settled.
 import {
-  HermesError, admissionChannel, getAdmission, getObligationForAdmission, isStoreUnavailable, parseTurnEvent,
-  type Admission, type Db, type Logger, type Obligation,
+  HermesError, admissionChannel, getAdmissionStatus, getObligationForAdmission, parseTurnEvent,
+  type AdmissionProgress, type AdmissionStatus, type Db, type Logger, type Obligation,
 } from '../core/index.js';
+import type { StatusPoller } from './status-poller.js';
 import type { ChannelHub, Subscription } from './subscriber.js';
 
 export interface TurnEnd {
-  admission: Admission;
+  admission: AdmissionProgress;
   /** The reply obligation: the final text (or, for `unknown`, the notice). None for discarded turns. */
   reply: Obligation | undefined;
 }
@@ -17,23 +19,22 @@ export interface TurnEnd {
 export interface WaiterOptions {
   db: Db;
   hub: ChannelHub;
+  poller: StatusPoller;
   /** HERMES_QUEUE_PREFIX: namespaces the channels. */
   prefix: string;
   log: Logger;
-  /** Postgres poll interval. @defaultValue 500 */
-  pollMs?: number;
 }
 
 export interface UntilDoneOptions {
   signal: AbortSignal;
   onDelta?: (text: string) => void;
   /** Called with the first state read and on each change. */
-  onState?: (admission: Admission) => void;
+  onState?: (admission: AdmissionProgress) => void;
 }
 
-export const isSettled = (a: Pick<Admission, 'state'>) => a.state === 'terminal' || a.state === 'unknown';
+export const isSettled = (a: Pick<AdmissionProgress, 'state'>) => a.state === 'terminal' || a.state === 'unknown';
 
-/** Resolves on `fire()`, after `ms`, or rejects with the signal's reason when it aborts. */
+/** Resolves on `fire()` (also one that came before), or rejects with the signal's reason when it aborts. */
 class Wakeup {
   private fired = false;
   private wakeNow: (() => void) | undefined;
@@ -43,7 +44,7 @@ class Wakeup {
     this.wakeNow?.();
   }
 
-  wait(ms: number, signal: AbortSignal): Promise<void> {
+  wait(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason as Error);
     if (this.fired) {
       this.fired = false;
@@ -51,7 +52,6 @@ class Wakeup {
     }
     return new Promise((resolve, reject) => {
       const finish = (err?: unknown) => {
-        clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         this.wakeNow = undefined;
         this.fired = false;
@@ -59,7 +59,6 @@ class Wakeup {
         else reject(err as Error);
       };
       const onAbort = () => finish(signal.reason ?? new Error('aborted'));
-      const timer = setTimeout(() => finish(), ms);
       this.wakeNow = () => finish();
       signal.addEventListener('abort', onAbort, { once: true });
     });
@@ -70,14 +69,15 @@ export class AdmissionFollower {
   private subscription: Subscription | undefined;
   private buffered: string[] = [];
   private onDelta: ((text: string) => void) | undefined;
-  private readonly wakeup = new Wakeup();
+  private following = false;
+  private changedEarly = false;
   private complete = true;
-  private firstRead: Admission | undefined;
+  private firstRead: AdmissionStatus | undefined;
 
   constructor(private readonly opts: WaiterOptions, readonly admissionId: string) {}
 
   /** The admission as read right after subscribing. */
-  get first(): Admission {
+  get first(): AdmissionStatus {
     if (!this.firstRead) throw new Error('AdmissionFollower.open() has not completed');
     return this.firstRead;
   }
@@ -95,14 +95,19 @@ export class AdmissionFollower {
       message: (raw) => this.onMessage(raw),
       gap: () => {
         this.complete = false;
-        this.wakeup.fire();
+        this.changed();
       },
     });
     if (!this.subscription.confirmed) this.complete = false;
-    const admission = await getAdmission(this.opts.db.pool, this.admissionId);
+    const admission = await getAdmissionStatus(this.opts.db.pool, this.admissionId);
     if (!admission) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `There is no admission ${this.admissionId}.`);
     if (admission.state !== 'queued') this.complete = false; // joined late: earlier deltas are gone
     this.firstRead = admission;
+  }
+
+  private changed(): void {
+    if (this.following) this.opts.poller.poke(this.admissionId);
+    else this.changedEarly = true;
   }
 
   private onMessage(raw: string): void {
@@ -111,43 +116,42 @@ export class AdmissionFollower {
       if (this.onDelta) this.onDelta(event.text);
       else this.buffered.push(event.text);
     } else if (event) {
-      this.wakeup.fire();
+      this.changed();
     }
   }
 
   /** Follows the turn until it is `terminal` or `unknown`; rejects with the signal's reason on abort. */
   async untilDone(o: UntilDoneOptions): Promise<TurnEnd> {
+    if (o.signal.aborted) throw o.signal.reason as Error;
     this.onDelta = o.onDelta;
     for (const text of this.buffered.splice(0)) o.onDelta?.(text);
-    let current: Admission | undefined = this.first;
+    let current: AdmissionProgress = this.first;
+    let missing = false;
+    const wakeup = new Wakeup();
+    const unwatch = this.opts.poller.watch(this.admissionId, (progress) => {
+      if (progress === 'missing') missing = true;
+      else current = progress;
+      wakeup.fire();
+    });
+    this.following = true;
+    if (this.changedEarly) this.opts.poller.poke(this.admissionId);
     let reported: string | undefined;
     try {
       for (;;) {
-        if (current && current.state !== reported) {
+        if (missing) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `Admission ${this.admissionId} no longer exists.`);
+        if (current.state !== reported) {
           reported = current.state;
           o.onState?.(current);
         }
-        if (current && isSettled(current)) {
+        if (isSettled(current)) {
           return { admission: current, reply: await getObligationForAdmission(this.opts.db.pool, this.admissionId) };
         }
-        await this.wakeup.wait(this.opts.pollMs ?? 500, o.signal);
-        current = await this.read();
+        await wakeup.wait(o.signal);
       }
     } finally {
+      unwatch();
+      this.following = false;
       this.onDelta = undefined;
-    }
-  }
-
-  /** The admission now; undefined while Postgres is unreachable (we keep waiting and retry). */
-  private async read(): Promise<Admission | undefined> {
-    try {
-      const admission = await getAdmission(this.opts.db.pool, this.admissionId);
-      if (!admission) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `Admission ${this.admissionId} no longer exists.`);
-      return admission;
-    } catch (err) {
-      if (!isStoreUnavailable(err)) throw err;
-      this.opts.log.warn({ err, admissionId: this.admissionId }, 'Could not read the admission; retrying');
-      return undefined;
     }
   }
 

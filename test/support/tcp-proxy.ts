@@ -1,73 +1,98 @@
-// A loopback TCP proxy for fault injection between a process and Postgres (or Redis):
-//  - `freeze()`: every connection, open or new, stops forwarding (a partition): sockets stay up,
-//    bytes are held; `resume()` heals it and delivers what was held, as TCP would after a partition;
-//  - `strand()`: the connections open now become half-open for good (their peer is gone without a
-//    word, as after a NAT or node failure) while new connections work;
-//  - `cut()`: resets every connection and refuses new ones until `resume()` (a restart or outage).
-import { createServer, connect, type Server, type Socket } from 'node:net';
+// A loopback TCP proxy for fault injection: put it between one client and its server, then cut
+// or freeze the path without touching the server. Modes:
+//   forward — pipe each connection to the target (the default); held connections resume
+//   reset   — accept and destroy at once (the client sees "connection terminated"); live pipes are cut
+//   stall   — accept and hold without answering (a half-open path); live pipes stop forwarding
+// `connections` counts every connection accepted, in any mode: how often a client tried.
+// `strand()` leaves the connections open now half-open for good (their peer vanished without a
+// word, as after a node or NAT failure) while new connections follow the mode.
+import { createServer, connect, type Socket } from 'node:net';
+
+export type ProxyMode = 'forward' | 'reset' | 'stall';
 
 export interface TcpProxy {
-  port: number;
-  /** `url` with its host:port replaced by the proxy's. */
+  readonly port: number;
+  /** Connections accepted since start (or since `resetCount()`). */
+  readonly connections: number;
+  /** Connections currently open on the client side (forwarded or held). */
+  readonly open: number;
+  mode: ProxyMode;
+  /** `url` with its host and port replaced by the proxy's. */
   via(url: string): string;
-  freeze(): void;
+  /** Every connection open now stops forwarding for ever; later mode changes do not revive them. */
   strand(): void;
-  cut(): void;
-  resume(): void;
-  /** Connections currently open through the proxy. */
-  connections(): number;
+  resetCount(): void;
   close(): Promise<void>;
 }
 
-interface Pair { client: Socket; upstream: Socket; stranded: boolean; held: { toUp: Buffer[]; toClient: Buffer[] } }
+interface Pair { client: Socket; upstream?: Socket; stranded?: boolean }
 
-export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
-  let mode: 'open' | 'frozen' | 'cut' = 'open';
-  const pairs = new Set<Pair>();
-  const forward = (p: Pair, d: Buffer, to: 'toUp' | 'toClient') => {
-    if (p.stranded) return; // a dead peer: bytes vanish
-    if (mode !== 'open') return void p.held[to].push(d);
-    (to === 'toUp' ? p.upstream : p.client).write(d);
+export async function startTcpProxy(target: { host?: string; port: number }, initial: ProxyMode = 'forward'): Promise<TcpProxy> {
+  let mode: ProxyMode = initial;
+  let connections = 0;
+  const live = new Set<Pair>();
+  const forward = (pair: Pair) => {
+    if (!pair.upstream) {
+      const upstream = connect(target.port, target.host ?? '127.0.0.1');
+      pair.upstream = upstream;
+      upstream.on('error', () => pair.client.destroy());
+      upstream.once('close', () => pair.client.destroy());
+    }
+    pair.client.pipe(pair.upstream);
+    pair.upstream.pipe(pair.client);
+    pair.client.resume();
+    pair.upstream.resume();
   };
-  const server: Server = createServer((client) => {
-    if (mode === 'cut') return client.destroy();
-    const upstream = connect(targetPort, targetHost);
-    const pair: Pair = { client, upstream, stranded: false, held: { toUp: [], toClient: [] } };
-    pairs.add(pair);
-    const drop = () => { pairs.delete(pair); client.destroy(); upstream.destroy(); };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.on('data', (d: Buffer) => forward(pair, d, 'toUp'));
-    upstream.on('data', (d: Buffer) => forward(pair, d, 'toClient'));
+  const hold = (pair: Pair) => {
+    pair.client.unpipe();
+    pair.upstream?.unpipe();
+    pair.client.pause();
+    pair.upstream?.pause();
+  };
+  const server = createServer((client) => {
+    connections++;
+    client.on('error', () => undefined);
+    if (mode === 'reset') return void client.destroy();
+    const pair: Pair = { client };
+    live.add(pair);
+    client.once('close', () => { live.delete(pair); pair.upstream?.destroy(); });
+    if (mode === 'forward') forward(pair);
+    else hold(pair);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
   const port = (server.address() as { port: number }).port;
   return {
     port,
+    get connections() { return connections; },
+    get open() { return live.size; },
+    get mode() { return mode; },
+    set mode(next: ProxyMode) {
+      mode = next;
+      for (const pair of live) {
+        if (pair.stranded) continue;
+        if (next === 'reset') pair.client.destroy();
+        else if (next === 'stall') hold(pair);
+        else forward(pair);
+      }
+    },
     via(url) {
       const u = new URL(url);
       u.hostname = '127.0.0.1';
       u.port = String(port);
       return u.toString();
     },
-    freeze() { mode = 'frozen'; },
-    strand() { for (const p of pairs) p.stranded = true; },
-    cut() {
-      mode = 'cut';
-      for (const p of pairs) { p.client.resetAndDestroy(); p.upstream.destroy(); }
-      pairs.clear();
-    },
-    resume() {
-      mode = 'open';
-      for (const p of pairs) {
-        for (const d of p.held.toUp.splice(0)) p.upstream.write(d);
-        for (const d of p.held.toClient.splice(0)) p.client.write(d);
+    strand() {
+      for (const pair of live) {
+        pair.stranded = true;
+        hold(pair);
       }
     },
-    connections: () => pairs.size,
+    resetCount: () => { connections = 0; },
     async close() {
-      for (const p of pairs) { p.client.destroy(); p.upstream.destroy(); }
-      pairs.clear();
+      for (const pair of live) { pair.client.destroy(); pair.upstream?.destroy(); }
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

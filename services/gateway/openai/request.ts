@@ -3,21 +3,22 @@
 // history (stateless, like Hermes' API server) unless the caller names a stored conversation.
 import { z } from 'zod';
 import { HermesError, type CallerMessage } from '../../core/index.js';
+import { freeText, identifier, singleLine } from '../validation.js';
 
-const textPart = z.object({ type: z.literal('text'), text: z.string() });
+const textPart = z.object({ type: z.literal('text'), text: freeText });
 
 const chatMessage = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
   // null: an assistant message that only carried tool calls.
-  content: z.union([z.string(), z.array(textPart, { error: 'only text content parts ({"type": "text", "text": …}) are supported' }), z.null()]).optional(),
+  content: z.union([freeText, z.array(textPart, { error: 'only text content parts ({"type": "text", "text": …}) are supported' }), z.null()]).optional(),
 });
 type ChatMessage = z.infer<typeof chatMessage>;
 
 export const chatCompletionBody = z.object({
-  model: z.string().min(1).max(512),
+  model: singleLine.min(1).max(512),
   messages: z.array(chatMessage).min(1),
   stream: z.boolean().optional(),
-  user: z.string().min(1).max(256).optional(),
+  user: identifier.optional(),
 });
 export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;
 

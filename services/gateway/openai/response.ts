@@ -17,7 +17,7 @@ export function replyText(end: TurnEnd): string {
   const { admission, reply } = end;
   if (admission.state === 'unknown') throw new HermesError('HERMES_TURN_INTERRUPTED', `Admission ${admission.id}: send /retry in this conversation to run it again.`);
   if (admission.outcome === 'completed' || admission.outcome === 'interrupted') return reply?.content ?? '';
-  const reason = reply?.content ?? admission.error ?? `the turn ended as "${admission.outcome}"`;
+  const reason = reply?.content ?? `the turn ended as "${admission.outcome}"`;
   throw new HermesError('HERMES_TURN_FAILED', reason);
 }
 

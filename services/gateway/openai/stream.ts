@@ -19,8 +19,8 @@ export interface StreamTarget {
 }
 
 export async function streamCompletion(ctx: GatewayContext, t: StreamTarget): Promise<void> {
-  const sse = openSse(t.reply, { heartbeatMs: ctx.deps.tuning?.heartbeatMs, headers: t.headers });
-  const wait = waitSignal(ctx, t.reply, t.links, sse.clientGone);
+  const sse = openSse(t.request, t.reply, { heartbeatMs: ctx.deps.tuning?.heartbeatMs, headers: t.headers });
+  const wait = waitSignal(ctx, t.request, t.links);
   let streamed = '';
   try {
     sse.send(chunk(t.ids, { role: 'assistant', content: '' }));

@@ -1,11 +1,12 @@
 // Probes and metrics: /healthz (the process answers), /readyz (Postgres and Redis answer within
-// a short timeout; 503 names what failed), /metrics (Prometheus text).
+// a short timeout; 503 names what failed, the cause is logged), /metrics (Prometheus text; here
+// unless HERMES_METRICS_PORT moves it to its own listener, behind HERMES_METRICS_TOKEN when set).
 import type { FastifyInstance } from 'fastify';
-import { readiness } from '../../core/index.js';
+import { readiness, registerMetricsRoute } from '../../core/index.js';
 import type { GatewayContext } from '../context.js';
 
 export function registerHealthRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { metrics } = ctx.deps;
+  const { config, metrics } = ctx.deps;
   const timeoutMs = ctx.deps.tuning?.readinessTimeoutMs ?? 1_500;
 
   app.get('/healthz', async () => ({ status: 'ok' }));
@@ -21,8 +22,5 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: GatewayContext):
     });
   });
 
-  app.get('/metrics', async (_request, reply) => {
-    reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
-  });
+  if (config.HERMES_METRICS_PORT === undefined) registerMetricsRoute(app, metrics.registry, config.HERMES_METRICS_TOKEN);
 }

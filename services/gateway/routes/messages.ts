@@ -6,11 +6,11 @@ import { injectTraceContext } from '../../core/index.js';
 import { admitApiMessage, enqueueSoon } from '../admission.js';
 import { agentName, authorizeAgent, callerFrom } from '../auth.js';
 import { admissionLinks, type GatewayContext } from '../context.js';
-import { agentParams, identifier, parseInput, pickEventId } from '../validation.js';
+import { agentParams, freeText, identifier, parseInput, pickEventId, singleLine } from '../validation.js';
 
 const messageBody = (maxChars: number) => z.object({
-  content: z.string().min(1).max(maxChars),
-  user: z.object({ id: identifier, name: z.string().min(1).max(256).optional() }).optional(),
+  content: freeText.min(1).max(maxChars),
+  user: z.object({ id: identifier, name: singleLine.min(1).max(256).optional() }).optional(),
   conversation: identifier.optional(),
   eventId: identifier.optional(),
 });

@@ -3,11 +3,14 @@
 // Without an X-Hermes-Session-Id header each request is its own conversation, carrying its
 // history in `messages`; the response's X-Hermes-Session-Id names that conversation, and a
 // request sending it back continues the stored session (then only the last message is used).
+// A completion takes one of the key's HERMES_MAX_WAITS_PER_KEY slots for as long as it waits
+// (429 before anything is admitted when none is free); a client that hangs up at any moment
+// leaves nothing following the turn, which still runs and records its reply.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HermesError, getTurnUsage, injectTraceContext, listAgents } from '../../core/index.js';
+import { HermesError, getTurnUsage, injectTraceContext } from '../../core/index.js';
 import { admitApiMessage, enqueueSoon } from '../admission.js';
-import { acceptsKey, agentName, authorizeAgent, callerFrom } from '../auth.js';
+import { agentName, authorizeAgent, callerFrom, usableAgents } from '../auth.js';
 import { admissionLinks, waitSignal, type GatewayContext } from '../context.js';
 import { chatCompletionBody, parseModel, splitMessages } from '../openai/request.js';
 import { completion, completionIds, replyText } from '../openai/response.js';
@@ -17,8 +20,10 @@ import type { AdmissionFollower } from '../waiter.js';
 
 const sessionHeader = 'x-hermes-session-id';
 
-async function waitForCompletion(ctx: GatewayContext, reply: FastifyReply, follower: AdmissionFollower, links: { self: string }, model: string) {
-  const wait = waitSignal(ctx, reply, links);
+interface CompletionWait { request: FastifyRequest; reply: FastifyReply; follower: AdmissionFollower; links: { self: string }; model: string }
+
+async function waitForCompletion(ctx: GatewayContext, { request, reply, follower, links, model }: CompletionWait) {
+  const wait = waitSignal(ctx, request, links);
   try {
     const end = await follower.untilDone({ signal: wait.signal });
     const text = replyText(end);
@@ -30,10 +35,8 @@ async function waitForCompletion(ctx: GatewayContext, reply: FastifyReply, follo
 }
 
 async function listModels(ctx: GatewayContext, request: FastifyRequest) {
-  const caller = callerFrom(request);
-  const usable = (await listAgents(ctx.deps.db.pool)).filter((a) => acceptsKey(a, caller));
-  if (usable.length === 0) throw new HermesError('HERMES_FORBIDDEN', `No agent accepts the key ${caller.keyId}….`);
-  return { object: 'list', data: usable.map((a) => ({ id: agentName(a), object: 'model', created: 0, owned_by: 'hermes' })) };
+  const usable = await usableAgents(ctx.deps.agents, callerFrom(request));
+  return { object: 'list', data: [...usable].sort().map((id) => ({ id, object: 'model', created: 0, owned_by: 'hermes' })) };
 }
 
 async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply) {
@@ -43,29 +46,40 @@ async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, rep
   const agent = await authorizeAgent(ctx.deps.agents, caller, namespace, name);
   const { content, history } = splitMessages(body.messages, ctx.deps.config.HERMES_MAX_MESSAGE_CHARS);
   const named = headerValue(request.headers[sessionHeader], 'X-Hermes-Session-Id');
-  const conversation = named ?? `chat-${randomUUID()}`;
-  const trace = injectTraceContext(request.otelContext);
-  const admitted = await admitApiMessage(ctx, agent, caller, {
-    content, userId: body.user, conversation, trace,
-    eventId: pickEventId(undefined, request.headers['idempotency-key']),
-    ...(named === undefined && history.length > 0 ? { callerHistory: history } : {}),
-  });
-  request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted chat completion');
-  // Subscribe before the job exists, so no delta of this turn can be published unheard.
-  const follower = await ctx.waiter.follow(admitted.admissionId);
+  const eventId = pickEventId(undefined, request.headers['idempotency-key']);
+  const release = ctx.waits.acquire(caller.keyId);
   try {
-    if (admitted.state === 'queued') await enqueueSoon(ctx, request.log, admitted.admissionId, trace);
-    const links = admissionLinks(namespace, name, admitted.admissionId);
-    const model = agentName(agent);
-    const headers = { [sessionHeader]: conversation, 'x-hermes-admission-id': admitted.admissionId };
-    if (body.stream) {
-      await streamCompletion(ctx, { request, reply, follower, ids: completionIds(admitted.admissionId, model), links, headers });
-      return reply;
+    const conversation = named ?? `chat-${randomUUID()}`;
+    const trace = injectTraceContext(request.otelContext);
+    const admitted = await admitApiMessage(ctx, agent, caller, {
+      content, userId: body.user, conversation, trace, eventId,
+      ...(named === undefined && history.length > 0 ? { callerHistory: history } : {}),
+    });
+    request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted chat completion');
+    const enqueue = () => (admitted.state === 'queued' ? enqueueSoon(ctx, request.log, admitted.admissionId, trace) : Promise.resolve(true));
+    // The client already left: the admission stands (and is enqueued), nobody follows it.
+    if (request.clientGone.aborted) {
+      await enqueue();
+      throw new HermesError('HERMES_CLIENT_CLOSED_REQUEST');
     }
-    reply.headers(headers);
-    return await waitForCompletion(ctx, reply, follower, links, model);
+    // Subscribe before the job exists, so no delta of this turn can be published unheard.
+    const follower = await ctx.waiter.follow(admitted.admissionId);
+    try {
+      await enqueue();
+      const links = admissionLinks(namespace, name, admitted.admissionId);
+      const model = agentName(agent);
+      const headers = { [sessionHeader]: conversation, 'x-hermes-admission-id': admitted.admissionId };
+      if (body.stream) {
+        await streamCompletion(ctx, { request, reply, follower, ids: completionIds(admitted.admissionId, model), links, headers });
+        return reply;
+      }
+      reply.headers(headers);
+      return await waitForCompletion(ctx, { request, reply, follower, links, model });
+    } finally {
+      follower.close();
+    }
   } finally {
-    follower.close();
+    release();
   }
 }
 

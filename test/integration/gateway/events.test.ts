@@ -53,7 +53,8 @@ describe('admission events', () => {
   it('refuses another agent’s key and an unknown admission with JSON errors', async () => {
     const { links } = await admitOne('private', 'events-3');
     const forbidden = await fetch(`${gw.url}${links.events}`, { headers: auth('other-key') });
-    expect(forbidden.status).toBe(403);
+    expect(forbidden.status).toBe(404);
+    expect(((await forbidden.json()) as { error: { code: string } }).error.code).toBe('HERMES_AGENT_NOT_FOUND');
     const missing = await fetch(`${gw.url}/v1/agents/default/demo/admissions/00000000-0000-4000-8000-000000000000/events`, { headers: auth() });
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('HERMES_ADMISSION_NOT_FOUND');

@@ -8,7 +8,7 @@ import { auth, openHarness, runFakeTurn, testKey, type Harness } from './harness
 
 let h: Harness;
 const path = '/v1/agents/default/demo/messages';
-const keyUser = `key:${sha256(testKey).slice(0, 12)}`;
+const keyUser = `k:${sha256(testKey).slice(0, 12)}`;
 
 beforeAll(async () => {
   initTracing('gateway-test', {});
@@ -42,7 +42,7 @@ describe('POST messages', () => {
     const res = await post({ content: 'hi', user: { id: 'u:1', name: 'Ada' }, conversation: 'trip' });
     expect(res.statusCode).toBe(202);
     const session = await h.db.pool.query('SELECT session_key FROM sessions WHERE id = $1', [res.json().sessionId]);
-    expect(session.rows[0].session_key).toBe('agent:default/demo:api:dm:u%3A1:trip');
+    expect(session.rows[0].session_key).toBe(`agent:default/demo:api:dm:${keyUser}:u:u%3A1:trip`);
   });
 
   it('treats a repeated eventId or Idempotency-Key as the same admission', async () => {
@@ -80,7 +80,8 @@ describe('refusals', () => {
     ['an empty JSON body', () => post(''), 400, 'HERMES_BAD_JSON'],
     ['no Authorization header', () => post({ content: 'x' }, {}), 401, 'HERMES_UNAUTHENTICATED'],
     ['a malformed Authorization header', () => post({ content: 'x' }, { authorization: 'Basic dXNlcg==' }), 401, 'HERMES_UNAUTHENTICATED'],
-    ['a key of another agent', () => post({ content: 'x' }, auth('other-key')), 403, 'HERMES_FORBIDDEN'],
+    ['a key of another agent (the same answer as an unknown agent)', () => post({ content: 'x' }, auth('other-key')), 404, 'HERMES_AGENT_NOT_FOUND'],
+    ['a key no agent accepts', () => post({ content: 'x' }, auth('no-such-key')), 401, 'HERMES_UNAUTHENTICATED'],
     ['an unknown agent', () => h.app.inject({ method: 'POST', url: '/v1/agents/default/nobody/messages', headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"content":"x"}' }), 404, 'HERMES_AGENT_NOT_FOUND'],
     ['a body over HERMES_MAX_BODY_BYTES', () => post({ content: 'x'.repeat(5000) }), 413, 'HERMES_PAYLOAD_TOO_LARGE'],
     ['a non-JSON content type', () => h.app.inject({ method: 'POST', url: path, headers: { ...auth(), 'content-type': 'text/plain' }, payload: 'hello' }), 415, 'HERMES_UNSUPPORTED_MEDIA_TYPE'],

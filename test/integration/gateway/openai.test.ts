@@ -70,7 +70,7 @@ describe('POST /v1/chat/completions', () => {
     const admission = await getAdmission(h.db.pool, id);
     expect(admission?.callerHistory).toBeNull();
     const key = await h.db.pool.query('SELECT session_key FROM sessions WHERE id = $1', [admission!.sessionId]);
-    expect(key.rows[0].session_key).toMatch(/^agent:default\/demo:api:dm:key:[0-9a-f]{12}:conv-7$/);
+    expect(key.rows[0].session_key).toMatch(/^agent:default\/demo:api:dm:k:[0-9a-f]{12}:conv-7$/);
   });
 
   it('streams the role, the deltas, the missing rest, a stop chunk and [DONE]', async () => {
@@ -135,7 +135,7 @@ describe('POST /v1/chat/completions', () => {
     ['malformed JSON', () => chat('{"model":'), 400, 'HERMES_BAD_JSON'],
     ['no messages', () => chat({ model: 'default/demo', messages: [] }), 400, 'HERMES_BAD_REQUEST'],
     ['an unknown model', () => chat({ model: 'default/nobody', messages: [{ role: 'user', content: 'q' }] }), 404, 'model_not_found'],
-    ['a key of another agent (401, as OpenAI does)', () => chat({ model: 'default/demo', messages: [{ role: 'user', content: 'q' }] }, auth('other-key')), 401, 'invalid_api_key'],
+    ['a key of another agent (404, as OpenAI does for a model the key cannot use)', () => chat({ model: 'default/demo', messages: [{ role: 'user', content: 'q' }] }, auth('other-key')), 404, 'model_not_found'],
     ['no key', () => chat({ model: 'default/demo', messages: [{ role: 'user', content: 'q' }] }, {}), 401, 'invalid_api_key'],
   ];
   it.each(refusals)('refuses %s in OpenAI error shape', async (_what, send, status, code) => {

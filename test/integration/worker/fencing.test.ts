@@ -64,7 +64,7 @@ async function worker(databaseUrl: string): Promise<RunningWorker & { instanceId
 
 async function proxy(): Promise<TcpProxy> {
   const u = new URL(database.url);
-  const p = await startTcpProxy(u.hostname, Number(u.port));
+  const p = await startTcpProxy({ host: u.hostname, port: Number(u.port) });
   opened.push({ stop: () => p.close() });
   return p;
 }
@@ -93,10 +93,10 @@ describe('fencing by the lease', () => {
     const b = await worker(link.via(database.url));
     const adm = await send('outage', 'answer during the outage');
     await eventually(() => model.inFlight().find((r) => lastUser(r.body) === 'answer during the outage'), 'the model call in flight', 30_000);
-    link.cut(); // every connection reset, new ones refused: a Postgres restart or failover
+    link.mode = 'reset'; // every connection reset, new ones dropped: a Postgres restart or failover
     gates.get('answer during the outage')!(); // the model answers while nobody reaches Postgres
     await allStale([a.instanceId, b.instanceId]);
-    link.resume();
+    link.mode = 'forward';
     const end = await settled(adm.admissionId);
     expect(end).toMatchObject({ state: 'terminal', outcome: 'completed' });
     expect((await getObligationForAdmission(observer.db.pool, adm.admissionId))?.content).toBe('kept: answer during the outage');
@@ -109,7 +109,7 @@ describe('fencing by the lease', () => {
     const adm = await send('alone', 'think while cut off');
     const seen = await eventually(() => model.inFlight().find((r) => lastUser(r.body) === 'think while cut off'), 'the model call in flight', 30_000);
     await worker(database.url); // a healthy worker beside it
-    link.freeze();
+    link.mode = 'stall';
     const end = await settled(adm.admissionId);
     // By the time anyone could settle it, the cut-off worker had already stopped the turn itself.
     expect(seen.aborted).toBe(true);
@@ -117,7 +117,7 @@ describe('fencing by the lease', () => {
     expect((await getObligationForAdmission(observer.db.pool, adm.admissionId))?.content).toBe(unknownNotice);
     const next = await send('alone', 'anyone there?');
     expect(await settled(next.admissionId)).toMatchObject({ state: 'terminal', outcome: 'completed' });
-    link.resume(); // its late writes are refused by the epoch; nothing it holds is overwritten
+    link.mode = 'forward'; // its late writes are refused by the epoch; nothing it holds is overwritten
     await eventually(async () => {
       const { rows } = await observer.db.pool.query(`SELECT heartbeat_at > now() - interval '1 second' AS fresh FROM worker_instances WHERE id = $1`, [lonely.instanceId]);
       return rows[0]?.fresh ? true : undefined;
