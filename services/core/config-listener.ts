@@ -8,6 +8,7 @@
 // keep us "listening" to nothing. Whoever caches config hears `onResync` when the connection is
 // lost and again once it is back, so a NOTIFY missed while down is never lost.
 import pg from 'pg';
+import { endWithin } from './db.js';
 import type { Logger } from './logger.js';
 
 /** The timer functions the listener schedules with (injectable, so tests drive backoff without waiting). */
@@ -176,6 +177,6 @@ export class ConfigListener {
     if (!client) return;
     client.removeAllListeners();
     client.on('error', () => undefined);
-    await client.end().catch(() => undefined);
+    await endWithin(client.end());
   }
 }

@@ -35,6 +35,20 @@ export interface DbOptions {
   queryTimeoutMs?: number;
 }
 
+/**
+ * Waits for `closing` (a pool's or client's end()) at most `ms`: a half-open connection never
+ * acknowledges the goodbye, and a process that is shutting down must not hang on it.
+ */
+export async function endWithin(closing: Promise<unknown>, ms = 2_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => { timer = setTimeout(resolve, ms); timer.unref(); });
+  await Promise.race([closing.catch(() => undefined), late]);
+  clearTimeout(timer);
+}
+
+/** Ends `pool` without hanging on a half-open connection. */
+export const endPool = (pool: pg.Pool, ms?: number) => endWithin(pool.end(), ms);
+
 export function openDb(databaseUrl: string, opts: DbOptions = {}): Db {
   const pool = new pg.Pool({
     connectionString: databaseUrl, max: opts.max ?? 20, application_name: opts.applicationName ?? 'hermes',
@@ -70,7 +84,7 @@ export function openDb(databaseUrl: string, opts: DbOptions = {}): Db {
     },
     async close() {
       await prisma.$disconnect();
-      await pool.end();
+      await endPool(pool);
     },
   };
 }

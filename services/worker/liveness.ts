@@ -9,7 +9,7 @@
 //    processes' heartbeats can be trusted. After a Postgres restart or failover nobody is steady for
 //    a TTL, which gives every live worker the time to heartbeat before anyone judges it dead.
 import pg from 'pg';
-import { heartbeat, type Judge, type Logger } from '../core/index.js';
+import { endPool, heartbeat, type Judge, type Logger } from '../core/index.js';
 
 export interface LivenessOptions {
   databaseUrl: string;
@@ -98,7 +98,7 @@ export function startLiveness(opts: LivenessOptions): Liveness {
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      await pool.end().catch(() => undefined);
+      await endPool(pool);
     },
   };
 }

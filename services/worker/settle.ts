@@ -52,6 +52,7 @@ export async function whileLeaseHolds<T>(write: () => Promise<T>, fence: TurnFen
     } catch (err) {
       if (err instanceof LeaseLostError || !isStoreUnavailable(err) || fence.now() + wait > fence.heldUntil()) throw err;
       if (attempt === 1) log.warn({ err }, 'A ledger write of the turn failed; retrying while the lease holds');
+      else log.debug({ err: (err as Error).message, attempt }, 'Retrying a ledger write of the turn');
       await pause(wait);
       wait = Math.min(wait * 2, 2_000);
     }
