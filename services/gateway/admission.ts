@@ -92,7 +92,8 @@ async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, conten
  * Adds the turn job, waiting at most `timeoutMs`. Never throws: a failed or slow enqueue is
  * logged and left to the outbox sweeper (the job id is the admission id, so a late add is harmless).
  */
-export async function enqueueSoon(ctx: GatewayContext, log: FastifyBaseLogger, admissionId: string, trace: TraceCarrier): Promise<boolean> {
+export async function enqueueSoon(ctx: GatewayContext, log: FastifyBaseLogger, admitted: { admissionId: string; sessionId: string }, trace: TraceCarrier): Promise<boolean> {
+  const { admissionId, sessionId } = admitted;
   const timeoutMs = ctx.deps.tuning?.enqueueTimeoutMs ?? 1_000;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<boolean>((resolve) => {
@@ -101,7 +102,7 @@ export async function enqueueSoon(ctx: GatewayContext, log: FastifyBaseLogger, a
       resolve(false);
     }, timeoutMs);
   });
-  const added = enqueueTurn(ctx.deps.queues, { admissionId, trace }).then(() => true, (err: unknown) => {
+  const added = enqueueTurn(ctx.deps.queues, { admissionId, sessionId, trace }).then(() => true, (err: unknown) => {
     log.warn({ err, admissionId }, 'Enqueue failed; the outbox sweeper will re-enqueue the admission');
     return false;
   });

@@ -2,9 +2,11 @@
 // the process-wide status poll (status-poller.ts: one narrow statement per tick for every
 // followed admission), reading early on each "changed" ping. Postgres decides when the turn is
 // over; pub/sub only brings text deltas and shortens the wait, so a lost message costs latency,
-// never correctness. The reply text is read once, when the turn has settled.
+// never correctness. The reply text is read once, when the turn has settled. A turn cut by a
+// worker shutdown resumes under a new admission (its `resume`): the follower moves on to it, so
+// the caller still gets the one reply it is waiting for.
 import {
-  HermesError, admissionChannel, getAdmissionStatus, getObligationForAdmission, parseTurnEvent,
+  HermesError, admissionChannel, continuationOf, getAdmissionStatus, getObligationForAdmission, parseTurnEvent,
   type AdmissionProgress, type AdmissionStatus, type Db, type Logger, type Obligation,
 } from '../core/index.js';
 import type { StatusPoller } from './status-poller.js';
@@ -73,8 +75,12 @@ export class AdmissionFollower {
   private changedEarly = false;
   private complete = true;
   private firstRead: AdmissionStatus | undefined;
+  /** The admission whose turn is followed now: `admissionId`, or the resume that continues it. */
+  private followed: string;
 
-  constructor(private readonly opts: WaiterOptions, readonly admissionId: string) {}
+  constructor(private readonly opts: WaiterOptions, readonly admissionId: string) {
+    this.followed = admissionId;
+  }
 
   /** The admission as read right after subscribing. */
   get first(): AdmissionStatus {
@@ -90,8 +96,9 @@ export class AdmissionFollower {
     return this.complete;
   }
 
-  async open(): Promise<void> {
-    this.subscription = await this.opts.hub.subscribe(admissionChannel(this.opts.prefix, this.admissionId), {
+  private async subscribe(id: string): Promise<void> {
+    this.subscription?.unsubscribe();
+    this.subscription = await this.opts.hub.subscribe(admissionChannel(this.opts.prefix, id), {
       message: (raw) => this.onMessage(raw),
       gap: () => {
         this.complete = false;
@@ -99,6 +106,10 @@ export class AdmissionFollower {
       },
     });
     if (!this.subscription.confirmed) this.complete = false;
+  }
+
+  async open(): Promise<void> {
+    await this.subscribe(this.admissionId);
     const admission = await getAdmissionStatus(this.opts.db.pool, this.admissionId);
     if (!admission) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `There is no admission ${this.admissionId}.`);
     if (admission.state !== 'queued') this.complete = false; // joined late: earlier deltas are gone
@@ -106,7 +117,7 @@ export class AdmissionFollower {
   }
 
   private changed(): void {
-    if (this.following) this.opts.poller.poke(this.admissionId);
+    if (this.following) this.opts.poller.poke(this.followed);
     else this.changedEarly = true;
   }
 
@@ -128,23 +139,28 @@ export class AdmissionFollower {
     let current: AdmissionProgress = this.first;
     let missing = false;
     const wakeup = new Wakeup();
-    const unwatch = this.opts.poller.watch(this.admissionId, (progress) => {
+    const watch = (id: string) => this.opts.poller.watch(id, (progress) => {
       if (progress === 'missing') missing = true;
       else current = progress;
       wakeup.fire();
     });
+    let unwatch = watch(this.followed);
     this.following = true;
-    if (this.changedEarly) this.opts.poller.poke(this.admissionId);
+    if (this.changedEarly) this.opts.poller.poke(this.followed);
     let reported: string | undefined;
     try {
       for (;;) {
-        if (missing) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `Admission ${this.admissionId} no longer exists.`);
+        if (missing) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `Admission ${this.followed} no longer exists.`);
         if (current.state !== reported) {
           reported = current.state;
           o.onState?.(current);
         }
         if (isSettled(current)) {
-          return { admission: current, reply: await getObligationForAdmission(this.opts.db.pool, this.admissionId) };
+          const next = current.outcome === 'interrupted' ? await continuationOf(this.opts.db.pool, this.followed) : undefined;
+          if (!next) return { admission: current, reply: await getObligationForAdmission(this.opts.db.pool, this.followed) };
+          unwatch();
+          ({ current, unwatch } = await this.moveTo(next, watch));
+          continue;
         }
         await wakeup.wait(o.signal);
       }
@@ -153,6 +169,15 @@ export class AdmissionFollower {
       this.following = false;
       this.onDelta = undefined;
     }
+  }
+
+  /** Follows the resume `next` from now on: its channel, then its progress (read after subscribing). */
+  private async moveTo(next: string, watch: (id: string) => () => void): Promise<{ current: AdmissionProgress; unwatch: () => void }> {
+    this.followed = next;
+    await this.subscribe(next);
+    const unwatch = watch(next);
+    const status = await getAdmissionStatus(this.opts.db.pool, next);
+    return { current: status ?? { id: next, state: 'queued', outcome: null }, unwatch };
   }
 
   close(): void {

@@ -41,3 +41,12 @@ export async function getAdmissionProgress(sql: Sql, ids: readonly string[]): Pr
   );
   return rows;
 }
+
+/**
+ * The admission that continues `id` after a shutdown cut it (a `resume`, turns.ts cutTurn), if
+ * any: a caller waiting for `id`'s reply waits for that one's instead.
+ */
+export async function continuationOf(sql: Sql, id: string): Promise<string | undefined> {
+  const { rows } = await sql.query<{ id: string }>(`SELECT id FROM admissions WHERE resume_of = $1 AND intent = 'resume' LIMIT 1`, [id]);
+  return rows[0]?.id;
+}

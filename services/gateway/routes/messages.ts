@@ -34,7 +34,7 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: GatewayContext)
     });
     request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted message');
     // A duplicate still queued may have lost its first enqueue; adding it again is idempotent.
-    if (admitted.state === 'queued') await enqueueSoon(ctx, request.log, admitted.admissionId, trace);
+    if (admitted.state === 'queued') await enqueueSoon(ctx, request.log, admitted, trace);
     return reply.code(admitted.duplicate ? 200 : 202).send({ ...admitted, links: admissionLinks(namespace, name, admitted.admissionId) });
   });
 }

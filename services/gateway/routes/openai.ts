@@ -56,7 +56,7 @@ async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, rep
       ...(named === undefined && history.length > 0 ? { callerHistory: history } : {}),
     });
     request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted chat completion');
-    const enqueue = () => (admitted.state === 'queued' ? enqueueSoon(ctx, request.log, admitted.admissionId, trace) : Promise.resolve(true));
+    const enqueue = () => (admitted.state === 'queued' ? enqueueSoon(ctx, request.log, admitted, trace) : Promise.resolve(true));
     // The client already left: the admission stands (and is enqueued), nobody follows it.
     if (request.clientGone.aborted) {
       await enqueue();

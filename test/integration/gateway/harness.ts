@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import {
   AgentCache, acquireLease, connectRedis, createLogger, createMetrics, finishTurn, getAdmission, markStopped, openDb,
   openQueues, publishRevision, publishTurnEvent, registerInstance, releaseLease, settleOrphanedTurns, freeDeadOwnersLeases, sha256, startNextTurn,
-  admissionChannel, type CompiledAgent, type Config, type Db, type Queues, type TurnResult,
+  admissionChannel, cutTurn, type CompiledAgent, type Config, type Db, type Queues, type TurnResult,
 } from '../../../services/core/index.js';
 import { buildGatewayApp, type GatewayDeps } from '../../../services/gateway/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
@@ -95,6 +95,8 @@ export interface FakeTurn {
   result?: TurnResult;
   /** Stop the owner mid-turn and let recovery settle the admission as `unknown`. */
   dies?: boolean;
+  /** A worker shutdown cuts the turn; its resume (a new admission) then streams these deltas and ends with `result`. */
+  cutThenResume?: { deltas?: string[]; result: TurnResult };
 }
 
 /** What a worker does, through the real ledger: claim, stream, finish (or die). */
@@ -109,7 +111,17 @@ export async function runFakeTurn(h: Harness, admissionId: string, turn: FakeTur
   if (started?.id !== admissionId) throw new Error(`started ${started?.id}, expected ${admissionId}`);
   await publishTurnEvent(h.redis, prefix, admissionId, { type: 'changed' });
   for (const text of turn.deltas ?? []) await publishTurnEvent(h.redis, prefix, admissionId, { type: 'delta', text });
-  if (turn.dies) {
+  if (turn.cutThenResume) {
+    const cut = await cutTurn(h.db, lease, admissionId, { reply: turn.deltas?.join('') ?? '' });
+    if (!cut.resumed) throw new Error('the cut did not resume');
+    await publishTurnEvent(h.redis, prefix, admissionId, { type: 'changed' });
+    const resume = await startNextTurn(h.db, lease);
+    if (resume?.id !== cut.resumeAdmissionId) throw new Error(`started ${resume?.id}, expected the resume ${cut.resumeAdmissionId}`);
+    await publishTurnEvent(h.redis, prefix, resume.id, { type: 'changed' });
+    for (const text of turn.cutThenResume.deltas ?? []) await publishTurnEvent(h.redis, prefix, resume.id, { type: 'delta', text });
+    await finishTurn(h.db, lease, resume.id, turn.cutThenResume.result);
+    await publishTurnEvent(h.redis, prefix, resume.id, { type: 'changed' });
+  } else if (turn.dies) {
     await markStopped(h.db.pool, instance.id);
     await freeDeadOwnersLeases(h.db.pool, { instanceTtlSeconds: h.config.HERMES_INSTANCE_TTL_SECONDS, steady: false });
     await settleOrphanedTurns(h.db);

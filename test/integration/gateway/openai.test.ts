@@ -117,6 +117,21 @@ describe('POST /v1/chat/completions', () => {
     await turn;
   });
 
+  it('answers with the reply of the resume when a worker shutdown cut the turn, also in a stream', async () => {
+    const pending = client.chat.completions.create({ model: 'default/demo', messages: [{ role: 'user', content: 'cut me' }] });
+    await playTurn('cut me', { cutThenResume: { result: { outcome: 'completed', reply: 'resumed and done' } } });
+    expect((await pending).choices[0]?.message.content).toBe('resumed and done');
+
+    const stream = await client.chat.completions.create({ model: 'default/demo', messages: [{ role: 'user', content: 'cut my stream' }], stream: true });
+    const text = (async () => {
+      let all = '';
+      for await (const chunk of stream) all += chunk.choices[0]?.delta.content ?? '';
+      return all;
+    })();
+    await playTurn('cut my stream', { deltas: ['par', 'tial '], cutThenResume: { deltas: ['resumed'], result: { outcome: 'completed', reply: 'resumed' } } });
+    expect(await text).toBe('partial resumed');
+  });
+
   it('answers 504 after HERMES_REPLY_WAIT_SECONDS, the admission still accepted', async () => {
     const app = buildGatewayApp({ ...h.deps, config: { ...h.config, HERMES_REPLY_WAIT_SECONDS: 0.2 } });
     try {
