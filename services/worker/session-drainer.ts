@@ -2,7 +2,7 @@
 // queued admissions in sequence order, then releases and re-checks so nothing is stranded.
 // Shutdown (worker/index.ts): `draining` stops claiming at once — the session is handed to another
 // worker after the running turn — and `shutdown` (end of the grace period) cuts the running turn.
-import { acquireLease, enqueueTurn, nextQueued, releaseLease, startNextTurn, type Instance } from '../core/index.js';
+import { enqueueTurn, nextQueued, releaseLease, startTurn, type Admission, type Instance } from '../core/index.js';
 import { keepLease } from './lease-keeper.js';
 import type { Liveness } from './liveness.js';
 import { runAdmission, type TurnDeps } from './turn-runner.js';
@@ -24,18 +24,25 @@ export async function drainSession(deps: DrainDeps, sessionId: string): Promise<
   while (!deps.draining.aborted) {
     const acquiredAt = liveness.now();
     const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: liveness.steady() };
-    const lease = await acquireLease(db.pool, sessionId, deps.instance.id, config.HERMES_LEASE_TTL_SECONDS, rule);
-    if (!lease) return ran; // the holder drains what we would have run
+    // Lease and first turn in one statement; nothing queued or a live holder: nothing to do here.
+    const started = await startTurn(db, sessionId, deps.instance.id, config.HERMES_LEASE_TTL_SECONDS, rule);
+    if (!started) return ran;
+    const { lease } = started;
     const keeper = keepLease({ lease, acquiredAt, ttlSeconds: config.HERMES_LEASE_TTL_SECONDS, renewSeconds: config.HERMES_LEASE_RENEW_SECONDS, liveness, log: deps.log });
-    const fence = { signal: AbortSignal.any([keeper.signal, deps.shutdown]), heldUntil: keeper.heldUntil, now: liveness.now };
-    let queuedLeft: boolean;
+    const fence = {
+      signal: AbortSignal.any([keeper.signal, deps.shutdown]), heldUntil: keeper.heldUntil, now: liveness.now,
+      // Each finish claims the next turn in the same statement, or lets the lease go when we stop.
+      after: () => (deps.draining.aborted || keeper.signal.aborted ? 'release' as const : 'next' as const),
+    };
+    let released = false;
     try {
-      while (!fence.signal.aborted && !deps.draining.aborted) {
-        const adm = await startNextTurn(db, lease);
-        if (!adm) break;
+      let adm: Admission | undefined = started.admission;
+      while (adm) {
         deps.running.add(sessionId);
         try {
-          await runAdmission(deps, lease, adm, fence);
+          const after = await runAdmission(deps, lease, adm, fence);
+          released = after.released;
+          adm = after.next;
         } finally {
           deps.running.delete(sessionId);
         }
@@ -43,8 +50,13 @@ export async function drainSession(deps: DrainDeps, sessionId: string): Promise<
       }
     } finally {
       keeper.stop();
-      queuedLeft = await releaseLease(db.pool, lease).catch(() => true);
     }
+    // Released by the finish: nothing was queued then, and anyone admitted since finds the lease free.
+    if (released) {
+      if (deps.draining.aborted) await handOff(deps, sessionId);
+      return ran;
+    }
+    const queuedLeft = await releaseLease(db.pool, lease).catch(() => true);
     if (!queuedLeft) return ran;
     if (fence.signal.aborted) break;
   }
@@ -57,6 +69,6 @@ async function handOff(deps: DrainDeps, sessionId: string): Promise<void> {
   const next = await nextQueued(deps.db.pool, sessionId).catch(() => undefined);
   if (!next) return;
   // Its own job id may be the job running now (still active): a distinct id wakes a worker at once.
-  await enqueueTurn(deps.queues, { admissionId: next.id, sessionId, ...(next.traceContext ? { trace: next.traceContext } : {}) }, `${next.id}:handoff`)
+  await enqueueTurn(deps.queues, { admissionId: next.id, sessionId, ...(next.traceContext ? { trace: next.traceContext } : {}) }, `${next.id}-handoff`)
     .catch((err: unknown) => deps.log.warn({ err, session: sessionId }, 'Hand-off enqueue failed; the sweeper will pick the session up'));
 }

@@ -5,7 +5,7 @@
 // unreachable — is not reported as a failure: it is cut and resumed once (turns.ts cutTurn).
 import {
   LeaseLostError, cutTurn, enqueueDelivery, enqueueTurn, finishTurn, injectTraceContext, isStoreUnavailable, publishTurnEvent,
-  type Admission, type Config, type Db, type Lease, type Logger, type Queues, type TurnResult,
+  recordModelCall, type Admission, type Config, type Db, type FinishedTurn, type Lease, type Logger, type Queues, type TurnResult,
 } from '../core/index.js';
 import type { Redis } from 'ioredis';
 import { LeaseFence } from './lease-keeper.js';
@@ -30,6 +30,8 @@ export interface TurnFence {
   signal: AbortSignal;
   heldUntil(): number;
   now(): number;
+  /** After this turn: claim the session's next turn under the same lease, or let the lease go (shutting down). @defaultValue 'keep' */
+  after?(): 'next' | 'release';
 }
 
 /** Cut rather than finished: interrupted by a shutdown or by our own lease deadline, not by a user or an error. */
@@ -60,10 +62,14 @@ export async function whileLeaseHolds<T>(write: () => Promise<T>, fence: TurnFen
 }
 
 export type Settled =
-  | { kind: 'finished'; outcome: TurnResult['outcome']; obligationId: string; deliveryPending: boolean }
+  | { kind: 'finished'; outcome: TurnResult['outcome']; obligationId: string; deliveryPending: boolean; released: boolean; next?: Admission }
   | { kind: 'cut'; resumeAdmissionId?: string; obligationId?: string; deliveryPending?: boolean };
 
 const FAILED_REPLY = 'Sorry — something went wrong on our side.';
+
+const finished = (outcome: TurnResult['outcome'], done: FinishedTurn): Settled => ({
+  kind: 'finished', outcome, obligationId: done.obligationId, deliveryPending: done.deliveryPending, released: done.released, ...(done.next ? { next: done.next } : {}),
+});
 
 /** A produced turn to record: its lease, admission, result and fence. */
 export interface TurnEnd {
@@ -94,19 +100,21 @@ export async function settleTurn(deps: SettleDeps, end: TurnEnd): Promise<Settle
 async function record(deps: SettleDeps, { lease, adm, result, fence, log }: TurnEnd): Promise<Settled> {
   const reason: unknown = fence.signal.aborted ? fence.signal.reason : undefined;
   if (isCut(result, reason)) {
+    // The calls were made: their rows count, whatever happens to the turn.
+    for (const row of result.usageRows ?? []) await whileLeaseHolds(() => recordModelCall(deps.db.pool, row), fence, log);
     const cut = await whileLeaseHolds(() => cutTurn(deps.db, lease, adm.id, { reply: result.partial ?? '', usage: result.usage }), fence, log);
     log.warn({ reason: (reason as Error).message, resumedBy: cut.resumed ? cut.resumeAdmissionId : undefined }, cut.resumed ? 'Cut the turn; it resumes once on another worker' : 'Cut the turn a third time in a row; suspended the session');
     return cut.resumed ? { kind: 'cut', resumeAdmissionId: cut.resumeAdmissionId } : { kind: 'cut', obligationId: cut.obligationId, deliveryPending: cut.deliveryPending };
   }
   try {
-    const done = await whileLeaseHolds(() => finishTurn(deps.db, lease, adm.id, result), fence, log);
-    return { kind: 'finished', outcome: result.outcome, obligationId: done.obligationId, deliveryPending: done.deliveryPending };
+    const done = await whileLeaseHolds(() => finishTurn(deps.db, lease, adm.id, result, { then: fence.after?.() ?? 'keep' }), fence, log);
+    return finished(result.outcome, done);
   } catch (err) {
     if (err instanceof LeaseLostError || isStoreUnavailable(err)) throw err;
     // Postgres refused this result itself (not the connection): record a plain failure instead.
     log.error({ err }, 'Postgres refused the turn result; recording it as failed');
     const failed: TurnResult = { outcome: 'failed', reply: FAILED_REPLY, error: `result refused by the ledger: ${(err as Error).message}` };
-    const done = await whileLeaseHolds(() => finishTurn(deps.db, lease, adm.id, failed), fence, log);
-    return { kind: 'finished', outcome: 'failed', obligationId: done.obligationId, deliveryPending: done.deliveryPending };
+    const done = await whileLeaseHolds(() => finishTurn(deps.db, lease, adm.id, failed, { then: fence.after?.() ?? 'keep' }), fence, log);
+    return finished('failed', done);
   }
 }

@@ -3,7 +3,7 @@
 import type { Redis } from 'ioredis';
 import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
-  appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, listTranscript, publishTurnEvent, LeaseLostError, extractTraceContext,
+  appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, listTranscript, publishTurnEvent, LeaseLostError, extractTraceContext, recordModelCall,
   type TurnResult,
 } from '../core/index.js';
 import {
@@ -219,21 +219,34 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
     onDelta: (text) => void publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'delta', text }).catch(() => undefined),
   }).finally(() => { watchdog.stop(); unwatch(); });
   if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: agentLabel, model: agent.model.model, outcome: result.outcome });
+  const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
+  const withRows = usageRows.length ? { ...result, usageRows } : result;
   // Refused context files: the user sees why the agent lacks them (once, when the prompt was built).
-  if (prompt.notices.length) return { ...result, reply: `${result.reply}\n\n(Notice: ${prompt.notices.join(' ')})` };
-  return result;
+  if (prompt.notices.length) return { ...withRows, reply: `${result.reply}\n\n(Notice: ${prompt.notices.join(' ')})` };
+  return withRows;
+}
+
+/** What the lease holder does after a turn: run `next` (claimed under the same lease by the finish), or stop; `released` when the finish let the lease go. */
+export interface TurnAfter {
+  next?: Admission;
+  released: boolean;
+}
+
+/** The fenced turn's usage rows still count toward spend (the calls were made): written outside the lease. */
+async function recordLate(deps: TurnDeps, result: TurnResult, log: Logger): Promise<void> {
+  for (const row of result.usageRows ?? []) await recordModelCall(deps.db.pool, row).catch((err: unknown) => log.warn({ err }, 'Could not record the usage of a fenced turn'));
 }
 
 /**
  * Runs `adm` (already `started` by this lease holder) to its end, under `fence` (lease keeper and
  * shutdown). Returns without throwing when the lease was lost: recovery settles the turn.
  */
-export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence): Promise<void> {
+export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence): Promise<TurnAfter> {
   const agent = (await deps.agents.getById(adm.agentId))?.compiled;
   const agentLabel = agent ? `${agent.agent.namespace}/${agent.agent.name}` : adm.agentId;
   const log = deps.log.child({ admission: adm.id, session: adm.sessionId, agent: agentLabel });
   const timer = deps.metrics.turnSeconds.startTimer({ agent: agentLabel });
-  await inSpan('hermes.turn', { 'hermes.admission_id': adm.id, 'hermes.session_id': adm.sessionId }, extractTraceContext(adm.traceContext), async () => {
+  return inSpan('hermes.turn', { 'hermes.admission_id': adm.id, 'hermes.session_id': adm.sessionId }, extractTraceContext(adm.traceContext), async (): Promise<TurnAfter> => {
     log.info('Started turn');
     const result = await produce(deps, lease, adm, fence, agent).catch((err: unknown): TurnResult => {
       log.error({ err }, 'Turn failed');
@@ -243,10 +256,12 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
       const settled = await settleTurn(deps, { lease, adm, result, fence, log });
       deps.metrics.turns.inc({ agent: agentLabel, outcome: settled.kind === 'cut' ? 'cut' : settled.outcome });
       if (settled.kind === 'finished') log.info({ outcome: settled.outcome, obligation: settled.obligationId, ...(result.error ? { error: result.error } : {}) }, 'Finished turn');
+      return settled.kind === 'finished' ? { released: settled.released, ...(settled.next ? { next: settled.next } : {}) } : { released: false };
     } catch (err) {
       if (err instanceof LeaseLostError) {
         log.warn('Lease lost before the turn could finish; recovery will settle it as unknown');
-        return;
+        await recordLate(deps, result, log);
+        return { released: false };
       }
       deps.metrics.ledgerWriteFailures.inc({ operation: 'finish_turn' });
       throw err;

@@ -4,7 +4,7 @@
 // Profile allows it); and `/usage`.
 import { Counter } from 'prom-client';
 import {
-  recordModelCall, sessionUsage, sessionUsageByTask, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type SpendScope, type TurnResult, type UsageTask,
+  recordModelCall, sessionUsage, sessionUsageByTask, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type ModelCallUsageRow, type SpendScope, type TurnResult, type UsageTask,
 } from '../core/index.js';
 import { estimateCost, priceFor, type Completion, type ModelRoute } from '../agent/index.js';
 
@@ -29,23 +29,33 @@ export interface CallContext {
   agent: CompiledAgent;
 }
 
-/** Records one call (answer or summary: `task`) and counts it in Prometheus. */
-export async function accountCall({ db, metrics, adm, agent }: CallContext, done: Completion, route: ModelRoute, task: UsageTask = 'turn'): Promise<void> {
+/** The usage row of one call (answer or summary: `task`), priced by its route. */
+export function usageRowOf({ adm, agent }: Pick<CallContext, 'adm' | 'agent'>, done: Completion, route: ModelRoute, task: UsageTask = 'turn'): ModelCallUsageRow {
   const provider = route.pool.current();
   // The route's own price: a fallback model is priced by its own `pricing`, not the primary's.
   const cost = estimateCost({ provider: provider.name, model: route.model, local: provider.local ?? false, usage: done.usage, ...(route.price ? { price: route.price } : {}) });
-  const labels = { agent: agentLabelOf(agent), model: route.model };
-  const u = done.usage;
-  // The row first: a retried call (Postgres blip) must not count the metrics twice.
-  await recordModelCall(db.pool, {
+  return {
     agentId: adm.agentId, profileKey: profileKey(agent), sessionId: adm.sessionId, userId: adm.userId, admissionId: adm.id,
-    provider: provider.name, model: route.model, ...u, costUsd: cost.costUsd, costStatus: cost.status, task,
-  });
+    provider: provider.name, model: route.model, ...done.usage, costUsd: cost.costUsd, costStatus: cost.status, task,
+  };
+}
+
+/** Records one call and counts it in Prometheus. */
+export async function accountCall(ctx: CallContext, done: Completion, route: ModelRoute, task: UsageTask = 'turn'): Promise<void> {
+  const row = usageRowOf(ctx, done, route, task);
+  // The row first: a retried call (Postgres blip) must not count the metrics twice.
+  await recordModelCall(ctx.db.pool, row);
+  countCall(ctx, row);
+}
+
+function countCall({ metrics, agent }: CallContext, row: ModelCallUsageRow): void {
+  const labels = { agent: agentLabelOf(agent), model: row.model };
+  const u = row;
   metrics.modelCalls.inc({ ...labels, outcome: 'completed' });
   for (const [kind, n] of [['input', u.inputTokens], ['output', u.outputTokens], ['cache_read', u.cacheReadTokens], ['cache_write', u.cacheWriteTokens], ['reasoning', u.reasoningTokens]] as const) {
     metrics.tokens.inc({ ...labels, kind }, n);
   }
-  costCounter(metrics).inc({ ...labels, status: cost.status }, cost.costUsd ?? 0);
+  costCounter(metrics).inc({ ...labels, status: row.costStatus }, row.costUsd ?? 0);
 }
 
 const startOfDay = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
@@ -101,6 +111,12 @@ export interface SpendAccounting {
   beforeCall(): Promise<string | undefined>;
   /** After a successful call: its row, with what it was for. */
   onCall(done: Completion, route: ModelRoute, task: UsageTask): Promise<void>;
+  /**
+   * Rows of calls not written yet: the turn's final answer, whose row goes into the transaction
+   * that ends the turn (no call of this turn comes after it, so no cap check needs it earlier).
+   * Taking them empties the list.
+   */
+  takeDeferred(): ModelCallUsageRow[];
 }
 
 /**
@@ -108,9 +124,23 @@ export interface SpendAccounting {
  * it while the turn's lease holds, so a Postgres blip costs latency, not the turn or the cap).
  */
 export function spendAccounting(ctx: CallContext, routes: readonly ModelRoute[], durable: <T>(write: () => Promise<T>) => Promise<T> = (w) => w()): SpendAccounting {
+  let deferred: ModelCallUsageRow[] = [];
   return {
-    beforeCall: () => checkSpendCaps(ctx.db, ctx.adm, ctx.agent, routes),
-    onCall: (done, route, task) => durable(() => accountCall(ctx, done, route, task)),
+    beforeCall: async () => {
+      // A call after a deferred one (it was not the final answer after all): write the row first.
+      for (const row of deferred.splice(0)) await durable(() => recordModelCall(ctx.db.pool, row));
+      return checkSpendCaps(ctx.db, ctx.adm, ctx.agent, routes);
+    },
+    onCall: async (done, route, task) => {
+      if (task === 'turn' && done.toolCalls.length === 0) {
+        const row = usageRowOf(ctx, done, route, task);
+        deferred.push(row);
+        countCall(ctx, row);
+        return;
+      }
+      await durable(() => accountCall(ctx, done, route, task));
+    },
+    takeDeferred: () => { const rows = deferred; deferred = []; return rows; },
   };
 }
 

@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Sql } from '../db.js';
 import { holdsLease, type Lease } from './leases.js';
 import { ownerDead, type DeathRule } from './instances.js';
-import { appendMessage } from './messages.js';
 import { pgJson, pgText } from './pg-text.js';
 import { initialDelivery } from './deliveries.js';
 
@@ -67,98 +66,45 @@ const admissionColumns = `id, seq, agent_id AS "agentId", session_id AS "session
   created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt"`;
 
 /**
- * Records one input durably: dedupe row, user, session and admission in one transaction. When
- * this returns, the input survives any crash; the caller acknowledges the platform only after.
+ * Records one input durably: dedupe row, user, session (a suspended one is replaced, SPEC) and
+ * admission, in one statement (hermes_admit). When this returns, the input survives any crash;
+ * the caller acknowledges the platform only after.
  */
 export async function admit(db: Db, input: AdmitInput): Promise<Admitted> {
-  const admissionId = randomUUID();
-  return db.tx(async (sql) => {
-    if (input.eventId !== undefined) {
-      const dup = await claimEventId(sql, input.agentId, input.platform, input.eventId, admissionId);
-      if (dup) return dup;
-    }
-    const userId = await upsertUser(sql, input.agentId, input.platform, input.user);
-    const sessionId = await sessionFor(sql, input.agentId, input.sessionKey, userId);
-    await sql.query(
-      `INSERT INTO admissions (id, agent_id, session_id, user_id, platform, intent, content, caller_history, reply_target, trace_context)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [admissionId, input.agentId, sessionId, userId, input.platform, input.intent ?? 'queue', pgText(input.content),
-        pgJson(input.callerHistory), pgJson(input.replyTarget), pgJson(input.traceContext)],
-    );
-    return { admissionId, sessionId, userId, duplicate: false };
-  });
+  const { rows } = await db.pool.query<{ o_admission: string; o_session: string; o_user: string; o_duplicate: boolean }>(
+    `SELECT o_admission, o_session, o_user, o_duplicate FROM hermes_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [randomUUID(), input.agentId, input.platform, input.sessionKey, input.user.platformUserId, input.user.displayName ?? null,
+      input.eventId ?? null, input.intent ?? 'queue', pgText(input.content), pgJson(input.callerHistory), pgJson(input.replyTarget), pgJson(input.traceContext)],
+  );
+  const r = rows[0]!;
+  return { admissionId: r.o_admission, sessionId: r.o_session, userId: r.o_user, duplicate: r.o_duplicate };
 }
 
-async function claimEventId(sql: Sql, agentId: string, source: string, eventId: string, admissionId: string): Promise<Admitted | undefined> {
-  const inserted = await sql.query(
-    `INSERT INTO inbound_events (agent_id, source, event_id, admission_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-    [agentId, source, eventId, admissionId],
-  );
-  if (inserted.rowCount === 1) return undefined;
-  const { rows } = await sql.query<{ admissionId: string; sessionId: string; userId: string }>(
-    `SELECT a.id AS "admissionId", a.session_id AS "sessionId", a.user_id AS "userId"
-     FROM inbound_events e JOIN admissions a ON a.id = e.admission_id
-     WHERE e.agent_id = $1 AND e.source = $2 AND e.event_id = $3`,
-    [agentId, source, eventId],
-  );
-  const row = rows[0];
-  if (!row) throw new Error(`inbound event ${source}/${eventId} exists without its admission`);
-  return { ...row, duplicate: true };
-}
-
-async function upsertUser(sql: Sql, agentId: string, platform: string, user: AdmitInput['user']): Promise<string> {
-  const { rows } = await sql.query<{ id: string }>(
-    `INSERT INTO users (id, agent_id, platform, platform_user_id, display_name) VALUES (gen_random_uuid(), $1, $2, $3, $4)
-     ON CONFLICT (agent_id, platform, platform_user_id) DO UPDATE SET display_name = COALESCE(EXCLUDED.display_name, users.display_name)
-     RETURNING id`,
-    [agentId, platform, user.platformUserId, user.displayName ?? null],
-  );
-  return rows[0]!.id;
-}
-
-/**
- * The session bound to `key`, created on first use; a `suspended` one (SPEC: cut by 3 shutdowns
- * in a row) is replaced by a new session. Concurrent first uses agree on one.
- */
-async function sessionFor(sql: Sql, agentId: string, key: string, userId: string): Promise<string> {
-  const found = await sql.query<{ session_id: string; state: string }>(
-    `SELECT k.session_id, s.state FROM session_keys k JOIN sessions s ON s.id = k.session_id WHERE k.agent_id = $1 AND k.key = $2`, [agentId, key]);
-  const bound = found.rows[0];
-  if (bound && bound.state !== 'suspended') return bound.session_id;
-  const sessionId = randomUUID();
-  await sql.query(`INSERT INTO sessions (id, agent_id, user_id, session_key, updated_at) VALUES ($1, $2, $3, $4, now())`, [sessionId, agentId, userId, key]);
-  // Rebinding a suspended session's key is conditional on the binding we read, so racing admits agree.
-  const winner = await sql.query<{ session_id: string }>(
-    `INSERT INTO session_keys (agent_id, key, session_id, updated_at) VALUES ($1, $2, $3, now())
-     ON CONFLICT (agent_id, key) DO UPDATE SET session_id = CASE WHEN session_keys.session_id = $4::uuid THEN EXCLUDED.session_id ELSE session_keys.session_id END, updated_at = now()
-     RETURNING session_id`,
-    [agentId, key, sessionId, bound?.session_id ?? null],
-  );
-  const chosen = winner.rows[0]!.session_id;
-  if (chosen !== sessionId) await sql.query(`DELETE FROM sessions WHERE id = $1`, [sessionId]);
-  return chosen;
+/** An admission as hermes_claim_next returns it (to_jsonb of the row). */
+export function admissionFromRow(j: Record<string, unknown>): Admission {
+  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
+  return {
+    id: j.id as string, seq: Number(j.seq), agentId: j.agent_id as string, sessionId: j.session_id as string, userId: (j.user_id as string | null) ?? null,
+    platform: j.platform as string, intent: j.intent as Intent, state: j.state as AdmissionState, outcome: (j.outcome as AdmissionOutcome | null) ?? null,
+    content: j.content as string, callerHistory: (j.caller_history as CallerMessage[] | null) ?? null, replyTarget: j.reply_target ?? null,
+    traceContext: (j.trace_context as Record<string, string> | null) ?? null, ownerInstanceId: (j.owner_instance_id as string | null) ?? null,
+    ownerEpoch: j.owner_epoch === null || j.owner_epoch === undefined ? null : Number(j.owner_epoch), resumeOf: (j.resume_of as string | null) ?? null,
+    error: (j.error as string | null) ?? null, createdAt: date(j.created_at)!, startedAt: date(j.started_at), finishedAt: date(j.finished_at),
+  };
 }
 
 /**
  * The lease holder takes the session's oldest queued admission, marks it `started` (before any
- * model call) and records the user's message in the transcript, in one transaction.
+ * model call) and records the user's message in the transcript, in one statement
+ * (hermes_claim_next), only while the lease holds. A resume adds nothing to the transcript.
  */
 export async function startNextTurn(db: Db, lease: Lease): Promise<Admission | undefined> {
-  return db.tx(async (sql) => {
-    const { rows } = await sql.query<Admission>(
-      `UPDATE admissions SET state = 'started', owner_instance_id = $2, owner_epoch = $3, started_at = now(), updated_at = now()
-       WHERE id = (SELECT id FROM admissions WHERE session_id = $1 AND state = 'queued' ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-         AND ${holdsLease('$1::uuid', '$2::uuid', '$3::bigint')}
-       RETURNING ${admissionColumns}`,
-      [lease.sessionId, lease.owner, lease.epoch],
-    );
-    const adm = rows[0];
-    if (!adm) return undefined;
-    // A resume continues the cut turn's transcript: the user's message is already there.
-    if (adm.intent === 'resume') await sql.query(`UPDATE sessions SET state = 'active' WHERE id = $1 AND state = 'resume_pending'`, [adm.sessionId]);
-    else await appendMessage(sql, adm.sessionId, { role: 'user', content: adm.content, admissionId: adm.id });
-    return adm;
-  });
+  const { rows } = await db.pool.query<{ adm: Record<string, unknown> | null }>(
+    `SELECT hermes_claim_next($1::uuid, $2::uuid, $3::bigint) AS adm WHERE ${holdsLease('$1::uuid', '$2::uuid', '$3::bigint')}`,
+    [lease.sessionId, lease.owner, lease.epoch],
+  );
+  const adm = rows[0]?.adm;
+  return adm ? admissionFromRow(adm) : undefined;
 }
 
 /** The session's oldest queued admission (id and trace context), if any. */

@@ -47,7 +47,6 @@ export async function markStopped(sql: Sql, instanceId: string): Promise<void> {
 /**
  * SQL predicate: the owner in column `col` is dead under the rule in parameters `ttl` (seconds)
  * and `steady` (boolean) — no row, stopped, or (steady judge only) heartbeat older than the TTL.
+ * The definition is the SQL function hermes_owner_dead (migration hot_path_functions).
  */
-export const ownerDead = (col: string, ttl: string, steady: string) =>
-  `NOT EXISTS (SELECT 1 FROM worker_instances wi WHERE wi.id = ${col} AND wi.stopped_at IS NULL
-     AND (NOT ${steady}::boolean OR wi.heartbeat_at > now() - make_interval(secs => ${ttl})))`;
+export const ownerDead = (col: string, ttl: string, steady: string) => `hermes_owner_dead(${col}, ${ttl}::float8, ${steady}::boolean)`;

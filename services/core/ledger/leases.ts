@@ -43,15 +43,17 @@ export async function renewLease(sql: Sql, lease: Lease, ttlSeconds: number): Pr
   return rowCount === 1;
 }
 
-/** Gives the lease up; true when there were queued admissions left in the session (someone must drain them). */
+/**
+ * Gives the lease up; true when queued admissions are left in the session (someone must drain
+ * them). The check is a statement of its own, after the release committed: an admission whose
+ * wake-up found the lease still ours was committed before it, so the check sees it.
+ */
 export async function releaseLease(sql: Sql, lease: Lease): Promise<boolean> {
-  const { rows } = await sql.query<{ queued: boolean }>(
-    `WITH released AS (
-       UPDATE session_leases SET owner_instance_id = NULL, expires_at = NULL
-       WHERE session_id = $1 AND owner_instance_id = $2 AND epoch = $3)
-     SELECT EXISTS (SELECT 1 FROM admissions WHERE session_id = $1 AND state = 'queued') AS queued`,
+  await sql.query(
+    `UPDATE session_leases SET owner_instance_id = NULL, expires_at = NULL WHERE session_id = $1 AND owner_instance_id = $2 AND epoch = $3`,
     [lease.sessionId, lease.owner, lease.epoch],
   );
+  const { rows } = await sql.query<{ queued: boolean }>(`SELECT EXISTS (SELECT 1 FROM admissions WHERE session_id = $1 AND state = 'queued') AS queued`, [lease.sessionId]);
   return rows[0]?.queued ?? false;
 }
 

@@ -29,14 +29,10 @@ export interface StoredMessage {
 /** Appends `m` (NUL and lone surrogates in its text become U+FFFD, see pg-text.ts). */
 export async function appendMessage(sql: Sql, sessionId: string, m: NewMessage): Promise<{ id: number; seq: number }> {
   const { rows } = await sql.query<{ id: number; seq: number }>(
-    `WITH next AS (UPDATE sessions SET last_seq = last_seq + 1, updated_at = now() WHERE id = $1 RETURNING last_seq)
-     INSERT INTO messages (session_id, seq, role, content, admission_id, interrupted, usage, tool_calls, tool_call_id, effect_disposition)
-     SELECT $1, next.last_seq, $2, $3, $4, $5, $6, $7, $8, $9 FROM next
-     RETURNING id, seq`,
+    `SELECT o_id AS id, o_seq AS seq FROM hermes_append_message($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [sessionId, m.role, pgText(m.content), m.admissionId ?? null, m.interrupted ?? false, pgJson(m.usage), pgJson(m.toolCalls), m.toolCallId === undefined || m.toolCallId === null ? null : pgText(m.toolCallId), m.effectDisposition ?? null],
   );
-  if (!rows[0]) throw new Error(`session ${sessionId} does not exist`);
-  return rows[0];
+  return rows[0]!;
 }
 
 export async function listMessages(sql: Sql, sessionId: string, limit = 1_000): Promise<StoredMessage[]> {

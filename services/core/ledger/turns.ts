@@ -5,7 +5,10 @@ import { holdsLease, type Lease } from './leases.js';
 import { appendMessage } from './messages.js';
 import type { AdmissionOutcome } from './admissions.js';
 import { pgJson, pgText } from './pg-text.js';
-import { initialDelivery } from './deliveries.js';
+import { initialDelivery, pulledPlatforms } from './deliveries.js';
+import { admissionFromRow, type Admission } from './admissions.js';
+import type { DeathRule } from './instances.js';
+import type { ModelCallUsageRow } from './usage.js';
 
 export class LeaseLostError extends Error {
   override name = 'LeaseLostError';
@@ -24,6 +27,8 @@ export interface TurnResult {
   /** For interrupted turns: the model's text before the cut (empty when none), without the notice. */
   partial?: string;
   usage?: unknown;
+  /** Usage rows not written yet (the final answer's call), written in the transaction that ends the turn. */
+  usageRows?: ModelCallUsageRow[];
 }
 
 export interface FinishedTurn {
@@ -31,6 +36,10 @@ export interface FinishedTurn {
   /** False when the reply needs no push (a pulled platform): nothing to enqueue. */
   deliveryPending: boolean;
   messageId: number;
+  /** With `then: 'next'`: the session's next turn, claimed under the same lease. */
+  next?: Admission;
+  /** The lease was let go (`then: 'release'`, or 'next' with nothing queued). */
+  released: boolean;
 }
 
 interface OwnedAdmission { session_id: string; agent_id: string; platform: string; reply_target: unknown; content: string; intent: string }
@@ -58,22 +67,62 @@ async function insertObligation(sql: Sql, admissionId: string, adm: OwnedAdmissi
   return { id: ob.rows[0]!.id, pending: ob.rows[0]!.state === 'pending' };
 }
 
-/** Final message + delivery obligation + `terminal`, in one transaction, only while the lease holds. */
-export async function finishTurn(db: Db, lease: Lease, admissionId: string, result: TurnResult): Promise<FinishedTurn> {
-  return db.tx(async (sql) => {
-    const adm = await lockStarted(sql, lease, admissionId);
-    const msg = await appendMessage(sql, adm.session_id, {
-      role: 'assistant', content: result.reply, admissionId, interrupted: result.interrupted ?? false, usage: result.usage,
-    });
-    const ob = await insertObligation(sql, admissionId, adm, msg.id, result.reply);
-    await sql.query(
-      `UPDATE admissions SET state = 'terminal', outcome = $2, error = $3, finished_at = now() WHERE id = $1`,
-      [admissionId, result.outcome, result.error === undefined ? null : pgText(result.error)],
+export interface FinishOptions {
+  /**
+   * What becomes of the lease: kept (the default), released, or used for the session's next queued
+   * turn (which is claimed and returned; with none queued the lease is released).
+   */
+  then?: 'keep' | 'release' | 'next';
+}
+
+const usageRow = (u: ModelCallUsageRow) => ({
+  agent_id: u.agentId, profile_key: u.profileKey, session_id: u.sessionId, user_id: u.userId, admission_id: u.admissionId, provider: u.provider,
+  model: u.model, input_tokens: u.inputTokens, output_tokens: u.outputTokens, cache_read_tokens: u.cacheReadTokens, cache_write_tokens: u.cacheWriteTokens,
+  reasoning_tokens: u.reasoningTokens, cost_usd: u.costUsd, cost_status: u.costStatus, task: u.task,
+});
+
+const LEASE_LOST = 'HL001';
+
+/**
+ * Final message + delivery obligation + `terminal` (+ deferred usage rows, + the next turn's
+ * claim), one statement (hermes_finish_turn), only while the lease holds: LeaseLostError otherwise.
+ */
+export async function finishTurn(db: Db, lease: Lease, admissionId: string, result: TurnResult, opts: FinishOptions = {}): Promise<FinishedTurn> {
+  try {
+    const { rows } = await db.pool.query<{ o_obligation: string; o_pending: boolean; o_message: number; o_next: Record<string, unknown> | null; o_released: boolean }>(
+      `SELECT * FROM hermes_finish_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [admissionId, lease.owner, lease.epoch, result.outcome, pgText(result.reply), result.error === undefined ? null : pgText(result.error),
+        result.interrupted ?? false, pgJson(result.usage), result.usageRows?.length ? pgJson(result.usageRows.map(usageRow)) : null, pulledPlatforms, opts.then ?? 'keep'],
     );
-    // A turn that ended on its own breaks a streak of shutdown cuts (SPEC: 3 in a row suspend).
-    await sql.query(`UPDATE sessions SET shutdown_cuts = 0, state = CASE WHEN state = 'resume_pending' THEN 'active'::session_state ELSE state END WHERE id = $1 AND (shutdown_cuts > 0 OR state = 'resume_pending')`, [adm.session_id]);
-    return { obligationId: ob.id, deliveryPending: ob.pending, messageId: msg.id };
-  });
+    const r = rows[0]!;
+    return {
+      obligationId: r.o_obligation, deliveryPending: r.o_pending, messageId: r.o_message, released: r.o_released,
+      ...(r.o_next ? { next: admissionFromRow(r.o_next) } : {}),
+    };
+  } catch (err) {
+    if ((err as { code?: string }).code === LEASE_LOST) throw new LeaseLostError(admissionId);
+    throw err;
+  }
+}
+
+/** A new lease on a session and its first turn; undefined when a live holder has the lease or nothing is queued. */
+export interface StartedTurn {
+  lease: Lease;
+  admission: Admission;
+}
+
+/**
+ * Takes the session's lease (free, expired, or from an owner known dead) and claims its oldest
+ * queued turn, in one statement (hermes_start_turn). Nothing queued: the lease is let go again.
+ */
+export async function startTurn(db: Db, sessionId: string, owner: string, ttlSeconds: number, rule: DeathRule): Promise<StartedTurn | undefined> {
+  const { rows } = await db.pool.query<{ o_epoch: number; o_admission: Record<string, unknown> | null }>(
+    `SELECT o_epoch, o_admission FROM hermes_start_turn($1, $2, $3, $4, $5)`,
+    [sessionId, owner, ttlSeconds, rule.instanceTtlSeconds, rule.steady],
+  );
+  const r = rows[0];
+  if (!r?.o_admission) return undefined;
+  return { lease: { sessionId, owner, epoch: Number(r.o_epoch) }, admission: admissionFromRow(r.o_admission) };
 }
 
 /** SPEC: a session still active at 3 consecutive shutdowns is suspended. */

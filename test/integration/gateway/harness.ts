@@ -115,6 +115,7 @@ export async function runFakeTurn(h: Harness, admissionId: string, turn: FakeTur
     const cut = await cutTurn(h.db, lease, admissionId, { reply: turn.deltas?.join('') ?? '' });
     if (!cut.resumed) throw new Error('the cut did not resume');
     await publishTurnEvent(h.redis, prefix, admissionId, { type: 'changed' });
+    await subscribed(h, cut.resumeAdmissionId); // the waiter moved on to the resume before it streams
     const resume = await startNextTurn(h.db, lease);
     if (resume?.id !== cut.resumeAdmissionId) throw new Error(`started ${resume?.id}, expected the resume ${cut.resumeAdmissionId}`);
     await publishTurnEvent(h.redis, prefix, resume.id, { type: 'changed' });
