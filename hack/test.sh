@@ -37,7 +37,9 @@ node -e '
       .map((a) => `  ${f.name.replace(process.cwd() + "/", "")}: ${a.fullName}`));
     problems.push(`${skipped} tests were skipped or todo; a test that cannot run must fail with its cause:\n${names.slice(0, 20).join("\n")}`);
   }
-  if ((r.numFailedTestSuites ?? 0) > 0) problems.push(`${r.numFailedTestSuites} test files failed (see above)`);
+  const broken = r.testResults.filter((f) => f.status === "failed" && !f.assertionResults.some((a) => a.status === "failed"));
+  if (broken.length > 0) problems.push(`${broken.length} test files failed outside any test (collection, a hook, the global setup; see above)`);
+  if (r.numFailedTests > 0) problems.push(`${r.numFailedTests} tests failed (see above)`);
   if (r.numTotalTests === 0) problems.push("no test ran");
   for (const p of problems) console.error(`tests: FAILED: ${p}`);
   process.exit(problems.length > 0 ? 1 : 0);
