@@ -269,7 +269,8 @@ purge() {
   pg_bin=$(pg_find_bin)
   if [ -n "$pg_bin" ]; then
     pg_locate
-    if [ "$pg_data" = "$state/postgres" ]; then rm -rf "$pg_data"; else as_pg rm -rf "$(dirname "$pg_data")"; fi
+    if [ "$pg_data" = "$state/postgres" ]; then rm -rf "$pg_data"
+    else as_pg rm -rf "$(dirname "$pg_data")"; as_pg rmdir --ignore-fail-on-non-empty "$(dirname "$(dirname "$pg_data")")"; fi
     log "postgres: deleted $pg_data"
   fi
   rm -rf "$redis_dir" "$location_file"
