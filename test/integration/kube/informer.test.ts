@@ -1,11 +1,11 @@
 // Must precede @kubernetes/client-node: it does not load on Node 20 without these patches.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoreV1Api, makeInformer, type V1ConfigMap } from '@kubernetes/client-node';
-import { kubeAvailable, skipKubeLoudly, startControlPlane, waitFor, type ControlPlane } from '../../support/kube/index.js';
+import { startControlPlane, waitFor, type ControlPlane } from '../../support/kube/index.js';
 
 interface Seen { verb: 'add' | 'update' | 'delete'; name: string; value?: string }
 
-describe.skipIf(skipKubeLoudly('informer tests', kubeAvailable()))('client-node informer against a real kube-apiserver', () => {
+describe('client-node informer against a real kube-apiserver', () => {
   let cp: ControlPlane;
 
   beforeAll(async () => {

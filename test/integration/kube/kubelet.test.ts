@@ -3,7 +3,7 @@ import { randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import {
-  kubeletAvailable, NETWORK_ANNOTATION, pidsWithArg, skipKubeLoudly, startControlPlane, startKubelet, waitFor,
+  NETWORK_ANNOTATION, pidsWithArg, startControlPlane, startKubelet, waitFor,
   type ControlPlane, type TestKubelet,
 } from '../../support/kube/index.js';
 
@@ -12,7 +12,7 @@ const pod = (name: string, command: string[], extra: Partial<NonNullable<V1Pod['
   spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'busybox', command }], ...extra },
 });
 
-describe.skipIf(skipKubeLoudly('test kubelet tests', kubeletAvailable()))('test kubelet behind a real kube-apiserver', () => {
+describe('test kubelet behind a real kube-apiserver', () => {
   let cp: ControlPlane;
   let kubelet: TestKubelet;
   let core: CoreV1Api;

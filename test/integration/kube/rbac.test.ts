@@ -2,10 +2,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import {
-  kubeAvailable, skipKubeLoudly, startControlPlane, waitFor, type ControlPlane, type MintedKubeconfig,
+  startControlPlane, waitFor, type ControlPlane, type MintedKubeconfig,
 } from '../../support/kube/index.js';
 
-describe.skipIf(skipKubeLoudly('RBAC tests', kubeAvailable()))('ServiceAccount kubeconfigs under real RBAC', () => {
+describe('ServiceAccount kubeconfigs under real RBAC', () => {
   let cp: ControlPlane;
   let ns: string;
   let other: string;

@@ -7,7 +7,7 @@ import { stringify } from 'yaml';
 import { findAgent } from '../../../services/core/index.js';
 import type { OperatorHandle } from '../../../operator/manager.js';
 import { applyDevManifests, referencedSecretKeys } from '../../../services/cli/dev-k8s.js';
-import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
+import { waitFor } from '../../support/kube/index.js';
 import { conditionOf, eventsFor, examplesDir, getObject, kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
 const doc = (o: Record<string, unknown>) => stringify({ apiVersion: 'hermes.dev/v1alpha1', ...o });
@@ -15,7 +15,7 @@ const profile = (name: string, spec: Record<string, unknown> = {}) => doc({ kind
   spec: { model: { provider: 'openai', model: 'gpt-4o-mini', apiKey: { secretKeyRef: { name: 'model-key', key: 'OPENAI_API_KEY' } } }, ...spec } });
 const agent = (name: string, profileName: string, spec: Record<string, unknown> = {}) => doc({ kind: 'Agent', metadata: { name }, spec: { profileRef: { name: profileName }, ...spec } });
 
-describe.skipIf(skipKubeLoudly('operator controller tests', kubeAvailable()))('Profile and Agent controllers', () => {
+describe('Profile and Agent controllers', () => {
   let plane: Plane;
   let op: OperatorHandle;
 

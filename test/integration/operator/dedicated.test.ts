@@ -4,10 +4,10 @@ import { AppsV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client
 import { loadConfig } from '../../../services/core/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
+import { waitFor } from '../../support/kube/index.js';
 import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
-describe.skipIf(skipKubeLoudly('operator dedicated runtime tests', kubeAvailable()))('runtime: dedicated', () => {
+describe('runtime: dedicated', () => {
   let plane: Plane;
   beforeAll(async () => {
     plane = await startPlane();

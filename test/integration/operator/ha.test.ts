@@ -8,7 +8,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { request } from 'undici';
-import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
+import { waitFor } from '../../support/kube/index.js';
 import { freePort } from '../../support/redis-server.js';
 import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
@@ -18,7 +18,7 @@ const manifests = (name: string, profileSpec: Record<string, unknown> = {}) => [
   { apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name }, spec: { profileRef: { name: `${name}-p` } } },
 ].map((o) => stringify(o)).join('---\n');
 
-describe.skipIf(skipKubeLoudly('operator HA/RBAC tests', kubeAvailable()))('operator leader election, RBAC and broken watches', () => {
+describe('operator leader election, RBAC and broken watches', () => {
   let plane: Plane;
   beforeAll(async () => { plane = await startPlane(); });
   afterAll(async () => { await plane?.stop(); });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { findAgent } from '../../../services/core/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
-import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
+import { waitFor } from '../../support/kube/index.js';
 import { testConfig } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, withoutSessionFacts, type FakeOpenAI } from '../../support/fake-openai.js';
 import { openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
@@ -15,7 +15,7 @@ import { conditionOf, eventsFor, kubectlOk, startPlane, waitForCondition, type P
 
 const configMap = (name: string, data: Record<string, string>) => stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
 
-describe.skipIf(skipKubeLoudly('Profile texts from ConfigMaps', kubeAvailable()))('persona and context files from ConfigMaps', () => {
+describe('persona and context files from ConfigMaps', () => {
   let plane: Plane;
   let model: FakeOpenAI;
   let rt: TestRuntime;

@@ -13,10 +13,10 @@ import {
   admissionIdAnnotation, agentKey, componentLabel, lastUsedAtAnnotation, sandboxComponent, ttlSecondsAnnotation, workspaceComponent,
 } from '../../../operator/api/sandbox-labels.js';
 import type { OperatorHandle } from '../../../operator/manager.js';
-import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
+import { waitFor } from '../../support/kube/index.js';
 import { eventsFor, startPlane, type Plane } from './harness.js';
 
-describe.skipIf(skipKubeLoudly('operator sandbox hygiene tests', kubeAvailable()))('sandbox hygiene', () => {
+describe('sandbox hygiene', () => {
   let plane: Plane;
   let op: OperatorHandle;
   let ns: string;

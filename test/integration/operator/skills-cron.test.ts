@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { OperatorHandle } from '../../../operator/manager.js';
-import { kubeAvailable, skipKubeLoudly, waitFor } from '../../support/kube/index.js';
+import { waitFor } from '../../support/kube/index.js';
 import { conditionOf, examplesDir, getObject, kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
 const run = promisify(execFile);
@@ -14,7 +14,7 @@ const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 const doc = (o: Record<string, unknown>) => stringify({ apiVersion: 'hermes.dev/v1alpha1', ...o });
 const skill = (name: string, spec: Record<string, unknown>) => doc({ kind: 'Skill', metadata: { name }, spec: { name, description: 'Does a thing.', body: '# Steps\n1. Do it.', ...spec } });
 
-describe.skipIf(skipKubeLoudly('operator skill/cron tests', kubeAvailable()))('Skill and CronJob controllers, examples', () => {
+describe('Skill and CronJob controllers, examples', () => {
   let plane: Plane;
   let op: OperatorHandle;
   beforeAll(async () => {

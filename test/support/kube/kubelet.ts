@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, makeInformer, type Informer, type KubeConfig, type V1Pod, type V1PodStatus } from '@kubernetes/client-node';
+import { requireBubblewrap } from './binaries.js';
 import type { ControlPlane } from './controlPlane.js';
 import { startKubeletServer } from './kubeletServer.js';
 import { deleteNode, registerNode } from './node.js';
@@ -10,6 +11,7 @@ import { issueCert } from './pki.js';
 import { startPodProcess, type PodProcess } from './podProcess.js';
 import { failedToStartStatus, runningStatus, terminatedStatus } from './podStatus.js';
 import { PodSpecError } from './podVolumes.js';
+import { OWNER_FILE, ownerId } from './reaper.js';
 
 /** Options for {@link startKubelet}. */
 export interface KubeletOptions {
@@ -207,7 +209,9 @@ class Kubelet {
  */
 export async function startKubelet(cp: ControlPlane, opts: KubeletOptions = {}): Promise<TestKubelet> {
   const nodeName = opts.nodeName ?? `test-kubelet-${randomBytes(3).toString('hex')}`;
+  requireBubblewrap();
   const stateDir = mkdtempSync(join(tmpdir(), 'hermes-kubelet-'));
+  writeFileSync(join(stateDir, OWNER_FILE), ownerId()); // the reaper removes it if we die before stop()
   const removeStateDir = (): void => rmSync(stateDir, { recursive: true, force: true });
   process.once('exit', removeStateDir);
   const kc = cp.kubeConfig();

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { markEnv } from './reaper.js';
 import { waitFor } from './wait.js';
 
 /** A child process whose stdout and stderr go to a log file. */
@@ -18,19 +19,29 @@ export interface LoggedProcess {
 
 const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
 
-// A test worker that dies without calling stop() must not leave etcd/kube-apiserver behind.
+// A test worker that exits without calling stop() must not leave etcd/kube-apiserver behind.
+// That is three guards deep: this 'exit' handler (a normal exit); the parent-death signal (the
+// worker was SIGKILLed or ended by a signal, which skips 'exit' handlers); and the mark that
+// reaper.ts finds in /proc (a machine without setpriv, or a run that is over while its worker
+// lives on, e.g. after a hook timed out).
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
 
+// util-linux's setpriv sets PR_SET_PDEATHSIG and execs the command (same pid): the child gets
+// SIGKILL when the thread that spawned it — Node's main thread — ends, however it ends.
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+
 /**
- * Starts `command` with its output appended to `logFile`. Killed when this process exits,
- * unless `detached` (the dev control plane outlives the script that starts it).
+ * Starts `command` with its output appended to `logFile`. Unless `detached` (the dev control
+ * plane outlives the script that starts it), the child is marked for the reaper and dies with
+ * this process.
  */
 export function startLogged(name: string, command: string, args: string[], logFile: string, detached = false): LoggedProcess {
   const fd = openSync(logFile, 'a');
-  const child = spawn(command, args, { stdio: ['ignore', fd, fd], detached });
+  const [file, argv] = !detached && SETPRIV ? [SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...args]] : [command, args];
+  const child = spawn(file, argv, { stdio: ['ignore', fd, fd], detached, env: detached ? process.env : { ...process.env, ...markEnv() } });
   closeSync(fd);
   if (detached) child.unref();
   else live.add(child);

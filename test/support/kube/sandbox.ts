@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, lstatSync, mkdirSync, openSync, readlinkSync } from 'node:fs';
 import type { Bind } from './podVolumes.js';
+import { markEnv } from './reaper.js';
 
 /** What to run inside bubblewrap. */
 export interface SandboxSpec {
@@ -58,12 +59,13 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
   return [...args, '--', ...spec.argv];
 }
 
-/** Starts `spec.argv` inside bubblewrap (/usr/bin/bwrap). */
+/** Starts `spec.argv` inside bubblewrap (/usr/bin/bwrap), marked as a test-plane process. */
 export function startSandbox(spec: SandboxSpec): Sandbox {
   const fd = openSync(spec.logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn('bwrap', bwrapArgs(spec), { stdio: ['ignore', fd, fd] });
+    // --die-with-parent ends it with this process; the mark lets reaper.ts find it otherwise.
+    child = spawn('bwrap', bwrapArgs(spec), { stdio: ['ignore', fd, fd], env: { ...process.env, ...markEnv() } });
   } finally {
     closeSync(fd);
   }
