@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { admit, enqueueTurn, findAgent, getAdmission, getObligationForAdmission, publishRevision, type Admission } from '../../../services/core/index.js';
-import { kubeAvailable, skipKubeLoudly, waitFor, type MintedKubeconfig } from '../../support/kube/index.js';
+import { waitFor, type MintedKubeconfig } from '../../support/kube/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { testConfig } from '../../support/services.js';
 import { openTestRuntime, testAgent, type TestRuntime } from '../../support/system.js';
@@ -19,7 +19,7 @@ import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.j
 const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 const rbacFile = new URL('../../../charts/hermes/templates/worker-rbac.yaml', import.meta.url);
 
-describe.skipIf(skipKubeLoudly('worker secret tests', kubeAvailable()))('worker secrets on a real kube-apiserver', () => {
+describe('worker secrets on a real kube-apiserver', () => {
   let plane: Plane;
   let rt: TestRuntime;
   let capture: FakeOpenAI;
