@@ -5,7 +5,7 @@ import { loadConfig } from '../../../services/core/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { waitFor } from '../../support/kube/index.js';
-import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
+import { conditionOf, getObject, kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
 describe('runtime: dedicated', () => {
   let plane: Plane;
@@ -68,8 +68,13 @@ describe('runtime: dedicated', () => {
     await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: ns })).items.length === 0, { what: 'the dedicated Deployments to be deleted' });
     await waitFor(async () => (await core.listNamespacedService({ namespace: ns })).items.length === 0, { what: 'the Service to be deleted' });
     await waitFor(async () => (await rbac.listNamespacedRoleBinding({ namespace: ns })).items.length === 0, { what: 'the RoleBinding to be deleted' });
-    const shared = await waitForCondition(kc, 'agents', ns, 'solo', { type: 'Ready', status: 'True' });
-    expect(shared.status?.url).toBe(`http://gateway.test:8080/v1/agents/${ns}/solo/messages`);
+    // Ready was already True while dedicated: wait for the status of the shared runtime itself.
+    const sharedUrl = `http://gateway.test:8080/v1/agents/${ns}/solo/messages`;
+    const shared = await waitFor(async () => {
+      const o = await getObject(kc, 'agents', ns, 'solo');
+      return o?.status?.url === sharedUrl ? o : undefined;
+    }, { what: 'the Agent status to show the shared gateway URL' });
+    expect(conditionOf(shared, 'Ready')?.status).toBe('True');
   });
 
   it('leaves the children to the garbage collector when the Agent goes, and never recreates them', async () => {

@@ -124,6 +124,8 @@ describe('worker SIGTERM', () => {
     await eventually(() => model.inFlight().find((r) => lastUser(r.body) === 'first of three'), 'the first model call in flight', 60_000);
     worker.kill('SIGTERM');
     const exited = exitOf(worker);
+    // The worker has taken the signal in once it pre-marks the running session resume_pending.
+    await eventually(async () => (await rt.db.pool.query(`SELECT state FROM sessions WHERE id = $1`, [first.sessionId])).rows[0]?.state === 'resume_pending', 'the drain to begin');
     releaseFirst();
     expect(await exited).toBe(0);
     expect(await getAdmission(rt.db.pool, first.admissionId)).toMatchObject({ state: 'terminal', outcome: 'completed' });
