@@ -26,3 +26,4 @@ export * from './ledger/usage.js';
 export * from './ledger/spills.js';
 export * from './ledger/unknown.js';
 export * from './ledger/pg-text.js';
+export * from './ledger/turn-context.js';

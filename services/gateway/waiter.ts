@@ -6,8 +6,8 @@
 // worker shutdown resumes under a new admission (its `resume`): the follower moves on to it, so
 // the caller still gets the one reply it is waiting for.
 import {
-  HermesError, admissionChannel, continuationOf, getAdmissionStatus, getObligationForAdmission, parseTurnEvent,
-  type AdmissionProgress, type AdmissionStatus, type Db, type Logger, type Obligation,
+  HermesError, admissionChannel, continuationOf, getAdmissionStatus, parseTurnEvent, readTurnEnd,
+  type AdmissionProgress, type AdmissionStatus, type Db, type Logger, type Obligation, type TurnUsage,
 } from '../core/index.js';
 import type { StatusPoller } from './status-poller.js';
 import type { ChannelHub, Subscription } from './subscriber.js';
@@ -16,6 +16,8 @@ export interface TurnEnd {
   admission: AdmissionProgress;
   /** The reply obligation: the final text (or, for `unknown`, the notice). None for discarded turns. */
   reply: Obligation | undefined;
+  /** Token usage of the final answer (zeros when none was reported). */
+  usage: TurnUsage;
 }
 
 export interface WaiterOptions {
@@ -75,6 +77,7 @@ export class AdmissionFollower {
   private changedEarly = false;
   private complete = true;
   private firstRead: AdmissionStatus | undefined;
+  private startedFrom: AdmissionProgress | undefined;
   /** The admission whose turn is followed now: `admissionId`, or the resume that continues it. */
   private followed: string;
 
@@ -82,9 +85,9 @@ export class AdmissionFollower {
     this.followed = admissionId;
   }
 
-  /** The admission as read right after subscribing. */
+  /** The admission as read right after subscribing (not for a `fresh` follow). */
   get first(): AdmissionStatus {
-    if (!this.firstRead) throw new Error('AdmissionFollower.open() has not completed');
+    if (!this.firstRead) throw new Error('AdmissionFollower.open() has not read the admission');
     return this.firstRead;
   }
 
@@ -108,12 +111,22 @@ export class AdmissionFollower {
     if (!this.subscription.confirmed) this.complete = false;
   }
 
-  async open(): Promise<void> {
+  /**
+   * Subscribes, then reads the admission. `fresh`: the caller just admitted it into a session of
+   * its own (nothing else can have run it, and its job is added after this), so it is `queued`
+   * without a read.
+   */
+  async open(fresh = false): Promise<void> {
     await this.subscribe(this.admissionId);
+    if (fresh) {
+      this.startedFrom = { id: this.admissionId, state: 'queued', outcome: null };
+      return;
+    }
     const admission = await getAdmissionStatus(this.opts.db.pool, this.admissionId);
     if (!admission) throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `There is no admission ${this.admissionId}.`);
     if (admission.state !== 'queued') this.complete = false; // joined late: earlier deltas are gone
     this.firstRead = admission;
+    this.startedFrom = admission;
   }
 
   private changed(): void {
@@ -136,7 +149,8 @@ export class AdmissionFollower {
     if (o.signal.aborted) throw o.signal.reason as Error;
     this.onDelta = o.onDelta;
     for (const text of this.buffered.splice(0)) o.onDelta?.(text);
-    let current: AdmissionProgress = this.first;
+    if (!this.startedFrom) throw new Error('AdmissionFollower.open() has not completed');
+    let current: AdmissionProgress = this.startedFrom;
     let missing = false;
     const wakeup = new Wakeup();
     const watch = (id: string) => this.opts.poller.watch(id, (progress) => {
@@ -157,7 +171,7 @@ export class AdmissionFollower {
         }
         if (isSettled(current)) {
           const next = current.outcome === 'interrupted' ? await continuationOf(this.opts.db.pool, this.followed) : undefined;
-          if (!next) return { admission: current, reply: await getObligationForAdmission(this.opts.db.pool, this.followed) };
+          if (!next) return { admission: current, ...(await readTurnEnd(this.opts.db.pool, this.followed)) };
           unwatch();
           ({ current, unwatch } = await this.moveTo(next, watch));
           continue;
@@ -190,11 +204,11 @@ export class AdmissionFollower {
 export class TurnWaiter {
   constructor(private readonly opts: WaiterOptions) {}
 
-  /** Subscribes to the admission's events, then reads it. Close the follower when done. */
-  async follow(admissionId: string): Promise<AdmissionFollower> {
+  /** Subscribes to the admission's events, then reads it (unless `fresh`, see open()). Close the follower when done. */
+  async follow(admissionId: string, opts: { fresh?: boolean } = {}): Promise<AdmissionFollower> {
     const follower = new AdmissionFollower(this.opts, admissionId);
     try {
-      await follower.open();
+      await follower.open(opts.fresh);
       return follower;
     } catch (err) {
       follower.close();

@@ -1,13 +1,20 @@
 // Control signals for the turns this worker runs: one pattern subscription on the sessions'
 // control channels, routed to the running turn of that session. Signals are also in Postgres;
-// a turn reads the ones recorded before it subscribed, so none falls between the two.
+// a turn reads the ones recorded before it subscribed (with its context), so none falls between.
 import type { Redis } from 'ioredis';
-import { consumeSignal, parseSignal, pendingSignals, type Db, type Logger, type SessionSignal } from '../core/index.js';
+import { consumeSignal, parseSignal, type Db, type Logger, type SessionSignal } from '../core/index.js';
 import type { TurnControl } from '../agent/index.js';
 
+/** A turn's subscription to its session's signals. */
+export interface Watching {
+  /** Delivers signals recorded before the subscription (read by the caller after subscribing). */
+  catchUp(signals: readonly SessionSignal[]): void;
+  stop(): void;
+}
+
 export interface ControlHub {
-  /** Routes signals of `sessionId` newer than `afterSeq` to `control` until the returned stop function runs. */
-  watch(db: Db, sessionId: string, admission: { id: string; seq: number }, control: TurnControl): Promise<() => void>;
+  /** Routes signals of `sessionId` for admissions after `admission` to `control` until stopped. */
+  watch(db: Db, sessionId: string, admission: { id: string; seq: number }, control: TurnControl): Watching;
   close(): Promise<void>;
 }
 
@@ -27,7 +34,7 @@ export async function startControlHub(redis: Redis, prefix: string, log: Logger)
   });
   await sub.psubscribe(`${prefix}:session:*:control`);
   return {
-    async watch(db, sessionId, admission, control) {
+    watch(db, sessionId, admission, control) {
       const seen = new Set<string>();
       const deliver = (s: SessionSignal) => {
         if (s.admissionSeq <= admission.seq || seen.has(s.id)) return;
@@ -36,8 +43,10 @@ export async function startControlHub(redis: Redis, prefix: string, log: Logger)
         consumeSignal(db.pool, s.id, admission.id).then((mine) => { if (mine) act(control, s); }, (err: unknown) => log.warn({ err }, 'Recording a control signal failed'));
       };
       listeners.set(sessionId, deliver);
-      for (const s of await pendingSignals(db.pool, sessionId, admission.seq)) deliver(s);
-      return () => { if (listeners.get(sessionId) === deliver) listeners.delete(sessionId); };
+      return {
+        catchUp: (signals) => { for (const s of signals) deliver(s); },
+        stop: () => { if (listeners.get(sessionId) === deliver) listeners.delete(sessionId); },
+      };
     },
     async close() {
       await sub.quit().catch(() => undefined);

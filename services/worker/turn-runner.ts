@@ -3,18 +3,19 @@
 import type { Redis } from 'ioredis';
 import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
-  appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, listTranscript, publishTurnEvent, LeaseLostError, extractTraceContext, recordModelCall,
+  appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, publishTurnEvent, readTurnContext, type TurnContext, LeaseLostError, extractTraceContext, recordModelCall,
   type TurnResult,
 } from '../core/index.js';
 import {
-  buildPrompt, builtinRegistry, promptIdentity, promptMessages, storePrompt, type PromptInputs, historyFromTranscript, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
-  SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolCall, type ToolRegistry,
+  builtinRegistry, promptMessages, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
+  SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
-import { spendAccounting, usageReply } from './usage.js';
+import { spendAccounting, usageReply, type SpendAccounting } from './usage.js';
 import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
-import { NOTHING_TO_RETRY, isRecoveryCommand, recoveryCommand } from './recovery-commands.js';
+import { recoveryCommand } from './recovery-commands.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
+import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
 
 export interface TurnDeps {
   config: Config;
@@ -70,51 +71,9 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
   return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
 }
 
-/**
- * The session's stored prompt: built once (three layers) and reused while its identity
- * (model/provider/toolset) matches, so the provider's prefix cache stays warm across turns.
- */
-async function sessionPrompt(deps: TurnDeps, adm: Admission, inputs: PromptInputs): Promise<{ stored: string; notices: string[] }> {
-  const identity = promptIdentity(inputs);
-  const { rows } = await deps.db.pool.query<{ system_prompt: string | null; prompt_identity: string | null; created_at: Date }>(
-    `SELECT system_prompt, prompt_identity, created_at FROM sessions WHERE id = $1`, [adm.sessionId],
-  );
-  const row = rows[0];
-  if (row?.system_prompt != null && row.prompt_identity === identity) return { stored: row.system_prompt, notices: [] };
-  const built = buildPrompt({ ...inputs, ...(row ? { session: { startedAt: row.created_at, platform: adm.platform } } : {}) });
-  const stored = storePrompt(built.layers);
-  await deps.db.pool.query(`UPDATE sessions SET system_prompt = $2, prompt_identity = $3 WHERE id = $1`, [adm.sessionId, stored, identity]);
-  return { stored, notices: built.notices };
-}
-
 /** The caller's own system message (OpenAI API): request-only context, never stored. */
 const callerSystem = (adm: Admission): ChatMessage[] =>
   (adm.callerHistory ?? []).filter((m) => m.role === 'system' && m.content.trim()).map((m) => ({ role: 'system', content: m.content }));
-
-async function historyFor(deps: TurnDeps, adm: Admission): Promise<ChatMessage[]> {
-  if (adm.callerHistory) {
-    const prior = adm.callerHistory.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
-    return [...prior, { role: 'user', content: adm.content }];
-  }
-  const all = await listTranscript(deps.db.pool, adm.sessionId);
-  // Control messages that acted on a turn (and their one-line replies) are not conversation.
-  const isCommand = (m: (typeof all)[number]) => (m.role === 'user' && /^\/(stop|usage|compress|discard)\s*$/i.test(m.content)) || (m.role === 'assistant' && CONTROL_REPLIES.has(m.content));
-  const control = new Set(all.filter((m) => m.admissionId && isCommand(m)).map((m) => m.admissionId));
-  // A "/retry" line is followed by the request it re-ran (recovery-commands.ts): only that is conversation.
-  const stored = all.filter((m) => m.role === 'system' || !((m.admissionId && control.has(m.admissionId)) || (m.role === 'user' && isRecoveryCommand(m.content))));
-  const history = historyFromTranscript(stored.map((m) => ({ seq: m.seq, role: m.role, content: m.content, toolCalls: m.toolCalls as ToolCall[] | null, toolCallId: m.toolCallId })));
-  return adm.intent === 'resume' ? [...history, { role: 'user', content: RESUME_NOTE }] : history;
-}
-
-/** Request-only (never stored): what a resumed turn is told about the turn it continues. */
-export const RESUME_NOTE = '[System note: your previous reply to the user was cut off because the service restarted before it finished. Continue from where it stopped and answer the user\'s last request. A tool call without a result may or may not have run; check before repeating it.]';
-
-const REPLY = {
-  stopped: 'Stopped the running turn.',
-  idle: 'Nothing was running to stop.',
-  sent: 'Sent to the running turn.',
-} as const;
-const CONTROL_REPLIES: ReadonlySet<string> = new Set([...Object.values(REPLY), NOTHING_TO_RETRY]);
 
 /**
  * A `/stop`, `/steer …` or `/redirect …` message, run after the turn it addressed: its reply says
@@ -166,24 +125,52 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
 
 /** The agent loop for `adm` (its content is the request: for /retry, the request it re-runs). */
 async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent): Promise<TurnResult> {
-  const { signal } = fence;
   const durable = <T>(write: () => Promise<T>) => whileLeaseHolds(write, fence, deps.log.child({ admission: adm.id, session: adm.sessionId }));
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
   const routes = await routesOf(loop, agent);
   if (!Array.isArray(routes)) return routes;
   // Every model call of the turn — summaries too — passes the spend caps and is recorded with its task.
   const accounting = spendAccounting({ db: deps.db, metrics: deps.metrics, adm, agent }, routes, durable);
-  const command = { db: deps.db, lease, adm, loop, routes, signal, tail: tailOptions(loop, agent), history: () => historyFor(deps, adm), accounting };
+  const control = new TurnControl();
+  // Listen for /stop, steer and redirect first; the context read then brings those recorded before.
+  const watching = deps.control?.watch(deps.db, adm.sessionId, adm, control);
+  try {
+    const ctx = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
+    if (!ctx) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
+    watching?.catchUp(ctx.signals);
+    const result = await loopIn({ deps, lease, adm, fence, agent, loop, routes, accounting, control, durable }, ctx);
+    const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
+    return usageRows.length ? { ...result, usageRows } : result;
+  } finally {
+    watching?.stop();
+  }
+}
+
+interface LoopSetup {
+  deps: TurnDeps;
+  lease: Lease;
+  adm: Admission;
+  fence: TurnFence;
+  agent: CompiledAgent;
+  loop: LoopDeps;
+  routes: ModelRoute[];
+  accounting: SpendAccounting;
+  control: TurnControl;
+  durable: <T>(write: () => Promise<T>) => Promise<T>;
+}
+
+/** `/compress`, hygiene compression, the session prompt, then the agent loop, on the turn's context. */
+async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
+  const { deps, lease, adm, agent, loop, routes, control, durable } = s;
+  const stored = historyFor(adm, ctx);
+  const command = { db: deps.db, lease, adm, loop, routes, signal: s.fence.signal, tail: tailOptions(loop, agent), history: () => Promise.resolve(stored), accounting: s.accounting };
   const compressed = await compressReply(command);
   if (compressed) return compressed;
   const tools = loop.tools.select(agent.toolsets ?? DEFAULT_TOOLSETS);
   // Hygiene before the prompt is loaded: a compression here makes this turn rebuild the prompt.
   const history = await precompress(command, deps.log);
-  const prompt = await sessionPrompt(deps, adm, { agent, toolNames: tools.map((t) => t.name) });
+  const prompt = sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name) }, ctx, history !== stored);
   if (prompt.notices.length) deps.log.warn({ session: adm.sessionId, notices: prompt.notices }, 'Refused context files');
-  const agentLabel = `${agent.agent.namespace}/${agent.agent.name}`;
-  const control = new TurnControl();
-  const unwatch = deps.control ? await deps.control.watch(deps.db, adm.sessionId, adm, control) : () => undefined;
   // SPEC: a turn that keeps its lease but makes no progress for 600 s (polled every 15 s) ends.
   const watchdog = new ProgressWatchdog({
     stallMs: deps.config.HERMES_TURN_STALL_SECONDS * 1_000,
@@ -196,7 +183,7 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
     system: [...promptMessages(prompt.stored), ...callerSystem(adm)],
     history,
     tools,
-    signal: AbortSignal.any([signal, control.signal, watchdog.signal]),
+    signal: AbortSignal.any([s.fence.signal, control.signal, watchdog.signal]),
     control,
     onProgress: watchdog.progress,
     unattended: adm.platform === 'cron', // SPEC: the tool-loop guard's hard halts only where nobody watches
@@ -214,16 +201,14 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
         read: (id, offset, limit) => readToolResultSpill(deps.db.pool, adm.sessionId, id, offset, limit),
       },
     },
-    beforeCall: accounting.beforeCall,
-    onCall: accounting.onCall,
+    beforeCall: s.accounting.beforeCall,
+    onCall: s.accounting.onCall,
     onDelta: (text) => void publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'delta', text }).catch(() => undefined),
-  }).finally(() => { watchdog.stop(); unwatch(); });
-  if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: agentLabel, model: agent.model.model, outcome: result.outcome });
-  const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
-  const withRows = usageRows.length ? { ...result, usageRows } : result;
+  }).finally(() => watchdog.stop());
+  if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: `${agent.agent.namespace}/${agent.agent.name}`, model: agent.model.model, outcome: result.outcome });
+  const withPrompt: TurnResult = prompt.store ? { ...result, sessionPrompt: prompt.store } : result;
   // Refused context files: the user sees why the agent lacks them (once, when the prompt was built).
-  if (prompt.notices.length) return { ...withRows, reply: `${result.reply}\n\n(Notice: ${prompt.notices.join(' ')})` };
-  return withRows;
+  return prompt.notices.length ? { ...withPrompt, reply: `${result.reply}\n\n(Notice: ${prompt.notices.join(' ')})` } : withPrompt;
 }
 
 /** What the lease holder does after a turn: run `next` (claimed under the same lease by the finish), or stop; `released` when the finish let the lease go. */

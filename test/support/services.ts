@@ -51,6 +51,10 @@ export function testConfig(databaseUrl: string, overrides: Partial<Record<keyof 
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     HERMES_QUEUE_PREFIX: `test-${randomUUID()}`,
+    // Never a fixed port: checkouts and test files run side by side.
+    HERMES_PORT: 0,
+    HERMES_WORKER_PORT: 0,
+    HERMES_HOST: '127.0.0.1',
     HERMES_LOG_LEVEL: process.env.HERMES_TEST_LOG_LEVEL ?? 'silent',
     HERMES_SWEEP_SECONDS: 1,
     HERMES_SWEEP_GRACE_SECONDS: 1,

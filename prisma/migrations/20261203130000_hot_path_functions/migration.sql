@@ -125,11 +125,13 @@ END $$;
 -- Ends a turn: final message, reply obligation (already delivered for a pulled platform, e.g.
 -- api), `terminal`, the shutdown-cut streak reset, the turn's deferred usage rows — only while
 -- (owner, epoch) holds an unexpired lease, else SQLSTATE HL001. Then `p_then`: 'keep' the lease,
--- 'release' it, or claim the 'next' queued turn under the same lease (none queued: release).
+-- 'release' it, or claim the 'next' queued turn under the same lease (none queued: release). A
+-- session prompt the turn built (`p_prompt`, `p_identity`) is stored with it.
 -- The lease row is locked first, so a worker trying to take it meanwhile waits and then sees the
 -- outcome: no admission is stranded between "nothing queued" and the release.
 CREATE FUNCTION hermes_finish_turn(p_admission uuid, p_owner uuid, p_epoch bigint, p_outcome admission_outcome,
-    p_reply text, p_error text, p_interrupted boolean, p_usage jsonb, p_usage_rows jsonb, p_pulled text[], p_then text)
+    p_reply text, p_error text, p_interrupted boolean, p_usage jsonb, p_usage_rows jsonb, p_pulled text[], p_then text,
+    p_prompt text, p_identity text)
     RETURNS TABLE (o_obligation uuid, o_pending boolean, o_message bigint, o_next jsonb, o_released boolean) LANGUAGE plpgsql AS $$
 DECLARE
   v_session uuid;
@@ -159,6 +161,9 @@ BEGIN
   UPDATE admissions SET state = 'terminal', outcome = p_outcome, error = p_error, finished_at = now() WHERE id = p_admission;
   UPDATE sessions SET shutdown_cuts = 0, state = CASE WHEN state = 'resume_pending' THEN 'active'::session_state ELSE state END
     WHERE id = v_session AND (shutdown_cuts > 0 OR state = 'resume_pending');
+  IF p_prompt IS NOT NULL THEN
+    UPDATE sessions SET system_prompt = p_prompt, prompt_identity = p_identity WHERE id = v_session;
+  END IF;
   IF p_usage_rows IS NOT NULL THEN
     INSERT INTO model_call_usage (agent_id, profile_key, session_id, user_id, admission_id, provider, model, input_tokens, output_tokens,
                                   cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, cost_status, task)

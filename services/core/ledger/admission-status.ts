@@ -3,6 +3,8 @@
 // identity that admitted it, so a caller can be told apart from other callers of the agent.
 import type { Sql } from '../db.js';
 import type { AdmissionOutcome, AdmissionState } from './admissions.js';
+import { obligationColumns, type Obligation } from './deliveries.js';
+import type { TurnUsage } from './messages.js';
 
 export interface AdmissionProgress {
   id: string;
@@ -49,4 +51,15 @@ export async function getAdmissionProgress(sql: Sql, ids: readonly string[]): Pr
 export async function continuationOf(sql: Sql, id: string): Promise<string | undefined> {
   const { rows } = await sql.query<{ id: string }>(`SELECT id FROM admissions WHERE resume_of = $1 AND intent = 'resume' LIMIT 1`, [id]);
   return rows[0]?.id;
+}
+
+/** What a caller waiting for a settled turn needs, in one read: its reply obligation and the final message's token usage. */
+export async function readTurnEnd(sql: Sql, admissionId: string): Promise<{ reply: Obligation | undefined; usage: TurnUsage }> {
+  const { rows } = await sql.query<Obligation & { id: string | null; finalUsage: { inputTokens?: number; outputTokens?: number } | null }>(
+    `SELECT d.*, (SELECT usage FROM messages WHERE admission_id = $1 AND role = 'assistant' ORDER BY seq DESC LIMIT 1) AS "finalUsage"
+     FROM (SELECT 1) one LEFT JOIN (SELECT ${obligationColumns} FROM delivery_obligations WHERE admission_id = $1) d ON true`,
+    [admissionId],
+  );
+  const { finalUsage, ...ob } = rows[0] ?? { finalUsage: null, id: null };
+  return { reply: ob.id ? (ob as Obligation) : undefined, usage: { inputTokens: finalUsage?.inputTokens ?? 0, outputTokens: finalUsage?.outputTokens ?? 0 } };
 }

@@ -29,6 +29,8 @@ export interface TurnResult {
   usage?: unknown;
   /** Usage rows not written yet (the final answer's call), written in the transaction that ends the turn. */
   usageRows?: ModelCallUsageRow[];
+  /** The session prompt this turn built, stored with its end instead of by a write of its own. */
+  sessionPrompt?: { text: string; identity: string };
 }
 
 export interface FinishedTurn {
@@ -90,9 +92,10 @@ const LEASE_LOST = 'HL001';
 export async function finishTurn(db: Db, lease: Lease, admissionId: string, result: TurnResult, opts: FinishOptions = {}): Promise<FinishedTurn> {
   try {
     const { rows } = await db.pool.query<{ o_obligation: string; o_pending: boolean; o_message: number; o_next: Record<string, unknown> | null; o_released: boolean }>(
-      `SELECT * FROM hermes_finish_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      `SELECT * FROM hermes_finish_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [admissionId, lease.owner, lease.epoch, result.outcome, pgText(result.reply), result.error === undefined ? null : pgText(result.error),
-        result.interrupted ?? false, pgJson(result.usage), result.usageRows?.length ? pgJson(result.usageRows.map(usageRow)) : null, pulledPlatforms, opts.then ?? 'keep'],
+        result.interrupted ?? false, pgJson(result.usage), result.usageRows?.length ? pgJson(result.usageRows.map(usageRow)) : null, pulledPlatforms, opts.then ?? 'keep',
+        result.sessionPrompt?.text ?? null, result.sessionPrompt?.identity ?? null],
     );
     const r = rows[0]!;
     return {

@@ -8,7 +8,7 @@
 // leaves nothing following the turn, which still runs and records its reply.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HermesError, getTurnUsage, injectTraceContext } from '../../core/index.js';
+import { HermesError, injectTraceContext } from '../../core/index.js';
 import { admitApiMessage, enqueueSoon } from '../admission.js';
 import { agentName, authorizeAgent, callerFrom, usableAgents } from '../auth.js';
 import { admissionLinks, waitSignal, type GatewayContext } from '../context.js';
@@ -27,7 +27,7 @@ async function waitForCompletion(ctx: GatewayContext, { request, reply, follower
   try {
     const end = await follower.untilDone({ signal: wait.signal });
     const text = replyText(end);
-    return completion(completionIds(follower.admissionId, model), text, await getTurnUsage(ctx.deps.db.pool, follower.admissionId));
+    return completion(completionIds(follower.admissionId, model), text, end.usage);
   } finally {
     wait.dispose();
     if (ctx.shutdown.aborted) reply.header('connection', 'close');
@@ -63,7 +63,8 @@ async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, rep
       throw new HermesError('HERMES_CLIENT_CLOSED_REQUEST');
     }
     // Subscribe before the job exists, so no delta of this turn can be published unheard.
-    const follower = await ctx.waiter.follow(admitted.admissionId);
+    // A new stateless conversation (no X-Hermes-Session-Id): nothing else can have run its turn.
+    const follower = await ctx.waiter.follow(admitted.admissionId, { fresh: named === undefined && !admitted.duplicate });
     try {
       await enqueue();
       const links = admissionLinks(namespace, name, admitted.admissionId);

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, enqueueTurn, getAdmission, getObligationForAdmission } from '../../../services/core/index.js';
-import { RESUME_NOTE } from '../../../services/worker/turn-runner.js';
+import { RESUME_NOTE } from '../../../services/worker/turn-context.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, type TestRuntime } from '../../support/system.js';

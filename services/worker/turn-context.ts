@@ -1,0 +1,55 @@
+// A turn's view of its session, from one read (core readTurnContext): the conversation history
+// the model gets, and the session prompt — reused while its identity matches, else built here
+// and stored with the turn's end (hermes_finish_turn), so neither costs a statement of its own.
+import type { Admission, TurnContext } from '../core/index.js';
+import { buildPrompt, historyFromTranscript, promptIdentity, storePrompt, type ChatMessage, type PromptInputs, type ToolCall } from '../agent/index.js';
+import { NOTHING_TO_RETRY, isRecoveryCommand } from './recovery-commands.js';
+
+/** One-line replies to control messages: not conversation. */
+export const REPLY = {
+  stopped: 'Stopped the running turn.',
+  idle: 'Nothing was running to stop.',
+  sent: 'Sent to the running turn.',
+} as const;
+const CONTROL_REPLIES: ReadonlySet<string> = new Set([...Object.values(REPLY), NOTHING_TO_RETRY]);
+
+/** Request-only (never stored): what a resumed turn is told about the turn it continues. */
+export const RESUME_NOTE = '[System note: your previous reply to the user was cut off because the service restarted before it finished. Continue from where it stopped and answer the user\'s last request. A tool call without a result may or may not have run; check before repeating it.]';
+
+/** The conversation for `adm`: the caller's own history (OpenAI API), else the stored transcript. */
+export function historyFor(adm: Admission, ctx: TurnContext): ChatMessage[] {
+  if (adm.callerHistory) {
+    const prior = adm.callerHistory.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
+    return [...prior, { role: 'user', content: adm.content }];
+  }
+  const all = ctx.transcript;
+  // Control messages that acted on a turn (and their one-line replies) are not conversation.
+  const isCommand = (m: (typeof all)[number]) => (m.role === 'user' && /^\/(stop|usage|compress|discard)\s*$/i.test(m.content)) || (m.role === 'assistant' && CONTROL_REPLIES.has(m.content));
+  const control = new Set(all.filter((m) => m.admissionId && isCommand(m)).map((m) => m.admissionId));
+  // A "/retry" line is followed by the request it re-ran (recovery-commands.ts): only that is conversation.
+  const stored = all.filter((m) => m.role === 'system' || !((m.admissionId && control.has(m.admissionId)) || (m.role === 'user' && isRecoveryCommand(m.content))));
+  const history = historyFromTranscript(stored.map((m) => ({ seq: m.seq, role: m.role, content: m.content, toolCalls: m.toolCalls as ToolCall[] | null, toolCallId: m.toolCallId })));
+  return adm.intent === 'resume' ? [...history, { role: 'user', content: RESUME_NOTE }] : history;
+}
+
+export interface SessionPrompt {
+  stored: string;
+  /** Context files refused while building it (told to the user once). */
+  notices: string[];
+  /** Set when built now: store it with the turn's end. */
+  store?: { text: string; identity: string };
+}
+
+/**
+ * The session's stored prompt: built once (three layers) and reused while its identity
+ * (model/provider/toolset) matches, so the provider's prefix cache stays warm across turns.
+ * `stale`: the turn compressed the history first, so the stored prompt must be rebuilt.
+ */
+export function sessionPrompt(adm: Admission, inputs: PromptInputs, ctx: TurnContext, stale: boolean): SessionPrompt {
+  const identity = promptIdentity(inputs);
+  const { text, identity: storedIdentity, sessionStartedAt } = ctx.prompt;
+  if (!stale && text !== null && storedIdentity === identity) return { stored: text, notices: [] };
+  const built = buildPrompt({ ...inputs, session: { startedAt: sessionStartedAt, platform: adm.platform } });
+  const stored = storePrompt(built.layers);
+  return { stored, notices: built.notices, store: { text: stored, identity } };
+}
