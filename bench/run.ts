@@ -29,7 +29,7 @@ async function main(): Promise<void> {
       await system.load(8, n(100));
       const c1 = workers === 1 ? (progress('system: concurrency 1…'), await system.load(1, n(200))) : undefined;
       progress(`system: concurrency 64, ${workers} worker(s)…`);
-      runs.push({ workers, ...(c1 ? { c1 } : {}), c64: await system.load(64, n(1_000)) });
+      runs.push({ workers, ...(c1 ? { c1 } : {}), c64: await system.load(64, n(3_000)) });
     } finally {
       await system.close();
     }

@@ -90,7 +90,7 @@ export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessE
   const port = httpPort(opts);
   const managed = managerOptions(opts, env);
   const log = createLogger('operator', config.HERMES_LOG_LEVEL);
-  const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator', queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000 });
+  const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator', queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000, max: config.HERMES_DB_POOL_SIZE });
   const metrics = createOperatorMetrics();
   const handle = await startOperator({ kc, db, log, metrics, ...managed, secretEnv: allowedSecretEnv(config, env) });
   const probes = opts.http === false ? undefined : await startOperatorProbes({ handle, db, metrics, log, host: opts.httpHost ?? '0.0.0.0', port });

@@ -21,7 +21,7 @@ export interface Runtime {
 export async function openResources(config: Config, component: string): Promise<Runtime> {
   const log = createLogger(component, config.HERMES_LOG_LEVEL);
   const metrics = createMetrics(component);
-  const db = openDb(config.DATABASE_URL, { applicationName: `hermes-${component}`, queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000 });
+  const db = openDb(config.DATABASE_URL, { applicationName: `hermes-${component}`, queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000, max: config.HERMES_DB_POOL_SIZE });
   const redis = connectRedis(config.REDIS_URL);
   const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
   const agents = new AgentCache(db, config.DATABASE_URL, { log, metrics });

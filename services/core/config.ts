@@ -20,6 +20,7 @@ export const configSchema = z.object({
   HERMES_QUEUE_PREFIX: z.string().min(1).default('hermes').describe('BullMQ key prefix; isolates installs (and tests) sharing one Redis.'),
   HERMES_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576).describe('Largest accepted HTTP request body.'),
   HERMES_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(100_000).describe('Largest accepted message text.'),
+  HERMES_DB_POOL_SIZE: z.coerce.number().int().positive().max(200).default(10).describe('Postgres connections per process. Few connections kept busy beat many that wait (fewer backends to switch between); raise it for long tool-heavy turns.'),
   HERMES_DB_QUERY_TIMEOUT_SECONDS: seconds(30, 'Client-side bound on one Postgres query: a half-open connection fails instead of hanging, and is replaced.'),
   HERMES_LEASE_TTL_SECONDS: seconds(300, 'Session turn lease TTL (SPEC: 300 s).'),
   HERMES_LEASE_RENEW_SECONDS: seconds(60, 'Lease renewal interval (SPEC: 60 s).'),

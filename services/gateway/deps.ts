@@ -38,7 +38,7 @@ export interface GatewayDeps {
 /** Opens connections for a gateway process; `close()` closes them (after the app). */
 export async function openGatewayDeps(config: Config): Promise<GatewayDeps & { close(): Promise<void> }> {
   const log = createLogger('gateway', config.HERMES_LOG_LEVEL);
-  const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-gateway' });
+  const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-gateway', queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000, max: config.HERMES_DB_POOL_SIZE });
   const redis = connectRedis(config.REDIS_URL, { failFast: true });
   const subscriber = connectRedis(config.REDIS_URL);
   const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);

@@ -3,9 +3,9 @@
 // requests follow each. A "changed" ping from pub/sub asks for an early read of that admission;
 // pings arriving together share one statement. While Postgres is unreachable the poll is
 // retried on the next tick (logged once per outage); the poll stops when nothing is watched.
-import { getAdmissionProgress, isStoreUnavailable, type AdmissionProgress, type Db, type Logger, type Metrics } from '../core/index.js';
+import { getAdmissionProgress, isStoreUnavailable, type FollowedProgress, type Db, type Logger, type Metrics } from '../core/index.js';
 
-export type ProgressListener = (progress: AdmissionProgress | 'missing') => void;
+export type ProgressListener = (progress: FollowedProgress | 'missing') => void;
 
 export interface StatusPollerOptions {
   db: Db;
@@ -86,7 +86,7 @@ export class StatusPoller {
 
   private async read(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    let rows: AdmissionProgress[];
+    let rows: FollowedProgress[];
     try {
       this.opts.metrics?.admissionPolls.inc();
       rows = await getAdmissionProgress(this.opts.db.pool, ids);

@@ -7,7 +7,7 @@
 // the caller still gets the one reply it is waiting for.
 import {
   HermesError, admissionChannel, continuationOf, getAdmissionStatus, parseTurnEvent, readTurnEnd,
-  type AdmissionProgress, type AdmissionStatus, type Db, type Logger, type Obligation, type TurnUsage,
+  type AdmissionProgress, type AdmissionStatus, type Db, type FollowedProgress, type Logger, type Obligation, type TurnUsage,
 } from '../core/index.js';
 import type { StatusPoller } from './status-poller.js';
 import type { ChannelHub, Subscription } from './subscriber.js';
@@ -99,25 +99,34 @@ export class AdmissionFollower {
     return this.complete;
   }
 
-  private async subscribe(id: string): Promise<void> {
+  /** Subscribes to `id`'s channel; without `confirmed`, goes on before Redis acknowledged it (deltas may be partial). */
+  private async subscribe(id: string, confirmed = true): Promise<void> {
     this.subscription?.unsubscribe();
-    this.subscription = await this.opts.hub.subscribe(admissionChannel(this.opts.prefix, id), {
+    const subscribing = this.opts.hub.subscribe(admissionChannel(this.opts.prefix, id), {
       message: (raw) => this.onMessage(raw),
       gap: () => {
         this.complete = false;
         this.changed();
       },
     });
+    if (!confirmed) {
+      this.complete = false;
+      this.subscription = { confirmed: false, unsubscribe: () => { void subscribing.then((s) => s.unsubscribe()); } };
+      void subscribing.then((s) => { if (this.subscription?.confirmed === false) this.subscription = s; });
+      return;
+    }
+    this.subscription = await subscribing;
     if (!this.subscription.confirmed) this.complete = false;
   }
 
   /**
    * Subscribes, then reads the admission. `fresh`: the caller just admitted it into a session of
    * its own (nothing else can have run it, and its job is added after this), so it is `queued`
-   * without a read.
+   * without a read. `deltas: false`: the caller needs only the end (a non-streamed completion), so
+   * the subscription (a latency aid then) is not waited for.
    */
-  async open(fresh = false): Promise<void> {
-    await this.subscribe(this.admissionId);
+  async open(fresh = false, deltas = true): Promise<void> {
+    await this.subscribe(this.admissionId, deltas);
     if (fresh) {
       this.startedFrom = { id: this.admissionId, state: 'queued', outcome: null };
       return;
@@ -150,7 +159,7 @@ export class AdmissionFollower {
     this.onDelta = o.onDelta;
     for (const text of this.buffered.splice(0)) o.onDelta?.(text);
     if (!this.startedFrom) throw new Error('AdmissionFollower.open() has not completed');
-    let current: AdmissionProgress = this.startedFrom;
+    let current: FollowedProgress = this.startedFrom;
     let missing = false;
     const wakeup = new Wakeup();
     const watch = (id: string) => this.opts.poller.watch(id, (progress) => {
@@ -171,7 +180,7 @@ export class AdmissionFollower {
         }
         if (isSettled(current)) {
           const next = current.outcome === 'interrupted' ? await continuationOf(this.opts.db.pool, this.followed) : undefined;
-          if (!next) return { admission: current, ...(await readTurnEnd(this.opts.db.pool, this.followed)) };
+          if (!next) return { admission: current, ...(current.end ?? (await readTurnEnd(this.opts.db.pool, this.followed))) };
           unwatch();
           ({ current, unwatch } = await this.moveTo(next, watch));
           continue;
@@ -186,7 +195,7 @@ export class AdmissionFollower {
   }
 
   /** Follows the resume `next` from now on: its channel, then its progress (read after subscribing). */
-  private async moveTo(next: string, watch: (id: string) => () => void): Promise<{ current: AdmissionProgress; unwatch: () => void }> {
+  private async moveTo(next: string, watch: (id: string) => () => void): Promise<{ current: FollowedProgress; unwatch: () => void }> {
     this.followed = next;
     await this.subscribe(next);
     const unwatch = watch(next);
@@ -205,10 +214,10 @@ export class TurnWaiter {
   constructor(private readonly opts: WaiterOptions) {}
 
   /** Subscribes to the admission's events, then reads it (unless `fresh`, see open()). Close the follower when done. */
-  async follow(admissionId: string, opts: { fresh?: boolean } = {}): Promise<AdmissionFollower> {
+  async follow(admissionId: string, opts: { fresh?: boolean; deltas?: boolean } = {}): Promise<AdmissionFollower> {
     const follower = new AdmissionFollower(this.opts, admissionId);
     try {
-      await follower.open(opts.fresh);
+      await follower.open(opts.fresh, opts.deltas);
       return follower;
     } catch (err) {
       follower.close();

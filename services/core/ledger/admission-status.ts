@@ -3,7 +3,7 @@
 // identity that admitted it, so a caller can be told apart from other callers of the agent.
 import type { Sql } from '../db.js';
 import type { AdmissionOutcome, AdmissionState } from './admissions.js';
-import { obligationColumns, type Obligation } from './deliveries.js';
+import type { Obligation } from './deliveries.js';
 import type { TurnUsage } from './messages.js';
 
 export interface AdmissionProgress {
@@ -34,14 +34,45 @@ export async function getAdmissionStatus(sql: Sql, id: string): Promise<Admissio
   return rows[0];
 }
 
-/** State and outcome of each of `ids` that exists, in one statement (one poll for every follower of a process). */
-export async function getAdmissionProgress(sql: Sql, ids: readonly string[]): Promise<AdmissionProgress[]> {
+/** A followed admission's progress; once settled, with what its waiters answer (read in the same statement). */
+export interface FollowedProgress extends AdmissionProgress {
+  end?: TurnEndRead;
+}
+
+export interface TurnEndRead {
+  reply: Obligation | undefined;
+  usage: TurnUsage;
+}
+
+type EndColumns = { replyRow: Obligation | null; finalUsage: { inputTokens?: number; outputTokens?: number } | null };
+
+const toEnd = (r: EndColumns): TurnEndRead => ({
+  reply: r.replyRow ? { ...r.replyRow, createdAt: new Date(r.replyRow.createdAt) } : undefined, usage: { inputTokens: r.finalUsage?.inputTokens ?? 0, outputTokens: r.finalUsage?.outputTokens ?? 0 },
+});
+
+/** The reply obligation (as JSON, in Obligation's shape) and the final usage of admission column `a`. */
+const endColumns = (a: string) => `
+  (SELECT json_build_object('id', d.id, 'admissionId', d.admission_id, 'agentId', d.agent_id, 'sessionId', d.session_id, 'platform', d.platform,
+     'target', d.target, 'content', d.content, 'state', d.state, 'attempts', d.attempts, 'possibleDuplicate', d.possible_duplicate, 'createdAt', d.created_at)
+   FROM delivery_obligations d WHERE d.admission_id = ${a}) AS "replyRow",
+  (SELECT m.usage FROM messages m WHERE m.admission_id = ${a} AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS "finalUsage"`;
+
+/**
+ * State and outcome of each of `ids` that exists — and, for those that settled, their reply and
+ * usage — in one statement (one poll for every follower of a process, and no second read when a
+ * turn ends).
+ */
+export async function getAdmissionProgress(sql: Sql, ids: readonly string[]): Promise<FollowedProgress[]> {
   if (ids.length === 0) return [];
-  const { rows } = await sql.query<AdmissionProgress>(
-    `SELECT id, state, outcome FROM admissions WHERE id = ANY($1::uuid[])`,
-    [ids],
-  );
-  return rows;
+  const { rows } = await sql.query<AdmissionProgress & { settled: boolean } & EndColumns>({
+    name: 'hermes_admission_progress', // prepared once per connection: no parse and plan per turn
+    text: `SELECT a.id, a.state, a.outcome, s.settled, e."replyRow", e."finalUsage"
+     FROM admissions a CROSS JOIN LATERAL (SELECT a.state IN ('terminal', 'unknown') AS settled) s
+     LEFT JOIN LATERAL (SELECT ${endColumns('a.id')}) e ON s.settled
+     WHERE a.id = ANY($1::uuid[])`,
+    values: [ids],
+  });
+  return rows.map(({ settled, replyRow, finalUsage, ...p }) => (settled ? { ...p, end: toEnd({ replyRow, finalUsage }) } : p));
 }
 
 /**
@@ -54,12 +85,7 @@ export async function continuationOf(sql: Sql, id: string): Promise<string | und
 }
 
 /** What a caller waiting for a settled turn needs, in one read: its reply obligation and the final message's token usage. */
-export async function readTurnEnd(sql: Sql, admissionId: string): Promise<{ reply: Obligation | undefined; usage: TurnUsage }> {
-  const { rows } = await sql.query<Obligation & { id: string | null; finalUsage: { inputTokens?: number; outputTokens?: number } | null }>(
-    `SELECT d.*, (SELECT usage FROM messages WHERE admission_id = $1 AND role = 'assistant' ORDER BY seq DESC LIMIT 1) AS "finalUsage"
-     FROM (SELECT 1) one LEFT JOIN (SELECT ${obligationColumns} FROM delivery_obligations WHERE admission_id = $1) d ON true`,
-    [admissionId],
-  );
-  const { finalUsage, ...ob } = rows[0] ?? { finalUsage: null, id: null };
-  return { reply: ob.id ? (ob as Obligation) : undefined, usage: { inputTokens: finalUsage?.inputTokens ?? 0, outputTokens: finalUsage?.outputTokens ?? 0 } };
+export async function readTurnEnd(sql: Sql, admissionId: string): Promise<TurnEndRead> {
+  const { rows } = await sql.query<EndColumns>({ name: 'hermes_turn_end', text: `SELECT ${endColumns('$1::uuid')}`, values: [admissionId] });
+  return toEnd(rows[0] ?? { replyRow: null, finalUsage: null });
 }

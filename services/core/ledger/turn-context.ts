@@ -21,8 +21,9 @@ interface Row {
 
 /** The turn context of `sessionId` for a turn of admission sequence `afterSeq`; undefined when the session is gone. */
 export async function readTurnContext(sql: Sql, sessionId: string, afterSeq: number, transcriptLimit = 1_000): Promise<TurnContext | undefined> {
-  const { rows } = await sql.query<Row>(
-    `SELECT s.system_prompt, s.prompt_identity, s.created_at,
+  const { rows } = await sql.query<Row>({
+    name: 'hermes_turn_context', // prepared once per connection: no parse and plan per turn
+    text: `SELECT s.system_prompt, s.prompt_identity, s.created_at,
        (SELECT COALESCE(json_agg(m ORDER BY m.seq), '[]'::json) FROM (
           SELECT seq, role, content, tool_calls, tool_call_id, effect_disposition, interrupted, admission_id
           FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $3) m) AS transcript,
@@ -30,8 +31,8 @@ export async function readTurnContext(sql: Sql, sessionId: string, afterSeq: num
           SELECT id, admission_seq AS seq, kind, text FROM session_signals
           WHERE session_id = $1 AND admission_seq > $2 AND consumed_at IS NULL) g) AS signals
      FROM sessions s WHERE s.id = $1`,
-    [sessionId, afterSeq, transcriptLimit],
-  );
+    values: [sessionId, afterSeq, transcriptLimit],
+  });
   const r = rows[0];
   if (!r) return undefined;
   return {

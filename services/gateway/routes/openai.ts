@@ -64,7 +64,7 @@ async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, rep
     }
     // Subscribe before the job exists, so no delta of this turn can be published unheard.
     // A new stateless conversation (no X-Hermes-Session-Id): nothing else can have run its turn.
-    const follower = await ctx.waiter.follow(admitted.admissionId, { fresh: named === undefined && !admitted.duplicate });
+    const follower = await ctx.waiter.follow(admitted.admissionId, { fresh: named === undefined && !admitted.duplicate, deltas: body.stream === true });
     try {
       await enqueue();
       const links = admissionLinks(namespace, name, admitted.admissionId);
