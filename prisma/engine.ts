@@ -19,12 +19,25 @@ const wasmApi = (globalThis as unknown as { WebAssembly: { instantiate(bytes: Ui
 
 let loaded: Promise<typeof bg> | undefined;
 
+/**
+ * The engine arms a timer for every lock wait (its 10 s advisory-lock timeout) and never clears
+ * it, so a `hermes migrate` that had finished lingered until it fired. Its timers are unref'd:
+ * they still fire while the engine works, but never keep the process alive on their own.
+ */
+function withUnrefTimers(bindings: typeof bg): Record<string, unknown> {
+  const imports: Record<string, unknown> = { ...bindings };
+  for (const name of Object.keys(imports).filter((k) => k.startsWith('__wbg_setTimeout_'))) {
+    imports[name] = (fn: () => void, ms: number) => setTimeout(fn, ms >>> 0).unref();
+  }
+  return imports;
+}
+
 function loadBindings(): Promise<typeof bg> {
   loaded ??= (async () => {
     const require = createRequire(import.meta.url);
     const bgPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg');
     const bytes = await readFile(join(dirname(bgPath), 'schema_engine_bg.wasm'));
-    const { instance } = await wasmApi.instantiate(bytes, { './schema_engine_bg.js': bg });
+    const { instance } = await wasmApi.instantiate(bytes, { './schema_engine_bg.js': withUnrefTimers(bg) });
     (bg as Bindings).__wbg_set_wasm(instance.exports);
     (instance.exports as { __wbindgen_start?: () => void }).__wbindgen_start?.();
     return bg;

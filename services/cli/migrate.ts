@@ -15,7 +15,7 @@ export const migrateCommand = new Command('migrate')
       console.log(folder ? `Created prisma/migrations/${folder}` : 'No changes: schema.prisma matches the migrations.');
       return;
     }
-    const applied = await applyMigrations(url);
+    const applied = await applyMigrations(url, { onWait: (line) => console.error(line) });
     console.log(applied.length ? `Applied ${applied.length} migration(s): ${applied.join(', ')}` : 'Database is up to date.');
     if (opts.check) {
       const drift = await diffDatabaseToSchema(url);

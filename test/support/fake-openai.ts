@@ -38,6 +38,11 @@ export type ScriptFn = (body: ChatRequestBody, req: IncomingMessage) => Script |
 export interface SeenRequest {
   body: ChatRequestBody;
   headers: IncomingMessage['headers'];
+  /** The request path (a base URL with a path prefix tells callers apart: `…/w1/v1`). */
+  url: string;
+  /** `performance.now()` when the request arrived, and when its response closed (answered or cut). */
+  receivedAt: number;
+  endedAt?: number;
   /** Set when the client closed the connection before the answer finished. */
   aborted: boolean;
   finished: boolean;
@@ -115,9 +120,12 @@ export async function startFakeOpenAI(script: ScriptFn = () => ({ text: 'ok' }))
         return;
       }
       const body = await readJson(req);
-      const seen: SeenRequest = { body, headers: req.headers, aborted: false, finished: false };
+      const seen: SeenRequest = { body, headers: req.headers, url: req.url, receivedAt: performance.now(), aborted: false, finished: false };
       requests.push(seen);
-      res.on('close', () => { if (!res.writableFinished) seen.aborted = true; });
+      res.on('close', () => {
+        seen.endedAt = performance.now();
+        if (!res.writableFinished) seen.aborted = true;
+      });
       const s = await current(body, req);
       if (s.hold) await s.hold;
       if (seen.aborted) return;

@@ -21,6 +21,12 @@ export interface TcpProxy {
   via(url: string): string;
   /** Every connection open now stops forwarding for ever; later mode changes do not revive them. */
   strand(): void;
+  /**
+   * Local ports of the server-side sockets of stranded connections: the server still sees those
+   * connections open (its peer, this proxy, never closes them), e.g. as `client_port` in Postgres'
+   * pg_stat_activity.
+   */
+  strandedPorts(): number[];
   resetCount(): void;
   close(): Promise<void>;
 }
@@ -90,6 +96,7 @@ export async function startTcpProxy(target: { host?: string; port: number }, ini
         hold(pair);
       }
     },
+    strandedPorts: () => [...live].flatMap((p) => (p.stranded && p.upstream?.localPort !== undefined ? [p.upstream.localPort] : [])),
     resetCount: () => { connections = 0; },
     async close() {
       for (const pair of live) { pair.client.destroy(); pair.upstream?.destroy(); }
