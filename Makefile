@@ -88,6 +88,10 @@ test: deps system-deps ## Everything CI runs: lint, typecheck, unit + integratio
 	@$(KUBE_BUILD)
 	@$(SERVICES); hack/test.sh
 
+.PHONY: chaos
+chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKILLs, a 30 s Postgres outage, 10 000 fuzzed requests, …): prints the table. SCALE=bounded, ONLY=worker-kill,fuzz, SEED=n
+	@$(SERVICES); node --import tsx test/chaos/run.ts --scale $(or $(SCALE),full) $(if $(ONLY),--only $(ONLY)) $(if $(SEED),--seed $(SEED))
+
 .PHONY: bench
 bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against raw Postgres/BullMQ baselines
 	@$(SERVICES); npm run --silent bench

@@ -5,6 +5,7 @@
 //
 //   const { statuses } = await fuzzGateway({ url, key, agents: ['default/demo'], requests: 2_000, seed: 7 });
 import { connect } from 'node:net';
+import { pick, prng, type Rand } from './random.js';
 
 export interface FuzzOptions {
   /** Base URL of the gateway, e.g. `http://127.0.0.1:8080`. */
@@ -31,20 +32,6 @@ export interface FuzzResult {
   serverErrors: { status: number; request: string }[];
 }
 
-/** mulberry32: small, fast, good enough to make runs repeatable. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
-type Rand = () => number;
-const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
 const int = (r: Rand, max: number) => Math.floor(r() * max);
 
 const nasty = ['\u0000', '\u0001', '\u001f', '\u007f', '\ud800', '\udfff', '\ud83d\ude00', '\u202e', '\ufeff', '\uffff', '%', ':', '/', '\\', '"', '\n', '\r\n', '\t', 'é', '𝕳', '..', '%00', '%2F', '{', '}'];

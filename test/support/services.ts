@@ -21,10 +21,19 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A new, migrated database on the test server. */
-export async function createTestDatabase(opts: { migrate?: boolean } = {}): Promise<TestDatabase> {
-  const { databaseUrl } = serverUrls();
-  const name = `hermes_test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+export interface TestDatabaseOptions {
+  /** Apply the migrations. @defaultValue true */
+  migrate?: boolean;
+  /** Any database URL on the server to create it on. @defaultValue the test server's */
+  serverUrl?: string;
+  /** Name prefix. @defaultValue hermes_test */
+  prefix?: string;
+}
+
+/** A new, migrated database on the test server (or the server of `serverUrl`). */
+export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promise<TestDatabase> {
+  const databaseUrl = opts.serverUrl ?? serverUrls().databaseUrl;
+  const name = `${opts.prefix ?? 'hermes_test'}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new pg.Client({ connectionString: databaseUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
