@@ -40,6 +40,9 @@ export function isCut(result: TurnResult, reason: unknown): boolean {
   return reason instanceof ShutdownCut || (reason instanceof LeaseFence && !reason.definite);
 }
 
+/** How the ledger names a cut's cause (after "cut by "). */
+const cutCause = (reason: unknown) => (reason instanceof ShutdownCut ? 'a worker shutdown' : `its worker's own fence (${(reason as Error).message})`);
+
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -102,7 +105,7 @@ async function record(deps: SettleDeps, { lease, adm, result, fence, log }: Turn
   if (isCut(result, reason)) {
     // The calls were made: their rows count, whatever happens to the turn.
     for (const row of result.usageRows ?? []) await whileLeaseHolds(() => recordModelCall(deps.db.pool, row), fence, log);
-    const cut = await whileLeaseHolds(() => cutTurn(deps.db, lease, adm.id, { reply: result.partial ?? '', usage: result.usage }), fence, log);
+    const cut = await whileLeaseHolds(() => cutTurn(deps.db, lease, adm.id, { reply: result.partial ?? '', usage: result.usage }, cutCause(reason)), fence, log);
     log.warn({ reason: (reason as Error).message, resumedBy: cut.resumed ? cut.resumeAdmissionId : undefined }, cut.resumed ? 'Cut the turn; it resumes once on another worker' : 'Cut the turn a third time in a row; suspended the session');
     return cut.resumed ? { kind: 'cut', resumeAdmissionId: cut.resumeAdmissionId } : { kind: 'cut', obligationId: cut.obligationId, deliveryPending: cut.deliveryPending };
   }

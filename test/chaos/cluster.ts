@@ -196,10 +196,12 @@ export class Cluster {
 
   /** Every connection to this cluster's database but our own audit ones, for a failure report. */
   async connections(): Promise<string[]> {
-    const { rows } = await this.pool.query<{ app: string; port: number | null; started: Date; state: string | null }>(
-      `SELECT application_name AS app, client_port AS port, backend_start AS started, state FROM pg_stat_activity
-        WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY backend_start`);
-    return rows.map((r) => `${r.app || '(no name)'}:${r.port ?? 'socket'} ${r.state ?? ''} since ${r.started.toISOString().slice(11, 23)}`);
+    const { rows } = await this.pool.query<{ app: string; port: number | null; started: Date; state: string | null; wait: string | null; blockedBy: number[]; pid: number; query: string }>(
+      `SELECT pid, application_name AS app, client_port AS port, backend_start AS started, state, wait_event_type || ':' || wait_event AS wait,
+              pg_blocking_pids(pid) AS "blockedBy", left(query, 120) AS query
+         FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY backend_start`);
+    return rows.map((r) => `${r.pid} ${r.app || '(no name)'}:${r.port ?? 'socket'} ${r.state ?? ''} since ${r.started.toISOString().slice(11, 23)}`
+      + (r.state === 'idle' ? '' : ` wait ${r.wait ?? '-'}${r.blockedBy.length ? ` blocked by ${r.blockedBy.join(',')}` : ''}: ${r.query}`));
   }
 
   liveProcesses(): number {

@@ -116,20 +116,37 @@ export async function nudge(ctx: ScenarioContext, gatewayUrl: string, n: number)
  * Posts one new message (its own session) and waits until its turn has answered, through the
  * gateway's own API. The moment it answered (performance.now), or undefined after `timeoutMs`.
  */
+/** What the last probe that failed saw last (for the finding). */
+let lastProbeFailure = '';
+
 export async function probe(ctx: ScenarioContext, gatewayUrl: string, timeoutMs = 60_000): Promise<number | undefined> {
   const token = tokenOf(ctx.run, `probe${++probes}`, 1);
   const headers = { authorization: `Bearer ${chaosApiKey}`, 'content-type': 'application/json', 'idempotency-key': token };
-  const id = await within(timeoutMs, async () => {
+  let last = 'nothing tried';
+  const seen = async <T>(what: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await fn();
+    } catch (err) {
+      last = `${what}: ${(err as Error).message}`;
+      return undefined;
+    }
+  };
+  const id = await within(timeoutMs, () => seen('admit', async () => {
     const res = await request(`${gatewayUrl}/v1/agents/default/demo/messages`, { method: 'POST', headers, body: JSON.stringify({ content: token, conversation: token }), headersTimeout: 5_000 });
-    const body = (await res.body.json()) as { admissionId?: string };
-    return res.statusCode < 300 ? body.admissionId : undefined;
-  }, 250);
-  if (!id) return undefined;
-  return within(timeoutMs, async () => {
-    const res = await request(`${gatewayUrl}/v1/agents/default/demo/admissions/${id}`, { headers, headersTimeout: 5_000 });
-    const a = (await res.body.json()) as { state?: string; outcome?: string };
+    const text = await res.body.text();
+    if (res.statusCode >= 300) last = `admit: ${res.statusCode} ${text.slice(0, 200)}`;
+    return res.statusCode < 300 ? (JSON.parse(text) as { admissionId?: string }).admissionId : undefined;
+  }), 250);
+  let followed = id;
+  const answered = id && await within(timeoutMs, () => seen('poll', async () => {
+    const res = await request(`${gatewayUrl}/v1/agents/default/demo/admissions/${followed}`, { headers, headersTimeout: 5_000 });
+    const a = (await res.body.json()) as { state?: string; outcome?: string; continuedBy?: string | null };
+    last = `admission ${followed} ${a.state ?? '?'}/${a.outcome ?? '-'}`;
+    if (a.continuedBy) followed = a.continuedBy; // cut by a fence or shutdown: the resume answers
     return a.state === 'terminal' && a.outcome === 'completed' ? performance.now() : undefined;
-  }, 100);
+  }), 100);
+  if (!answered) lastProbeFailure = last;
+  return answered || undefined;
 }
 
 export interface Finish {
@@ -166,7 +183,7 @@ export async function finish(f: Finish): Promise<Row> {
   const result = audit(rows, { ...f.audit, ...(f.load ? { load: f.load } : {}), ...(f.model ? { model: f.model } : {}) });
   const row = rowFrom(f.name, f.faults, result, f.load?.statuses, { wallSeconds: (performance.now() - f.startedAt) / 1_000 });
   if (notReady) row.findings.push({ check: 'recovery', detail: notReady });
-  if (answered === undefined) row.findings.push({ check: 'recovery', detail: 'a new message was not answered within 60 s of the fault ending' });
+  if (answered === undefined) row.findings.push({ check: 'recovery', detail: `a new message was not answered within 60 s of the fault ending (${lastProbeFailure}); connections: ${(await cluster.connections()).join('; ')}` });
   if (settledAt === undefined) row.findings.push({ check: 'recovery', detail: 'admissions still queued or started 120 s after the load stopped' });
   if (answered !== undefined && settledAt !== undefined) row.recoverySeconds = (Math.max(answered, settledAt) - f.faultEnd) / 1_000;
   if (f.load?.statuses.unexpected5xx) row.findings.push({ check: '5xx', detail: f.load.statuses.samples.join(' | ') });

@@ -21,12 +21,15 @@ export interface AdmissionStatus extends AdmissionProgress {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** The `resume` admission that continues this one (cut by a shutdown or its worker's fence), if any. */
+  continuedBy: string | null;
 }
 
 export async function getAdmissionStatus(sql: Sql, id: string): Promise<AdmissionStatus | undefined> {
   const { rows } = await sql.query<AdmissionStatus>(
     `SELECT a.id, a.state, a.outcome, a.agent_id AS "agentId", a.session_id AS "sessionId", a.platform,
-            u.platform_user_id AS "callerId", a.created_at AS "createdAt", a.started_at AS "startedAt", a.finished_at AS "finishedAt"
+            u.platform_user_id AS "callerId", a.created_at AS "createdAt", a.started_at AS "startedAt", a.finished_at AS "finishedAt",
+            CASE WHEN a.outcome = 'interrupted' THEN (SELECT r.id FROM admissions r WHERE r.resume_of = a.id AND r.intent = 'resume' LIMIT 1) END AS "continuedBy"
      FROM admissions a LEFT JOIN users u ON u.id = a.user_id
      WHERE a.id = $1`,
     [id],

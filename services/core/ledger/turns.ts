@@ -141,18 +141,19 @@ export type CutTurn =
   | { resumed: false; obligationId: string; deliveryPending: boolean };
 
 /**
- * A turn cut by a worker shutdown (the drain deadline passed): its partial text is kept marked
+ * A turn cut by a worker shutdown (the drain deadline passed) or by its worker's own fence (`why`
+ * says which, for operators): its partial text is kept marked
  * interrupted and the admission ends `terminal/interrupted`. The session becomes `resume_pending`
  * with a queued `resume` admission that continues the transcript once (its reply goes where this
  * one's would have) — unless this is the third cut in a row: then the session is `suspended` and
  * the user is told. One transaction, only while the lease holds.
  */
-export async function cutTurn(db: Db, lease: Lease, admissionId: string, partial: { reply: string; usage?: unknown }): Promise<CutTurn> {
+export async function cutTurn(db: Db, lease: Lease, admissionId: string, partial: { reply: string; usage?: unknown }, why = 'a worker shutdown'): Promise<CutTurn> {
   return db.tx(async (sql) => {
     const adm = await lockStarted(sql, lease, admissionId);
     if (partial.reply) await appendMessage(sql, adm.session_id, { role: 'assistant', content: partial.reply, admissionId, interrupted: true, usage: partial.usage });
     await sql.query(
-      `UPDATE admissions SET state = 'terminal', outcome = 'interrupted', error = 'cut by a worker shutdown', finished_at = now() WHERE id = $1`, [admissionId]);
+      `UPDATE admissions SET state = 'terminal', outcome = 'interrupted', error = $2, finished_at = now() WHERE id = $1`, [admissionId, `cut by ${why}`]);
     const { rows } = await sql.query<{ cuts: number }>(
       `UPDATE sessions SET shutdown_cuts = shutdown_cuts + 1,
          state = CASE WHEN shutdown_cuts + 1 >= $2 THEN 'suspended'::session_state ELSE 'resume_pending'::session_state END

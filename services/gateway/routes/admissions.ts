@@ -31,6 +31,8 @@ export function admissionView(a: AdmissionStatus, reply: Obligation | undefined)
     createdAt: a.createdAt,
     startedAt: a.startedAt,
     finishedAt: a.finishedAt,
+    // A turn cut by a shutdown (or its worker's fence) answers under the admission that resumes it.
+    continuedBy: a.continuedBy,
     reply: reply ? { content: reply.content, delivery: { state: reply.state, attempts: reply.attempts } } : null,
   };
 }

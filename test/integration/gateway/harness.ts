@@ -96,7 +96,7 @@ export interface FakeTurn {
   /** Stop the owner mid-turn and let recovery settle the admission as `unknown`. */
   dies?: boolean;
   /** A worker shutdown cuts the turn; its resume (a new admission) then streams these deltas and ends with `result`. */
-  cutThenResume?: { deltas?: string[]; result: TurnResult };
+  cutThenResume?: { deltas?: string[]; result: TurnResult; /** No waiter follows it (a client polling GET admissions/:id): don't wait for one. */ unfollowed?: boolean };
 }
 
 /** What a worker does, through the real ledger: claim, stream, finish (or die). */
@@ -115,7 +115,7 @@ export async function runFakeTurn(h: Harness, admissionId: string, turn: FakeTur
     const cut = await cutTurn(h.db, lease, admissionId, { reply: turn.deltas?.join('') ?? '' });
     if (!cut.resumed) throw new Error('the cut did not resume');
     await publishTurnEvent(h.redis, prefix, admissionId, { type: 'changed' });
-    await subscribed(h, cut.resumeAdmissionId); // the waiter moved on to the resume before it streams
+    if (!turn.cutThenResume.unfollowed) await subscribed(h, cut.resumeAdmissionId); // the waiter moved on to the resume before it streams
     const resume = await startNextTurn(h.db, lease);
     if (resume?.id !== cut.resumeAdmissionId) throw new Error(`started ${resume?.id}, expected the resume ${cut.resumeAdmissionId}`);
     await publishTurnEvent(h.redis, prefix, resume.id, { type: 'changed' });

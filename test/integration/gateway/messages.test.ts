@@ -139,6 +139,15 @@ describe('GET admission', () => {
     expect(done.json()).toMatchObject({ state: 'terminal', outcome: 'completed', reply: { content: 'all good', delivery: { state: 'delivered', attempts: 0 } } });
   });
 
+  it('names the admission that resumes a cut turn, where its reply is', async () => {
+    const { admissionId } = (await post({ content: 'cut me', conversation: 'cut' })).json();
+    await runFakeTurn(h, admissionId, { cutThenResume: { result: { outcome: 'completed', reply: 'resumed and done' }, unfollowed: true } });
+    const cut = (await h.app.inject({ method: 'GET', url: `/v1/agents/default/demo/admissions/${admissionId}`, headers: auth() })).json();
+    expect(cut).toMatchObject({ state: 'terminal', outcome: 'interrupted', reply: null, continuedBy: expect.any(String) });
+    const resumed = await h.app.inject({ method: 'GET', url: `/v1/agents/default/demo/admissions/${cut.continuedBy}`, headers: auth() });
+    expect(resumed.json()).toMatchObject({ state: 'terminal', outcome: 'completed', continuedBy: null, reply: { content: 'resumed and done' } });
+  });
+
   it('answers 404 for an admission of another agent, or a malformed id', async () => {
     const { admissionId } = (await post({ content: 'mine' })).json();
     const other = await h.app.inject({ method: 'GET', url: `/v1/agents/default/other/admissions/${admissionId}`, headers: auth('other-key') });
