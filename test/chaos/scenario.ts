@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { audit, readLedger, settled, type AuditOptions } from './audit.js';
 import { Cluster, chaosApiKey, createDatabase, within, type ClusterOptions, type ScenarioDatabase } from './cluster.js';
-import type { Load } from './load.js';
+import { Load, type LoadOptions } from './load.js';
 import { startChaosModel, tokenOf, type ChaosModel } from './model.js';
 import { ProcessGroup } from './processes.js';
 import { serverUrls } from '../support/services.js';
@@ -95,6 +95,16 @@ export async function withCluster<T>(ctx: ScenarioContext, id: string, o: OpenOp
 export function chaosContext(scale: Scale, seed: number, logDir: string, say: (line: string) => void): ScenarioContext {
   const { databaseUrl, redisUrl } = serverUrls();
   return { scale, seed, run: seed.toString(36), logDir, serverUrl: databaseUrl, redisUrl, say };
+}
+
+/**
+ * Starts the scenario's load: `ctx.scale.sessions` sessions on the message API of the first
+ * gateway, an input every 20–300 ms; `o` changes any of that.
+ */
+export function startLoad(ctx: ScenarioContext, cluster: Cluster, o: Partial<LoadOptions> = {}): Load {
+  const load = new Load({ run: ctx.run, gateways: () => [cluster.gateways[0]!.url], sessions: ctx.scale.sessions, paceMs: [20, 300], seed: ctx.seed, ...o });
+  load.start();
+  return load;
 }
 
 let probes = 0;

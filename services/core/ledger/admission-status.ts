@@ -3,7 +3,7 @@
 // identity that admitted it, so a caller can be told apart from other callers of the agent.
 import type { Sql } from '../db.js';
 import type { AdmissionOutcome, AdmissionState } from './admissions.js';
-import type { Obligation } from './deliveries.js';
+import { obligationColumns, type Obligation } from './deliveries.js';
 import type { TurnUsage } from './messages.js';
 
 export interface AdmissionProgress {
@@ -25,11 +25,14 @@ export interface AdmissionStatus extends AdmissionProgress {
   continuedBy: string | null;
 }
 
+/** The id of the `resume` admission that continues admission column/parameter `a`. */
+const resumeOf = (a: string) => `SELECT r.id FROM admissions r WHERE r.resume_of = ${a} AND r.intent = 'resume' LIMIT 1`;
+
 export async function getAdmissionStatus(sql: Sql, id: string): Promise<AdmissionStatus | undefined> {
   const { rows } = await sql.query<AdmissionStatus>(
     `SELECT a.id, a.state, a.outcome, a.agent_id AS "agentId", a.session_id AS "sessionId", a.platform,
             u.platform_user_id AS "callerId", a.created_at AS "createdAt", a.started_at AS "startedAt", a.finished_at AS "finishedAt",
-            CASE WHEN a.outcome = 'interrupted' THEN (SELECT r.id FROM admissions r WHERE r.resume_of = a.id AND r.intent = 'resume' LIMIT 1) END AS "continuedBy"
+            CASE WHEN a.outcome = 'interrupted' THEN (${resumeOf('a.id')}) END AS "continuedBy"
      FROM admissions a LEFT JOIN users u ON u.id = a.user_id
      WHERE a.id = $1`,
     [id],
@@ -55,9 +58,7 @@ const toEnd = (r: EndColumns): TurnEndRead => ({
 
 /** The reply obligation (as JSON, in Obligation's shape) and the final usage of admission column `a`. */
 const endColumns = (a: string) => `
-  (SELECT json_build_object('id', d.id, 'admissionId', d.admission_id, 'agentId', d.agent_id, 'sessionId', d.session_id, 'platform', d.platform,
-     'target', d.target, 'content', d.content, 'state', d.state, 'attempts', d.attempts, 'possibleDuplicate', d.possible_duplicate, 'createdAt', d.created_at)
-   FROM delivery_obligations d WHERE d.admission_id = ${a}) AS "replyRow",
+  (SELECT row_to_json(d) FROM (SELECT ${obligationColumns} FROM delivery_obligations WHERE admission_id = ${a}) d) AS "replyRow",
   (SELECT m.usage FROM messages m WHERE m.admission_id = ${a} AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS "finalUsage"`;
 
 /**
@@ -83,7 +84,7 @@ export async function getAdmissionProgress(sql: Sql, ids: readonly string[]): Pr
  * any: a caller waiting for `id`'s reply waits for that one's instead.
  */
 export async function continuationOf(sql: Sql, id: string): Promise<string | undefined> {
-  const { rows } = await sql.query<{ id: string }>(`SELECT id FROM admissions WHERE resume_of = $1 AND intent = 'resume' LIMIT 1`, [id]);
+  const { rows } = await sql.query<{ id: string }>(resumeOf('$1'), [id]);
   return rows[0]?.id;
 }
 

@@ -23,7 +23,7 @@ export interface Obligation {
   createdAt: Date;
 }
 
-const columns = `id, admission_id AS "admissionId", agent_id AS "agentId", session_id AS "sessionId", platform, target, content, state,
+export const obligationColumns = `id, admission_id AS "admissionId", agent_id AS "agentId", session_id AS "sessionId", platform, target, content, state,
   attempts, possible_duplicate AS "possibleDuplicate", created_at AS "createdAt"`;
 
 export const duplicateMarker = 'gateway restarted during delivery, so this may be a duplicate';
@@ -55,7 +55,7 @@ export async function claimDelivery(sql: Sql, id: string, owner: Instance, rule:
        attempt_expires_at = now() + make_interval(secs => $6),
        possible_duplicate = d.possible_duplicate OR d.state = 'attempting'
      WHERE d.id = $1 AND ((d.state IN ('pending', 'failed') AND d.not_before <= now()) OR ${abandonedAttempt('$4', '$5')})
-     RETURNING ${columns}`,
+     RETURNING ${obligationColumns}`,
     [id, owner.id, owner.startedAt, rule.instanceTtlSeconds, rule.steady, attemptSeconds],
   );
   return rows[0];
@@ -120,6 +120,6 @@ export async function oldestPendingAgeSeconds(sql: Sql): Promise<number> {
 }
 
 export async function getObligationForAdmission(sql: Sql, admissionId: string): Promise<Obligation | undefined> {
-  const { rows } = await sql.query<Obligation>(`SELECT ${columns} FROM delivery_obligations WHERE admission_id = $1`, [admissionId]);
+  const { rows } = await sql.query<Obligation>(`SELECT ${obligationColumns} FROM delivery_obligations WHERE admission_id = $1`, [admissionId]);
   return rows[0];
 }

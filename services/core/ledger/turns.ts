@@ -92,12 +92,12 @@ const LEASE_LOST = 'HL001';
 export async function finishTurn(db: Db, lease: Lease, admissionId: string, result: TurnResult, opts: FinishOptions = {}): Promise<FinishedTurn> {
   try {
     const { rows } = await db.pool.query<{ o_obligation: string; o_pending: boolean; o_message: number; o_next: Record<string, unknown> | null; o_released: boolean }>({
-    name: 'hermes_finish_turn', // prepared once per connection: no parse and plan per turn
-    text: `SELECT * FROM hermes_finish_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-    values: [admissionId, lease.owner, lease.epoch, result.outcome, pgText(result.reply), result.error === undefined ? null : pgText(result.error),
+      name: 'hermes_finish_turn', // prepared once per connection: no parse and plan per turn
+      text: `SELECT * FROM hermes_finish_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      values: [admissionId, lease.owner, lease.epoch, result.outcome, pgText(result.reply), result.error === undefined ? null : pgText(result.error),
         result.interrupted ?? false, pgJson(result.usage), result.usageRows?.length ? pgJson(result.usageRows.map(usageRow)) : null, pulledPlatforms, opts.then ?? 'keep',
         result.sessionPrompt?.text ?? null, result.sessionPrompt?.identity ?? null],
-  });
+    });
     const r = rows[0]!;
     return {
       obligationId: r.o_obligation, deliveryPending: r.o_pending, messageId: r.o_message, released: r.o_released,

@@ -4,8 +4,7 @@
 // with the same Idempotency-Key. An input admitted before the kill must not be admitted again
 // (the retry is answered as a duplicate, and a chat completion follows the same turn), and
 // nothing is lost. Workers are never touched: no turn may end unknown.
-import { finish, withCluster, type Scenario } from '../scenario.js';
-import { Load } from '../load.js';
+import { finish, startLoad, withCluster, type Scenario } from '../scenario.js';
 import { nextCall } from '../model.js';
 import { between, pause, pick, prng } from '../random.js';
 
@@ -16,11 +15,7 @@ export const gatewayKill: Scenario = {
     const startedAt = performance.now();
     return withCluster(ctx, this.id, { gateways: 2, workers: 2, holdMs: [100, 800] }, async ({ cluster, model }) => {
       const rand = prng(ctx.seed + 2);
-      const load = new Load({
-        run: ctx.run, gateways: () => cluster.gateways.map((g) => g.url), sessions: ctx.scale.sessions,
-        apiOf: (i) => (i % 2 === 0 ? 'messages' : 'chat'), paceMs: [20, 300], seed: ctx.seed,
-      });
-      load.start();
+      const load = startLoad(ctx, cluster, { gateways: () => cluster.gateways.map((g) => g.url), apiOf: (i) => (i % 2 === 0 ? 'messages' : 'chat') });
       let kills = 0;
       for (let k = 1; k <= ctx.scale.gatewayKills; k++) {
         await cluster.ready(cluster.gateways);

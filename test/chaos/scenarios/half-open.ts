@@ -9,8 +9,7 @@
 //      work (a NAT or node failure): worker 0 must notice through its query timeouts, replace them,
 //      and take turns again.
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
-import { finish, nudge, withCluster, type Scenario, type ScenarioContext } from '../scenario.js';
-import { Load } from '../load.js';
+import { finish, nudge, startLoad, withCluster, type Scenario, type ScenarioContext } from '../scenario.js';
 import { nextCall, type ChaosModel } from '../model.js';
 import { statusOf, within, type Cluster } from '../cluster.js';
 import { pause } from '../random.js';
@@ -65,8 +64,7 @@ export const halfOpen: Scenario = {
     const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
     try {
       return await withCluster(ctx, this.id, { gateways: 1, workers: 2, holdMs: [500, 2_000], workerDatabaseUrl: (i, url) => (i === 0 ? proxy.via(url) : url) }, async ({ cluster, model }) => {
-        const load = new Load({ run: ctx.run, gateways: () => [cluster.gateways[0]!.url], sessions: ctx.scale.sessions, paceMs: [20, 300], seed: ctx.seed });
-        load.start();
+        const load = startLoad(ctx, cluster);
         const isolated = await cluster.instanceOf(cluster.workers[0]!.proc!.pid);
         const notes = { notes: [] as string[], findings: [] as Row['findings'] };
         await stallThenHeal(ctx, cluster, model, proxy, notes);

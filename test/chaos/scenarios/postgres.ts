@@ -7,8 +7,7 @@
 // turn unknown — the lease (60 s) outlives the outage, so turns cut by their workers' own fence
 // resume once instead.
 import { privatePostgres } from '../../support/postgres-server.js';
-import { finish, withCluster, type Scenario } from '../scenario.js';
-import { Load } from '../load.js';
+import { finish, startLoad, withCluster, type Scenario } from '../scenario.js';
 import { nextCall } from '../model.js';
 import { statusOf, within, type Cluster } from '../cluster.js';
 import { pause } from '../random.js';
@@ -58,8 +57,7 @@ function postgresScenario(mode: 'restart' | 'outage'): Scenario {
       const server = await privatePostgres({ maxConnections: 200 });
       try {
         return await withCluster(ctx, this.id, { serverUrl: server.url, gateways: 1, workers: 2, holdMs: [200, 1_500] }, async ({ cluster, model }) => {
-          const load = new Load({ run: ctx.run, gateways: () => [cluster.gateways[0]!.url], sessions: ctx.scale.sessions, paceMs: [20, 300], seed: ctx.seed });
-          load.start();
+          const load = startLoad(ctx, cluster);
           await within(30_000, () => load.acked().length >= ctx.scale.sessions * 2);
           await nextCall(model.onRequest, () => true, 10_000);
           let faults: string;

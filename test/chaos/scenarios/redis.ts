@@ -5,8 +5,7 @@
 // the gateways answer from the ledger, and the sweepers re-enqueue what was queued.
 import { Redis } from 'ioredis';
 import { privateRedis } from '../../support/redis-server.js';
-import { finish, withCluster, type Scenario } from '../scenario.js';
-import { Load } from '../load.js';
+import { finish, startLoad, withCluster, type Scenario } from '../scenario.js';
 import { nextCall } from '../model.js';
 import { statusOf, within } from '../cluster.js';
 import { pause } from '../random.js';
@@ -21,8 +20,7 @@ function redisScenario(mode: 'flush' | 'restart'): Scenario {
       await redis.start();
       try {
         return await withCluster(ctx, this.id, { redisUrl: redis.url, gateways: 1, workers: 2, holdMs: [200, 1_000] }, async ({ cluster, model }) => {
-          const load = new Load({ run: ctx.run, gateways: () => [cluster.gateways[0]!.url], sessions: ctx.scale.sessions, paceMs: [20, 300], seed: ctx.seed });
-          load.start();
+          const load = startLoad(ctx, cluster);
           // Under load: some turns at the model, others queued behind them.
           await within(30_000, () => load.acked().length >= ctx.scale.sessions * 2);
           await nextCall(model.onRequest, () => true, 10_000);

@@ -4,8 +4,7 @@
 // written, or the next one starting before its model call). Every turn cut is `unknown` with a
 // notice, owned by a killed worker, and never sent to the model again; nothing acknowledged is
 // lost; sessions stay FIFO and never overlap.
-import { finish, withCluster, type Scenario, type ScenarioContext } from '../scenario.js';
-import { Load } from '../load.js';
+import { finish, startLoad, withCluster, type Scenario, type ScenarioContext } from '../scenario.js';
 import { nextCall, type ChaosModel } from '../model.js';
 import { readLedger, type LedgerRow } from '../audit.js';
 import { statusOf, within, type Cluster, type Slot } from '../cluster.js';
@@ -94,8 +93,7 @@ export const workerKill: Scenario = {
     const startedAt = performance.now();
     return withCluster(ctx, this.id, { gateways: 1, workers: 2, holdMs: [200, 1_500] }, async ({ cluster, model }) => {
       const rand = prng(ctx.seed + 1);
-      const load = new Load({ run: ctx.run, gateways: () => [cluster.gateways[0]!.url], sessions: ctx.scale.sessions, paceMs: [50, 400], seed: ctx.seed });
-      load.start();
+      const load = startLoad(ctx, cluster, { paceMs: [50, 400] });
       const { kills, recoveries } = await killLoop(ctx, cluster, model, rand);
       const faultEnd = performance.now();
       const row = await finish({ ctx, cluster, load, model, faultEnd, id: this.id, name: this.name, faults: `${kills.length} SIGKILLs`, startedAt, dump: { kills }, audit: { mayBeUnknown: new Set(kills.flatMap((k) => (k.instance ? [k.instance] : []))) } });
