@@ -34,6 +34,46 @@ export const compiledModelSchema = z.object({
 });
 export type CompiledModel = z.infer<typeof compiledModelSchema>;
 
+/** A Kubernetes quantity map (`cpu: 500m`, `memory: 1Gi`, `ephemeral-storage: 2Gi`). */
+const quantitiesSchema = z.record(z.string(), z.string());
+
+/**
+ * Where terminal and file tools run (Profile `spec.sandbox`). `backend` absent: the install's
+ * default (`hermes dev`: bubblewrap; a cluster install: kubernetes). `mode: call` runs one sandbox
+ * per call; `session` keeps one per active session, claimed from a warm pool (agent-sandbox).
+ */
+export const compiledSandboxSchema = z.object({
+  backend: z.enum(['kubernetes', 'bubblewrap']).optional(),
+  mode: z.enum(['call', 'session']),
+  image: z.string().min(1).optional(),
+  /** Namespace of the sandbox Pods and workspace PVCs; absent = the Agent's namespace. */
+  namespace: z.string().min(1).optional(),
+  resources: z.object({ requests: quantitiesSchema.optional(), limits: quantitiesSchema.optional() }).optional(),
+  /** Foreground limit of one command (SPEC: 180 s, at most 600 s). */
+  timeoutSeconds: z.number().int().min(1).max(600),
+  runtimeClassName: z.string().min(1).optional(),
+  workspace: z.object({ size: z.string().min(1), ttlSeconds: z.number().int().positive() }),
+  network: z.object({ egress: z.enum(['none', 'allowlist']), allow: z.array(z.string()) }),
+  /** Warm sandboxes kept ready per Profile (mode session). */
+  warmPool: z.object({ size: z.number().int().min(0) }).optional(),
+  /** A session's sandbox idles out after this (mode session; default 30 min). */
+  idleTimeoutSeconds: z.number().int().positive().optional(),
+});
+export type CompiledSandbox = z.infer<typeof compiledSandboxSchema>;
+
+/**
+ * The guard in front of every command (Profile `spec.approvals`): hardline blocklist (always),
+ * `deny` globs, `allow` globs, dangerous-command detection, then `mode`; a pending approval
+ * times out after `timeoutSeconds` as a denial ("Silence is not consent").
+ */
+export const compiledApprovalsSchema = z.object({
+  mode: z.enum(['smart', 'manual', 'off']),
+  deny: z.array(z.string()),
+  allow: z.array(z.string()),
+  timeoutSeconds: z.number().int().positive(),
+});
+export type CompiledApprovals = z.infer<typeof compiledApprovalsSchema>;
+
 export const compiledAgentSchema = z.object({
   apiVersion: z.literal('hermes.dev/v1alpha1'),
   agent: z.object({ namespace: z.string(), name: z.string(), generation: z.number().int().optional() }),
@@ -78,5 +118,9 @@ export const compiledAgentSchema = z.object({
   }).optional(),
   /** Project context files for the prompt's context layer (agent loop); scanned before use. */
   contextFiles: z.array(z.object({ name: z.string(), content: z.string() })).optional(),
+  /** Where terminal and file tools run; absent = no sandbox (the terminal and file toolsets are unavailable). */
+  sandbox: compiledSandboxSchema.optional(),
+  /** The command guard; absent = the defaults (manual, 60 s, no globs). */
+  approvals: compiledApprovalsSchema.optional(),
 });
 export type CompiledAgent = z.infer<typeof compiledAgentSchema>;

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { ToolSpec } from '../messages.js';
 import type { ToolResultStore } from './results.js';
+import type { SessionSandbox } from '../../sandbox/index.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -13,6 +14,21 @@ export interface ToolContext {
   now: () => number;
   /** This session's stored (spilled) tool results, where the turn can store them. */
   storedResults?: Pick<ToolResultStore, 'read'>;
+  /** This session's sandbox (terminal and file tools); absent where the Profile has none. */
+  sandbox?: SessionSandbox;
+  /** The approval guard every command passes first (terminal tools); absent = nothing may run. */
+  guard?: CommandGuard;
+}
+
+/**
+ * The guard's answer for one command: run it, or not with the message the model gets (e.g.
+ * "BLOCKED: … Silence is not consent.").
+ */
+export type GuardDecision = { allowed: true; via: string } | { allowed: false; message: string };
+
+/** Approvals in front of every command (Profile `spec.approvals`). */
+export interface CommandGuard {
+  check(command: string, signal: AbortSignal): Promise<GuardDecision>;
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType> {

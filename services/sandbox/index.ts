@@ -1,0 +1,2 @@
+// Sandbox backends: where terminal and file tools run (ARCHITECTURE §6).
+export * from './types.js';

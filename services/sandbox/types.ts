@@ -1,0 +1,135 @@
+// The one interface terminal and file tools run through. A backend runs one command in a fresh,
+// isolated place (a Pod, a bubblewrap namespace) with the session's workspace at /workspace, and
+// reports how it ended. Backends never throw for the command's own failures: a non-zero exit is
+// `ok` with its exit code; a backend that could not run the command at all says `degraded` with a
+// reason and a retry hint, so the tool result tells the model the command did not run.
+
+/** Where the session's files live inside every sandbox. */
+export const WORKSPACE_PATH = '/workspace';
+/** SPEC: foreground commands time out after 180 s by default, 600 s at most. */
+export const DEFAULT_TIMEOUT_SECONDS = 180;
+export const MAX_TIMEOUT_SECONDS = 600;
+
+export type SandboxBackendName = 'kubernetes' | 'bubblewrap';
+
+/**
+ * `ok`: the command ran to its end (any exit code). `timeout`: it was killed at `timeoutMs`.
+ * `interrupted`: the signal aborted it (`/stop`, an interrupt, a fenced turn). `degraded`: the
+ * backend failed (quota, image pull, no node, bwrap missing) — the command may not have started.
+ */
+export type SandboxStatus = 'ok' | 'timeout' | 'interrupted' | 'degraded';
+
+/** Whose call this is: names the sandbox's labels and its workspace. */
+export interface SandboxSession {
+  /** The Agent's namespace (a cluster namespace, or the manifest's namespace in `hermes dev`). */
+  namespace: string;
+  /** The Agent's name. */
+  agent: string;
+  /** The session id (a UUID from `sessions`): one workspace per session. */
+  sessionId: string;
+  /** The admission (turn) id the call belongs to (a UUID from `admissions`). */
+  admissionId: string;
+}
+
+/** The session workspace's settings (Profile `spec.sandbox.workspace`). */
+export interface WorkspaceSettings {
+  /** Volume size as a Kubernetes quantity (`10Gi`); the bubblewrap backend ignores it. */
+  size: string;
+  /** Seconds of disuse after which the workspace may be deleted. */
+  ttlSeconds: number;
+}
+
+/** Egress (Profile `spec.sandbox.network`): nothing, or only what is listed. */
+export interface SandboxNetwork {
+  egress: 'none' | 'allowlist';
+  /** `cidr/port` or `host:port` entries; only with `allowlist`. */
+  allow: string[];
+}
+
+export interface ExecRequest {
+  session: SandboxSession;
+  workspace: WorkspaceSettings;
+  /** A shell command line, run by `/bin/sh -c` inside the sandbox. */
+  command: string;
+  /** Working directory inside the sandbox, absolute and under /workspace. @defaultValue /workspace */
+  cwd?: string;
+  /** Extra environment variables (never the worker's own environment). */
+  env?: Record<string, string>;
+  /** Text written to the command's standard input, then closed (file tools send content this way). */
+  stdin?: string;
+  /** Wall-clock limit of the command; the backend kills it then and answers `timeout`. */
+  timeoutMs: number;
+  /** Aborting kills the command (within ~1 s) and answers `interrupted`. */
+  signal: AbortSignal;
+  network: SandboxNetwork;
+  /** Most characters of output kept (stdout and stderr interleaved); the rest is cut, `truncated` set. */
+  maxOutputChars: number;
+}
+
+export interface ExecResult {
+  /** The command's exit code; 128+n when killed by signal n; -1 when it did not run (degraded). */
+  exitCode: number;
+  /** stdout and stderr, interleaved as written, at most `maxOutputChars` characters. */
+  output: string;
+  truncated: boolean;
+  status: SandboxStatus;
+  /** Why the status is not `ok` (and, for `degraded`, what to do). */
+  reason?: string;
+  /** How long the call took, from request to result (ms). */
+  durationMs: number;
+}
+
+export interface Sandbox {
+  readonly backend: SandboxBackendName;
+  exec(req: ExecRequest): Promise<ExecResult>;
+  /** Stops whatever this backend still runs (worker shutdown). */
+  close(): Promise<void>;
+}
+
+/** A command as a tool asks for it; the session, workspace, network and limits are bound already. */
+export interface SessionCommand {
+  command: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  /** @defaultValue the Profile's `timeoutSeconds` */
+  timeoutMs?: number;
+  /** @defaultValue the tool-result budget */
+  maxOutputChars?: number;
+}
+
+/** One session's sandbox, as tools see it (ToolContext.sandbox). */
+export interface SessionSandbox {
+  readonly backend: SandboxBackendName;
+  /** The Profile's foreground limit (s). */
+  readonly timeoutSeconds: number;
+  run(cmd: SessionCommand, signal: AbortSignal): Promise<ExecResult>;
+}
+
+export interface SessionBinding {
+  session: SandboxSession;
+  workspace: WorkspaceSettings;
+  network: SandboxNetwork;
+  timeoutSeconds: number;
+  maxOutputChars: number;
+}
+
+/** Binds a backend to one session's settings. */
+export function bindSession(sandbox: Sandbox, b: SessionBinding): SessionSandbox {
+  return {
+    backend: sandbox.backend,
+    timeoutSeconds: b.timeoutSeconds,
+    run: (cmd, signal) => sandbox.exec({
+      session: b.session,
+      workspace: b.workspace,
+      network: b.network,
+      command: cmd.command,
+      ...(cmd.cwd !== undefined ? { cwd: cmd.cwd } : {}),
+      ...(cmd.env ? { env: cmd.env } : {}),
+      ...(cmd.stdin !== undefined ? { stdin: cmd.stdin } : {}),
+      timeoutMs: Math.min(cmd.timeoutMs ?? b.timeoutSeconds * 1_000, MAX_TIMEOUT_SECONDS * 1_000),
+      maxOutputChars: cmd.maxOutputChars ?? b.maxOutputChars,
+      signal,
+    }),
+  };
+}
