@@ -79,9 +79,25 @@ export interface ExecResult {
   durationMs: number;
 }
 
+/** A command started in the background (`terminal` with `background: true`, then `process`). */
+export interface RunningCommand {
+  /** The output so far (rolling: the newest `maxOutputChars` characters are kept). */
+  output(): { text: string; truncated: boolean };
+  /** Settles when the command ends; never rejects (a backend failure is a `degraded` result). */
+  readonly done: Promise<ExecResult>;
+  /** Ends the command (SIGTERM, then SIGKILL after 1 s; a Pod is deleted). */
+  kill(): void;
+}
+
 export interface Sandbox {
   readonly backend: SandboxBackendName;
+  /** Runs a command to its end (or timeout, or abort). */
   exec(req: ExecRequest): Promise<ExecResult>;
+  /**
+   * Starts a command and returns once it runs (or has failed to start: then `done` is already
+   * settled as `degraded`). `timeoutMs` still bounds it; `signal` still ends it.
+   */
+  start(req: ExecRequest): Promise<RunningCommand>;
   /** Stops whatever this backend still runs (worker shutdown). */
   close(): Promise<void>;
 }
@@ -104,6 +120,7 @@ export interface SessionSandbox {
   /** The Profile's foreground limit (s). */
   readonly timeoutSeconds: number;
   run(cmd: SessionCommand, signal: AbortSignal): Promise<ExecResult>;
+  start(cmd: SessionCommand, signal: AbortSignal): Promise<RunningCommand>;
 }
 
 export interface SessionBinding {
@@ -116,10 +133,7 @@ export interface SessionBinding {
 
 /** Binds a backend to one session's settings. */
 export function bindSession(sandbox: Sandbox, b: SessionBinding): SessionSandbox {
-  return {
-    backend: sandbox.backend,
-    timeoutSeconds: b.timeoutSeconds,
-    run: (cmd, signal) => sandbox.exec({
+  const request = (cmd: SessionCommand, signal: AbortSignal): ExecRequest => ({
       session: b.session,
       workspace: b.workspace,
       network: b.network,
@@ -130,6 +144,11 @@ export function bindSession(sandbox: Sandbox, b: SessionBinding): SessionSandbox
       timeoutMs: Math.min(cmd.timeoutMs ?? b.timeoutSeconds * 1_000, MAX_TIMEOUT_SECONDS * 1_000),
       maxOutputChars: cmd.maxOutputChars ?? b.maxOutputChars,
       signal,
-    }),
+  });
+  return {
+    backend: sandbox.backend,
+    timeoutSeconds: b.timeoutSeconds,
+    run: (cmd, signal) => sandbox.exec(request(cmd, signal)),
+    start: (cmd, signal) => sandbox.start(request(cmd, signal)),
   };
 }

@@ -18,6 +18,11 @@ export interface ToolContext {
   sandbox?: SessionSandbox;
   /** The approval guard every command passes first (terminal tools); absent = nothing may run. */
   guard?: CommandGuard;
+  /**
+   * Snapshots the workspace before a file tool changes it (checkpoints; `/rollback` restores).
+   * Absent = checkpoints off. A failed snapshot does not stop the write; it is logged.
+   */
+  checkpoint?: (reason: string, signal: AbortSignal) => Promise<void>;
 }
 
 /**
