@@ -6,6 +6,7 @@ import type { Agent } from './api/agent.js';
 import type { Profile } from './api/profile.js';
 import { secretRefOf } from './api/common.js';
 import { resolveProfileTexts, type ConfigMapLookup } from './texts.js';
+import { compileSandbox } from './compile-sandbox.js';
 
 /**
  * Looks up secret values during compile: a Secret of the object's namespace (in dev: Secret
@@ -67,6 +68,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...(p.toolsets ? { toolsets: p.toolsets } : {}),
     ...(p.maxIterations ? { maxIterations: p.maxIterations } : {}),
     ...(p.spendCaps ? { spendCaps: p.spendCaps } : {}),
+    ...compileSandbox(p),
   };
 }
 

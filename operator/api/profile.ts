@@ -2,6 +2,7 @@
 // the agent-loop, tools, sandbox and memory issues add their fields here.
 import { z } from 'zod';
 import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, textSourceSchema, withRules, type Rule } from './common.js';
+import { approvalsSpecSchema, sandboxSpecSchema } from './sandbox.js';
 
 export const modelSpecSchema = z.object({
   provider: z.enum(['openai', 'anthropic', 'openai-compatible']).describe('API flavour of the model endpoint.'),
@@ -71,6 +72,8 @@ export const profileSpecSchema = withRules(z.object({
     user: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
     allowUnpriced: z.boolean().optional().describe('Let models without a known price (no pricing, not in the built-in table) run under these caps; their calls count only what the provider reports (e.g. OpenRouter), else nothing. Default false: such a model is refused with a message to set pricing.'),
   }).optional().describe('Spend caps in USD per agent, per profile and per user, per UTC day and month, over every model call (answers and summaries); checked before every model call. Under a cap each model needs a price (model.pricing or the built-in table) unless allowUnpriced.'),
+  sandbox: sandboxSpecSchema.optional().describe('Where the terminal and file toolsets run their commands: a Pod per call in the cluster, or a bubblewrap process in hermes dev; the session\'s workspace is at /workspace.'),
+  approvals: approvalsSpecSchema.optional().describe('The guard in front of every command: hardline blocklist (always), deny globs, allow globs, dangerous-command detection, then mode.'),
 }), [{
   rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
   message: 'set persona or personaFrom, not both',

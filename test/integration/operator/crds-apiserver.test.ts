@@ -33,12 +33,17 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
       profile('good', { fallbackModels: [{ provider: 'anthropic', model: 'claude' }] }),
       profile('envkey', { model: { provider: 'openai', model: 'gpt-4o-mini', apiKey: { env: 'OPENAI_API_KEY' } } }),
       profile('fromconfigmaps', { personaFrom: { configMapKeyRef: { name: 'prompt', key: 'persona.md' } }, contextFiles: [{ name: 'AGENTS.md', contentFrom: { configMapKeyRef: { name: 'prompt', key: 'AGENTS.md', optional: true } } }, { name: 'CLAUDE.md', content: 'Prefer tables.' }] }),
+      profile('sandboxed', { toolsets: ['terminal', 'file'], sandbox: { backend: 'kubernetes', runtimeClassName: 'gvisor', resources: { limits: { cpu: '1', memory: '1Gi' } }, workspace: { size: '2Gi', ttl: '24h' }, network: { egress: 'allowlist', allow: ['api.github.com:443', '203.0.113.0/24', '10.1.2.3:5432'] } }, approvals: { mode: 'smart', deny: ['git push*'] } }),
+      profile('warm', { sandbox: { backend: 'kubernetes', mode: 'session', warmPool: { size: 2 }, idleTimeoutSeconds: 900 } }),
+      profile('sandboxdefaults', { sandbox: {} }),
       skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
       const r = await apply(obj);
       expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
     }
     const got = JSON.parse((await cp.kubectl(['get', '-n', ns, 'agent.hermes.dev/good', '-o', 'json'])).stdout) as { spec: Record<string, unknown> };
     expect(got.spec).toMatchObject({ busyPolicy: 'interrupt', platforms: [], runtime: { mode: 'shared' }, api: { enabled: true } });
+    const sandboxed = JSON.parse((await cp.kubectl(['get', '-n', ns, 'profile.hermes.dev/sandboxdefaults', '-o', 'json'])).stdout) as { spec: Record<string, unknown> };
+    expect(sandboxed.spec.sandbox).toEqual({ mode: 'call', timeoutSeconds: 180, workspace: { size: '5Gi', ttl: '168h' }, network: { egress: 'none', allow: [] } });
   });
 
   it.each([
@@ -56,6 +61,15 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['an empty schedule', cron('empty', ''), 'schedule must be a 5-field cron expression'],
     ['a 4-field schedule', cron('fourfields', '* * * *'), 'schedule must be a 5-field cron expression'],
     ['a prose schedule', cron('prose', 'every morning'), 'schedule must be a 5-field cron expression'],
+    ['session mode on bubblewrap', profile('sessionbwrap', { sandbox: { backend: 'bubblewrap', mode: 'session' } }), 'mode session keeps a sandbox per session in the cluster'],
+    ['a warm pool for per-call sandboxes', profile('warmcall', { sandbox: { warmPool: { size: 1 } } }), 'warmPool only applies to mode session'],
+    ['an idle timeout for per-call sandboxes', profile('idlecall', { sandbox: { idleTimeoutSeconds: 600 } }), 'idleTimeoutSeconds only applies to mode session'],
+    ['Pod settings on bubblewrap', profile('bwrapimage', { sandbox: { backend: 'bubblewrap', image: 'busybox' } }), 'image, runtimeClassName, namespace and resources are Pod settings'],
+    ['an allowlist with no entries', profile('emptyallow', { sandbox: { network: { egress: 'allowlist' } } }), 'egress allowlist needs at least one allow entry'],
+    ['allow entries without allowlist', profile('allownone', { sandbox: { network: { allow: ['1.2.3.4:443'] } } }), 'egress allowlist needs at least one allow entry'],
+    ['a timeout over 600 s', profile('longtimeout', { sandbox: { timeoutSeconds: 601 } }), 'spec.sandbox.timeoutSeconds'],
+    ['an egress entry that is not a destination', profile('badentry', { sandbox: { network: { egress: 'allowlist', allow: ['http://x'] } } }), 'spec.sandbox.network.allow[0]'],
+    ['a workspace ttl that is not a duration', profile('badttl', { sandbox: { workspace: { ttl: 'a week' } } }), 'spec.sandbox.workspace.ttl'],
     ['allowAll with an allowlist', agent('allowall', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 's' } }, allowAll: true, allowlist: ['U1'] }] }), 'allowAll and allowlist are exclusive'],
   ])('refuses %s with the rule\'s message', async (_what, obj, message) => {
     const r = await apply(obj);
