@@ -102,6 +102,7 @@ class KubernetesSandbox implements Sandbox {
     if (signal.aborted) return { status: 'interrupted', exitCode: 143, reason: 'Stopped before the sandbox Pod was created.' };
     const name = sandboxPodName();
     const stdinName = req.stdin !== undefined ? stdinConfigMapName(name) : undefined;
+    let recording: Promise<void> | undefined;
     try {
       if (stdinName) await createStdin(this.core, namespace, stdinName, session, req.stdin ?? '');
       const run = new PodRun({
@@ -109,12 +110,13 @@ class KubernetesSandbox implements Sandbox {
         pod: sandboxPod({ name, namespace, req, pvcName: ws.name, settings: this.settings, ...(node ? { pinnedNode: node } : {}), ...(stdinName ? { stdinConfigMap: stdinName } : {}) }),
         timeoutMs: req.timeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: this.settings.pollMs, lostContactMs: this.settings.lostContactMs,
         signal, onOutput: (text) => output.push(text),
-        onBound: (bound) => { if (bound !== ws.node) void recordNode(this.core, namespace, ws.name, bound); },
+        onBound: (bound) => { if (bound !== ws.node) recording = recordNode(this.core, namespace, ws.name, bound); },
         ...(stdinName ? { onCreated: (pod) => ownStdin(this.core, namespace, stdinName, pod) } : {}),
       });
       void run.running.then(setRunning);
       return await run.done;
     } finally {
+      await recording;
       if (stdinName) await deleteStdin(this.core, namespace, stdinName);
       await touchWorkspace(this.core, namespace, ws.name);
     }
