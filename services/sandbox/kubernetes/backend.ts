@@ -27,6 +27,9 @@ export interface KubernetesSandboxOptions {
 
 type Output = CappedOutput | RollingOutput;
 
+/** A call longer than this stamps the workspace's last-used-at again when it ends. */
+const TOUCH_AGAIN_AFTER_MS = 60_000;
+
 interface Call {
   running: Promise<boolean>;
   done: Promise<ExecResult>;
@@ -101,6 +104,7 @@ class KubernetesSandbox implements Sandbox {
     const node = await pinnedNode(this.core, ws.node);
     if (signal.aborted) return { status: 'interrupted', exitCode: 143, reason: 'Stopped before the sandbox Pod was created.' };
     const name = sandboxPodName();
+    const t0 = Date.now();
     const stdinName = req.stdin !== undefined ? stdinConfigMapName(name) : undefined;
     let recording: Promise<void> | undefined;
     try {
@@ -118,7 +122,8 @@ class KubernetesSandbox implements Sandbox {
     } finally {
       await recording;
       if (stdinName) await deleteStdin(this.core, namespace, stdinName);
-      await touchWorkspace(this.core, namespace, ws.name);
+      // The stamp of this call's start is recent enough unless the call was long.
+      if (Date.now() - t0 > TOUCH_AGAIN_AFTER_MS) await touchWorkspace(this.core, namespace, ws.name);
     }
   }
 }

@@ -24,3 +24,4 @@ export async function pinnedNode(core: CoreV1Api, recorded: string | undefined):
     return recorded;
   }
 }
+
