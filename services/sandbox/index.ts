@@ -4,3 +4,4 @@ export * from './output.js';
 export { kubernetesSandbox, type KubernetesSandboxOptions } from './kubernetes/backend.js';
 export { defaultKubernetesSandboxSettings, kubernetesSandboxSettings, type KubernetesSandboxSettings } from './kubernetes/settings.js';
 export { parseAllowEntry, sandboxNetworkPolicy, PRIVATE_RANGES, type AllowEntry } from './kubernetes/network-policy.js';
+export { sandboxClusterRules, sandboxNamespacedRules } from './kubernetes/rbac.js';
