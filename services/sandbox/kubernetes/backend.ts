@@ -5,7 +5,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { CappedOutput, RollingOutput } from '../output.js';
 import type { ExecRequest, ExecResult, RunningCommand, Sandbox } from '../types.js';
-import { apiFailure } from './failures.js';
+import { apiFailure, bounded } from './failures.js';
 import { sandboxPodName, stdinConfigMapName } from './names.js';
 import { pinnedNode } from './node-pin.js';
 import { PodRun, type PodOutcome } from './pod-run.js';
@@ -97,22 +97,23 @@ class KubernetesSandbox implements Sandbox {
     const namespace = req.pod?.namespace ?? session.namespace;
     await this.prerequisites.serviceAccount(namespace);
     await this.prerequisites.networkPolicy(namespace, session.agent, req.network);
-    const ws = await useWorkspace(this.core, session, namespace, req.workspace, this.settings.storageClassName);
+    const limit = <T>(p: Promise<T>, what: string) => bounded(p, this.settings.apiTimeoutMs, what);
+    const ws = await limit(useWorkspace(this.core, session, namespace, req.workspace, this.settings.storageClassName), 'refreshing the session workspace PVC');
     if (ws.deleting) {
       return { status: 'degraded', exitCode: -1, reason: `The session's workspace ${namespace}/${ws.name} expired and is being deleted. Retry in a moment: a fresh, empty workspace will be created.` };
     }
-    const node = await pinnedNode(this.core, ws.node);
+    const node = await limit(pinnedNode(this.core, ws.node), `reading Node ${ws.node}`);
     if (signal.aborted) return { status: 'interrupted', exitCode: 143, reason: 'Stopped before the sandbox Pod was created.' };
     const name = sandboxPodName();
     const t0 = Date.now();
     const stdinName = req.stdin !== undefined ? stdinConfigMapName(name) : undefined;
     let recording: Promise<void> | undefined;
     try {
-      if (stdinName) await createStdin(this.core, namespace, stdinName, session, req.stdin ?? '');
+      if (stdinName) await limit(createStdin(this.core, namespace, stdinName, session, req.stdin ?? ''), 'creating the stdin ConfigMap');
       const run = new PodRun({
         kc: this.o.kubeConfig,
         pod: sandboxPod({ name, namespace, req, pvcName: ws.name, settings: this.settings, ...(node ? { pinnedNode: node } : {}), ...(stdinName ? { stdinConfigMap: stdinName } : {}) }),
-        timeoutMs: req.timeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: this.settings.pollMs, lostContactMs: this.settings.lostContactMs,
+        timeoutMs: req.timeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: this.settings.pollMs, lostContactMs: this.settings.lostContactMs, apiTimeoutMs: this.settings.apiTimeoutMs,
         signal, onOutput: (text) => output.push(text),
         onBound: (bound) => { if (bound !== ws.node) recording = recordNode(this.core, namespace, ws.name, bound); },
         ...(stdinName ? { onCreated: (pod) => ownStdin(this.core, namespace, stdinName, pod) } : {}),
@@ -120,10 +121,9 @@ class KubernetesSandbox implements Sandbox {
       void run.running.then(setRunning);
       return await run.done;
     } finally {
-      await recording;
-      if (stdinName) await deleteStdin(this.core, namespace, stdinName);
+      await limit(Promise.all([recording, stdinName ? deleteStdin(this.core, namespace, stdinName) : undefined]), 'cleaning up').catch(() => undefined);
       // The stamp of this call's start is recent enough unless the call was long.
-      if (Date.now() - t0 > TOUCH_AGAIN_AFTER_MS) await touchWorkspace(this.core, namespace, ws.name);
+      if (Date.now() - t0 > TOUCH_AGAIN_AFTER_MS) await limit(touchWorkspace(this.core, namespace, ws.name), 'stamping the workspace').catch(() => undefined);
     }
   }
 }

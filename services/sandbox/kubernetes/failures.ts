@@ -62,3 +62,15 @@ export function waitingFailure(image: string, reason: string, message: string | 
     : `The sandbox container could not be created (${reason}${message ? `: ${message}` : ''}). Retrying will not help until the cause is fixed.`;
   return new SandboxFailure(what);
 }
+
+/**
+ * `p`, or a rejection after `ms` (a half-open connection to the apiserver must not hang a call;
+ * client-node sets no timeout of its own). The request itself is left to end on its own.
+ */
+export function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${Math.round(ms / 1000)}s to ${what}`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}

@@ -3,7 +3,7 @@
 // 1 s, on abort or timeout). A failure before the container ran is `degraded`; after it ran,
 // losing the apiserver is `degraded` too, saying the command may have run — never retried here.
 import { CoreV1Api, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
-import { apiCode, apiFailure, isHopelessWaiting, SandboxFailure, waitingFailure } from './failures.js';
+import { apiCode, apiFailure, bounded, isHopelessWaiting, SandboxFailure, waitingFailure } from './failures.js';
 import { LogCollector } from './pod-log-collector.js';
 import { CONTAINER_NAME } from './pod-spec.js';
 import { PodWatch } from './pod-watch.js';
@@ -23,6 +23,7 @@ export interface PodRunOptions {
   startTimeoutMs: number;
   pollMs: number;
   lostContactMs: number;
+  apiTimeoutMs: number;
   signal: AbortSignal;
   onOutput: (text: string) => void;
   /** The Pod was bound to a Node (to pin the session's later Pods there). */
@@ -90,7 +91,7 @@ export class PodRun {
   private async run(): Promise<PodOutcome> {
     let created: V1Pod;
     try {
-      created = await this.core.createNamespacedPod({ namespace: this.namespace, body: this.o.pod });
+      created = await bounded(this.core.createNamespacedPod({ namespace: this.namespace, body: this.o.pod }), this.o.apiTimeoutMs, 'creating the sandbox Pod');
     } catch (err) {
       // Without an answer the Pod may exist: delete it by name (it can only have just started).
       if (apiCode(err) === undefined) await this.delete(0);
@@ -98,7 +99,7 @@ export class PodRun {
     }
     const watch = new PodWatch(this.o.kc, this.namespace, this.name, this.o.pollMs);
     try {
-      await this.o.onCreated?.(created);
+      await bounded(this.o.onCreated?.(created) ?? Promise.resolve(), this.o.apiTimeoutMs, 'owning the stdin ConfigMap').catch(() => undefined);
       watch.start(created);
       return await this.lifecycle(watch);
     } finally {
@@ -158,9 +159,9 @@ export class PodRun {
 
   /** Deletes the Pod once (later calls wait for the first); errors are left to the hygiene controller. */
   private delete(graceSeconds: number): Promise<void> {
-    this.deleted ??= this.core.deleteNamespacedPod({
+    this.deleted ??= bounded(this.core.deleteNamespacedPod({
       name: this.name, namespace: this.namespace, body: { gracePeriodSeconds: graceSeconds, propagationPolicy: 'Background' },
-    }).then(() => undefined, () => undefined);
+    }), this.o.apiTimeoutMs, 'deleting the sandbox Pod').then(() => undefined, () => undefined);
     return this.deleted;
   }
 }

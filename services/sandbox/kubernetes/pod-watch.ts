@@ -3,7 +3,7 @@
 // condition on the latest Pod; `lostContactMs` without any answer from the apiserver ends the
 // wait with a failure.
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { apiCode, apiFailure, type SandboxFailure } from './failures.js';
+import { apiCode, apiFailure, bounded, type SandboxFailure } from './failures.js';
 
 export class PodWatch {
   latest?: V1Pod;
@@ -24,7 +24,8 @@ export class PodWatch {
   start(created: V1Pod): void {
     this.update(created);
     void this.watch(created.metadata?.resourceVersion);
-    this.pollTimer = setInterval(() => void this.poll(), this.pollMs);
+    // Each tick re-checks the waiters (a hung apiserver answers nothing, yet silence must count) and polls.
+    this.pollTimer = setInterval(() => { this.notify(); void this.poll(); }, this.pollMs);
   }
 
   private update(pod: V1Pod): void {
@@ -54,13 +55,19 @@ export class PodWatch {
     }
   }
 
+  private polling = false;
+
   private async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
     try {
-      this.update(await this.core.readNamespacedPod({ name: this.name, namespace: this.namespace }));
+      this.update(await bounded(this.core.readNamespacedPod({ name: this.name, namespace: this.namespace }), 10_000, `reading Pod ${this.namespace}/${this.name}`));
     } catch (err) {
       if (apiCode(err) === 404) { this.gone = true; this.lastContact = Date.now(); this.notify(); return; }
       this.lastError = err;
       this.notify();
+    } finally {
+      this.polling = false;
     }
   }
 

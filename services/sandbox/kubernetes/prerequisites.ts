@@ -7,7 +7,7 @@
 import { lookup } from 'node:dns/promises';
 import { CoreV1Api, NetworkingV1Api, type KubeConfig, type V1NetworkPolicy } from '@kubernetes/client-node';
 import type { SandboxNetwork } from '../types.js';
-import { apiCode, apiFailure } from './failures.js';
+import { apiCode, apiFailure, bounded } from './failures.js';
 import { parseAllowEntry, sandboxNetworkPolicy } from './network-policy.js';
 import type { KubernetesSandboxSettings } from './settings.js';
 
@@ -44,7 +44,7 @@ export class Prerequisites {
   serviceAccount(namespace: string): Promise<void> {
     let p = this.accounts.get(namespace);
     if (!p) {
-      p = this.createServiceAccount(namespace);
+      p = bounded(this.createServiceAccount(namespace), this.settings.apiTimeoutMs, `ensuring ServiceAccount ${namespace}/${this.settings.serviceAccountName}`);
       this.accounts.set(namespace, p);
       p.catch(() => this.accounts.delete(namespace)); // a failure is tried again by the next call
     }
@@ -79,8 +79,8 @@ export class Prerequisites {
     const cached = this.policies.get(key);
     if (cached?.spec === settings && (hosts.length === 0 || Date.now() - cached.at < this.settings.policyRefreshMs)) return;
     const resolved: Record<string, string[]> = {};
-    for (const host of hosts) resolved[host] = (await this.resolve(host)).sort();
-    await this.write(sandboxNetworkPolicy({ namespace, agent, network, resolved, dns: this.settings.dns }));
+    for (const host of hosts) resolved[host] = (await bounded(this.resolve(host), 5_000, `resolving ${host}`).catch(() => [])).sort();
+    await bounded(this.write(sandboxNetworkPolicy({ namespace, agent, network, resolved, dns: this.settings.dns })), this.settings.apiTimeoutMs, `writing the sandbox NetworkPolicy of ${key}`);
     this.policies.set(key, { spec: settings, at: Date.now() });
   }
 

@@ -26,6 +26,8 @@ export interface KubernetesSandboxSettings {
   pollMs: number;
   /** How long the apiserver may stay unreachable during a running command before the call is given up as degraded. @defaultValue 30_000 */
   lostContactMs: number;
+  /** Longest wait for one apiserver request (create, patch, delete) before it counts as unanswered. @defaultValue 15_000 */
+  apiTimeoutMs: number;
 }
 
 export const defaultKubernetesSandboxSettings: KubernetesSandboxSettings = {
@@ -40,6 +42,7 @@ export const defaultKubernetesSandboxSettings: KubernetesSandboxSettings = {
   policyRefreshMs: 300_000,
   pollMs: 1_000,
   lostContactMs: 30_000,
+  apiTimeoutMs: 15_000,
 };
 
 /** The backend's settings from the process configuration. */

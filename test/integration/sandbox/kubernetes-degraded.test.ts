@@ -2,6 +2,7 @@
 // -1 (the command did not run) with a reason and a retry hint, and nothing is left running; a
 // command cut off from the apiserver while it runs is reported as possibly run, never re-run.
 import { readFileSync } from 'node:fs';
+import { createServer, connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -15,14 +16,14 @@ describe('kubernetes sandbox backend, degraded', () => {
   let kubelet: TestKubelet;
   let core: CoreV1Api;
   let sandbox: Sandbox;
-  const ns: Record<'quota' | 'image' | 'runtime' | 'nonode' | 'lost', string> = { quota: '', image: '', runtime: '', nonode: '', lost: '' };
+  const ns: Record<'quota' | 'image' | 'runtime' | 'nonode' | 'lost' | 'deadline', string> = { quota: '', image: '', runtime: '', nonode: '', lost: '', deadline: '' };
 
   beforeAll(async () => {
     cp = await startControlPlane();
     core = cp.kubeConfig().makeApiClient(CoreV1Api);
     for (const k of Object.keys(ns) as (keyof typeof ns)[]) ns[k] = await cp.createNamespace(k);
     // No kubelet serves ns.nonode: its Pods are never scheduled.
-    kubelet = await startKubelet(cp, { namespaces: [ns.quota, ns.image, ns.runtime, ns.lost], unpullableImages: (image) => image.startsWith('missing/') });
+    kubelet = await startKubelet(cp, { namespaces: [ns.quota, ns.image, ns.runtime, ns.lost, ns.deadline], unpullableImages: (image) => image.startsWith('missing/') });
     sandbox = kubernetesSandbox({ kubeConfig: cp.kubeConfig(), settings: { image: 'test/sandbox:1', startTimeoutMs: 1_500, pollMs: 300, lostContactMs: 2_000 } });
   });
 
@@ -77,6 +78,62 @@ describe('kubernetes sandbox backend, degraded', () => {
     const result = await unreachable.exec(execRequest(testSession('any'), 'true'));
     expect(result).toMatchObject({ status: 'degraded', exitCode: -1 });
     expect(result.reason).toMatch(/The Kubernetes API is unreachable .* Retry in a moment/);
+  });
+
+  it('answers degraded, not never, when the apiserver accepts connections but answers nothing', async () => {
+    const held = new Set<Socket>();
+    const blackhole = createServer((socket) => { held.add(socket); socket.on('error', () => undefined); });
+    await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
+    try {
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: 'hole', server: `https://127.0.0.1:${(blackhole.address() as { port: number }).port}`, skipTLSVerify: true }],
+        users: [{ name: 'u', token: 'x' }], contexts: [{ name: 'c', cluster: 'hole', user: 'u' }], currentContext: 'c',
+      });
+      const hung = kubernetesSandbox({ kubeConfig: kc, settings: { apiTimeoutMs: 1_000 } });
+      const result = await hung.exec(execRequest(testSession('any'), 'true'));
+      expect(result).toMatchObject({ status: 'degraded', exitCode: -1 });
+      expect(result.reason).toMatch(/unreachable \(no answer within 1s to ensuring ServiceAccount any\/hermes-sandbox\)/);
+    } finally {
+      for (const s of held) s.destroy();
+      blackhole.close();
+    }
+  });
+
+  it('leaves a Pod its worker lost to its activeDeadlineSeconds, which ends it', async () => {
+    // The worker reaches the apiserver through a proxy this test cuts: as if the worker died.
+    const sockets = new Set<Socket>();
+    const target = new URL(cp.server);
+    const proxy = createServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      sockets.add(client).add(upstream);
+      client.pipe(upstream).pipe(client);
+      const drop = () => { client.destroy(); upstream.destroy(); };
+      client.on('error', drop); upstream.on('error', drop);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const admin = cp.kubeConfig();
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: admin.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${(proxy.address() as { port: number }).port}` })),
+      users: admin.users, contexts: admin.contexts, currentContext: admin.currentContext,
+    });
+    // Deadline = timeout 2 s + start allowance 1 s.
+    const doomed = kubernetesSandbox({ kubeConfig: kc, settings: { image: 'test/sandbox:1', startTimeoutMs: 1_000, pollMs: 300, lostContactMs: 60_000 } });
+    const running = await doomed.start(execRequest(testSession(ns.deadline), 'echo up; exec sleep 300', { timeoutMs: 2_000 }));
+    await waitFor(() => running.output().text.includes('up'), { what: 'the command to start' });
+    proxy.close();
+    for (const s of sockets) s.destroy();
+    const result = await running.done; // its own timer still answers; its delete cannot reach the apiserver
+    expect(result.status).toBe('timeout');
+    const [pod] = (await core.listNamespacedPod({ namespace: ns.deadline })).items;
+    expect(pod?.spec?.activeDeadlineSeconds).toBe(3);
+    const ended = await waitFor(async () => {
+      const p = await core.readNamespacedPod({ name: pod!.metadata!.name!, namespace: ns.deadline });
+      return p.status?.phase === 'Failed' ? p : undefined;
+    }, { what: 'the kubelet to end the Pod at its deadline' });
+    expect(ended.status?.reason).toBe('DeadlineExceeded');
+    await core.deleteNamespacedPod({ name: pod!.metadata!.name!, namespace: ns.deadline });
   });
 
   it('reports a command cut off from the apiserver as possibly run, and never runs it again', async () => {
