@@ -96,6 +96,10 @@ chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKI
 bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against raw Postgres/BullMQ baselines
 	@$(SERVICES); npm run --silent bench
 
+.PHONY: bench-sandbox-kubernetes
+bench-sandbox-kubernetes: deps kube ## Kubernetes sandbox benchmark: per-call overhead of a Pod per call vs the raw Pod create→Succeeded→delete
+	@npm run --silent bench:sandbox-kubernetes
+
 .PHONY: bench-operator
 bench-operator: deps kube ## Operator benchmark: 1000 Agents + 1000 Skills on a real kube-apiserver (BENCH_SCALE scales it)
 	@$(SERVICES); npm run --silent bench:operator

@@ -1,25 +1,6 @@
-// The contract between the kubernetes sandbox backend (which creates one ephemeral Pod per
-// terminal tool call and a workspace PVC per session) and the operator's sandbox hygiene
-// controller (which deletes what the backend left behind). Both sides import these names; the
-// operator never looks at a sandbox Pod or workspace PVC without `componentLabel`.
-
-/** Label on sandbox Pods and workspace PVCs: `sandbox` or `workspace`. */
-export const componentLabel = 'hermes.dev/component';
-export const sandboxComponent = 'sandbox';
-export const workspaceComponent = 'workspace';
-
-/** Label and annotation: the namespace-local name of the Agent the Pod or PVC belongs to. */
-export const agentKey = 'hermes.dev/agent';
-
-/** Annotation on sandbox Pods: the admission (turn) id, a UUID from the `admissions` table. */
-export const admissionIdAnnotation = 'hermes.dev/admission-id';
-
-/** Annotation on workspace PVCs: seconds of disuse after which the PVC is deleted (integer). */
-export const ttlSecondsAnnotation = 'hermes.dev/ttl-seconds';
-
-/** Annotation on workspace PVCs: when the workspace was last used (RFC 3339); creationTimestamp when absent. */
-export const lastUsedAtAnnotation = 'hermes.dev/last-used-at';
-
-/** Label selectors for lists and watches. */
-export const sandboxPodSelector = `${componentLabel}=${sandboxComponent}`;
-export const workspacePvcSelector = `${componentLabel}=${workspaceComponent}`;
+// The sandbox backend ↔ operator contract; it lives in services/core/sandbox-labels.ts (the
+// sandbox backend may not import operator/), re-exported here for the operator.
+export {
+  admissionIdAnnotation, agentKey, componentLabel, lastUsedAtAnnotation, nodeAnnotation, sandboxComponent,
+  sandboxPodSelector, sessionKey, ttlSecondsAnnotation, workspaceComponent, workspacePvcSelector,
+} from '../../services/core/index.js';

@@ -49,6 +49,18 @@ export const configSchema = z.object({
   HERMES_SECRETS_ENV_ALLOW: z.string().optional().transform((v, ctx) => parseEnvAllowList(v, ctx))
     .describe(`Environment variables that \`env:\` secret sources (and, with HERMES_SECRETS_SOURCE=local, secretKeyRef keys) may resolve to: comma-separated names, or "none". Default: ${DEV_SECRET_ENV.join(', ')} in \`hermes dev\`, none elsewhere. DATABASE_URL, REDIS_URL and Hermes settings can never be allowed.`),
   HERMES_SECRETS_CACHE_SECONDS: seconds(30, 'HERMES_SECRETS_SOURCE=kubernetes: how long a Secret read from the API is reused (a refused key is always re-read).'),
+  HERMES_SANDBOX_IMAGE: z.string().min(1).default('nikolaik/python-nodejs:python3.11-nodejs20').describe('kubernetes sandbox: image of sandbox Pods when the Profile sets none (Hermes\' default terminal image; it must have /bin/sh).'),
+  HERMES_SANDBOX_SERVICE_ACCOUNT: z.string().min(1).default('hermes-sandbox').describe('kubernetes sandbox: ServiceAccount of sandbox Pods (no token mounted); created in the sandbox namespace when missing.'),
+  HERMES_SANDBOX_UID: z.coerce.number().int().min(1).max(2_147_483_647).default(1000).describe('kubernetes sandbox: the fixed non-root uid (and gid, fsGroup) sandbox containers run as.'),
+  HERMES_SANDBOX_REQUESTS: z.string().default('cpu=100m,memory=256Mi,ephemeral-storage=256Mi').transform((v, ctx) => parseQuantities(v, ctx)).describe('kubernetes sandbox: default container requests, name=quantity pairs (a Profile\'s spec.sandbox.resources.requests overrides them key by key).'),
+  HERMES_SANDBOX_LIMITS: z.string().default('cpu=1,memory=2Gi,ephemeral-storage=2Gi').transform((v, ctx) => parseQuantities(v, ctx)).describe('kubernetes sandbox: default container limits, name=quantity pairs (a Profile\'s spec.sandbox.resources.limits overrides them key by key).'),
+  HERMES_SANDBOX_TMP_SIZE: z.string().min(1).default('1Gi').describe('kubernetes sandbox: size limit of the writable /tmp emptyDir (the root filesystem is read-only).'),
+  HERMES_SANDBOX_START_TIMEOUT_SECONDS: seconds(60, 'kubernetes sandbox: a Pod whose container has not started this long after creation (unschedulable, slow image pull) is deleted and the call answers degraded.'),
+  HERMES_SANDBOX_STORAGE_CLASS: z.string().min(1).optional().describe('kubernetes sandbox: storageClassName of workspace PVCs. Unset: the cluster\'s default StorageClass.'),
+  HERMES_SANDBOX_RUNTIME_CLASS: z.string().min(1).optional().describe('kubernetes sandbox: runtimeClassName (gVisor, Kata) of sandbox Pods when the Profile sets none. Unset: the node\'s default runtime.'),
+  HERMES_SANDBOX_DNS_NAMESPACE: z.string().min(1).default('kube-system').describe('kubernetes sandbox: namespace of the cluster DNS Pods, opened (port 53) by the NetworkPolicy when an egress allowlist names hosts.'),
+  HERMES_SANDBOX_DNS_SELECTOR: z.string().default('k8s-app=kube-dns').transform((v, ctx) => parseQuantities(v, ctx)).describe('kubernetes sandbox: labels (name=value pairs) of the cluster DNS Pods, opened by the NetworkPolicy when an egress allowlist names hosts.'),
+  HERMES_SANDBOX_POLICY_REFRESH_SECONDS: seconds(300, 'kubernetes sandbox: a worker re-resolves host:port egress entries and re-writes an Agent\'s NetworkPolicy at most this often.'),
   OPENAI_BASE_URL: z.string().url().optional().describe('Default base URL for provider "openai" when the Profile sets none (any OpenAI-compatible server).'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP endpoint; traces are exported when set.'),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP traces endpoint (overrides the generic one).'),
@@ -99,6 +111,17 @@ export function allowedSecretEnv(config: Config, env: NodeJS.ProcessEnv, fallbac
     if (v !== undefined && v !== '') out[n] = v;
   }
   return Object.freeze(out);
+}
+
+/** `a=1,b=2` → `{ a: '1', b: '2' }` (resource quantities, label selectors). */
+function parseQuantities(v: string, ctx: z.RefinementCtx): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const m = /^([A-Za-z0-9./_-]+)=([A-Za-z0-9._-]+)$/.exec(pair);
+    if (!m) ctx.addIssue({ code: 'custom', message: `"${pair}" is not name=value (e.g. cpu=500m,memory=1Gi)` });
+    else out[m[1]!] = m[2]!;
+  }
+  return out;
 }
 
 /** Settings of ours that nobody declared: a typo here would otherwise be silently ignored. */

@@ -8,6 +8,7 @@ export * from './tracing.js';
 export * from './queues.js';
 export * from './events.js';
 export * from './compiled.js';
+export * from './sandbox-labels.js';
 export * from './config-listener.js';
 export * from './agents.js';
 export * from './sweeper.js';

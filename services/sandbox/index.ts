@@ -1,3 +1,7 @@
 // Sandbox backends: where terminal and file tools run (ARCHITECTURE §6).
 export * from './types.js';
 export * from './output.js';
+export { kubernetesSandbox, type KubernetesSandboxOptions } from './kubernetes/backend.js';
+export { defaultKubernetesSandboxSettings, kubernetesSandboxSettings, type KubernetesSandboxSettings } from './kubernetes/settings.js';
+export { parseAllowEntry, sandboxNetworkPolicy, PRIVATE_RANGES, type AllowEntry } from './kubernetes/network-policy.js';
+export { sandboxClusterRules, sandboxNamespacedRules } from './kubernetes/rbac.js';

@@ -46,6 +46,19 @@ export interface SandboxNetwork {
   allow: string[];
 }
 
+/**
+ * Where and how a Pod runs (Profile `spec.sandbox`: image, namespace, resources,
+ * runtimeClassName). Only the kubernetes backend reads it; absent fields take the install's
+ * defaults (HERMES_SANDBOX_* settings).
+ */
+export interface SandboxPodSettings {
+  image?: string;
+  /** Namespace of the sandbox Pods and workspace PVCs. @defaultValue the session's (the Agent's) namespace */
+  namespace?: string;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  runtimeClassName?: string;
+}
+
 export interface ExecRequest {
   session: SandboxSession;
   workspace: WorkspaceSettings;
@@ -64,6 +77,8 @@ export interface ExecRequest {
   network: SandboxNetwork;
   /** Most characters of output kept (stdout and stderr interleaved); the rest is cut, `truncated` set. */
   maxOutputChars: number;
+  /** Kubernetes backend only: the Profile's Pod settings. */
+  pod?: SandboxPodSettings;
 }
 
 export interface ExecResult {
@@ -129,6 +144,8 @@ export interface SessionBinding {
   network: SandboxNetwork;
   timeoutSeconds: number;
   maxOutputChars: number;
+  /** Kubernetes backend only: the Profile's Pod settings (image, namespace, resources, runtimeClassName). */
+  pod?: SandboxPodSettings;
 }
 
 /** Binds a backend to one session's settings. */
@@ -144,6 +161,7 @@ export function bindSession(sandbox: Sandbox, b: SessionBinding): SessionSandbox
       timeoutMs: Math.min(cmd.timeoutMs ?? b.timeoutSeconds * 1_000, MAX_TIMEOUT_SECONDS * 1_000),
       maxOutputChars: cmd.maxOutputChars ?? b.maxOutputChars,
       signal,
+      ...(b.pod ? { pod: b.pod } : {}),
   });
   return {
     backend: sandbox.backend,

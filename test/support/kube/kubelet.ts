@@ -9,7 +9,8 @@ import { startKubeletServer } from './kubeletServer.js';
 import { deleteNode, registerNode } from './node.js';
 import { issueCert } from './pki.js';
 import { startPodProcess, type PodProcess } from './podProcess.js';
-import { failedToStartStatus, runningStatus, terminatedStatus } from './podStatus.js';
+import { affinityAllows } from './affinity.js';
+import { failedToStartStatus, imagePullFailedStatus, runningStatus, terminatedStatus } from './podStatus.js';
 import { PodSpecError } from './podVolumes.js';
 import { OWNER_FILE, ownerId } from './reaper.js';
 
@@ -21,6 +22,11 @@ export interface KubeletOptions {
   namespaces?: string[];
   /** Bind pending pods only when they match this label selector. @defaultValue every pod */
   labelSelector?: string;
+  /**
+   * Images this kubelet cannot pull: their Pods stay Pending with the container waiting in
+   * `ErrImagePull`, as a real kubelet reports a missing image. @defaultValue none
+   */
+  unpullableImages?: (image: string) => boolean;
 }
 
 /** A running test kubelet. */
@@ -85,7 +91,7 @@ class Kubelet {
 
   private wants(pod: V1Pod): boolean {
     const namespaces = this.opts.namespaces;
-    return !namespaces || namespaces.includes(pod.metadata?.namespace ?? '');
+    return (!namespaces || namespaces.includes(pod.metadata?.namespace ?? '')) && affinityAllows(pod, this.nodeName);
   }
 
   private async reconcile(pod: V1Pod): Promise<void> {
@@ -120,6 +126,11 @@ class Kubelet {
   }
 
   private async start(pod: V1Pod): Promise<void> {
+    const image = pod.spec?.containers[0]?.image ?? '';
+    if (this.opts.unpullableImages?.(image)) {
+      await this.writeStatus(pod, (p) => imagePullFailedStatus(p, image, new Date()));
+      return;
+    }
     let proc: PodProcess;
     try {
       proc = await startPodProcess(this.kc, pod, this.stateDir);

@@ -97,3 +97,13 @@ export function failedToStartStatus(pod: V1Pod, reason: string, message: string,
     containerStatuses: [{ ...baseContainerStatus(pod, 0, ''), state: { waiting: { reason, message } } }, ...otherContainers(pod)],
   };
 }
+
+/** Status of a pod whose image cannot be pulled: Pending, the container waiting in ErrImagePull (as a real kubelet). */
+export function imagePullFailedStatus(pod: V1Pod, image: string, now: Date): V1PodStatus {
+  const message = `Failed to pull image "${image}": not found (test kubelet: unpullable image)`;
+  return {
+    ...pod.status, ...network(pod, now), phase: 'Pending',
+    conditions: withConditions(pod, false, now, 'ContainersNotReady'),
+    containerStatuses: [{ ...baseContainerStatus(pod, 0, ''), state: { waiting: { reason: 'ErrImagePull', message } } }, ...otherContainers(pod)],
+  };
+}

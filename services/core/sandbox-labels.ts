@@ -1,0 +1,33 @@
+// The contract between the kubernetes sandbox backend (which creates one ephemeral Pod per
+// terminal tool call and a workspace PVC per session) and the operator's sandbox hygiene
+// controller (which deletes what the backend left behind). Both sides import these names; the
+// operator never looks at a sandbox Pod or workspace PVC without `componentLabel`. It lives in
+// core because both services/sandbox and operator/ import it (operator/api/sandbox-labels.ts
+// re-exports it).
+
+/** Label on sandbox Pods and workspace PVCs: `sandbox` or `workspace`. */
+export const componentLabel = 'hermes.dev/component';
+export const sandboxComponent = 'sandbox';
+export const workspaceComponent = 'workspace';
+
+/** Label and annotation: the namespace-local name of the Agent the Pod or PVC belongs to. */
+export const agentKey = 'hermes.dev/agent';
+
+/** Annotation on sandbox Pods: the admission (turn) id, a UUID from the `admissions` table. */
+export const admissionIdAnnotation = 'hermes.dev/admission-id';
+
+/** Annotation on workspace PVCs: seconds of disuse after which the PVC is deleted (integer). */
+export const ttlSecondsAnnotation = 'hermes.dev/ttl-seconds';
+
+/** Annotation on workspace PVCs: when the workspace was last used (RFC 3339); creationTimestamp when absent. */
+export const lastUsedAtAnnotation = 'hermes.dev/last-used-at';
+
+/** Label on sandbox Pods and workspace PVCs (and annotation on both): the session id the workspace belongs to. */
+export const sessionKey = 'hermes.dev/session';
+
+/** Annotation on workspace PVCs: the Node the session's last sandbox Pod ran on (later Pods are pinned there). */
+export const nodeAnnotation = 'hermes.dev/node';
+
+/** Label selectors for lists and watches. */
+export const sandboxPodSelector = `${componentLabel}=${sandboxComponent}`;
+export const workspacePvcSelector = `${componentLabel}=${workspaceComponent}`;

@@ -1,0 +1,134 @@
+// The kubernetes Sandbox: one Pod per call (ARCHITECTURE §6). Before the Pod: the namespace's
+// sandbox ServiceAccount and the Agent's NetworkPolicy (prerequisites.ts), the session's workspace
+// PVC (workspace-pvc.ts) and the Node to pin to (node-pin.ts); then the Pod's life (pod-run.ts).
+// Every failure of the cluster is a `degraded` result; nothing here throws to the tool.
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CappedOutput, RollingOutput } from '../output.js';
+import type { ExecRequest, ExecResult, RunningCommand, Sandbox } from '../types.js';
+import { apiFailure, bounded } from './failures.js';
+import { sandboxPodName, stdinConfigMapName } from './names.js';
+import { pinnedNode } from './node-pin.js';
+import { PodRun, type PodOutcome } from './pod-run.js';
+import { sandboxPod } from './pod-spec.js';
+import { Prerequisites, type Resolver } from './prerequisites.js';
+import { requestProblem } from './request-check.js';
+import { defaultKubernetesSandboxSettings, type KubernetesSandboxSettings } from './settings.js';
+import { createStdin, deleteStdin, ownStdin } from './stdin-configmap.js';
+import { recordNode, touchWorkspace, useWorkspace } from './workspace-pvc.js';
+
+export interface KubernetesSandboxOptions {
+  /** Credentials of the worker (in cluster: its ServiceAccount; see docs/sandbox.md for the RBAC it needs). */
+  kubeConfig: KubeConfig;
+  /** @defaultValue defaultKubernetesSandboxSettings (use kubernetesSandboxSettings(config) in processes) */
+  settings?: Partial<KubernetesSandboxSettings>;
+  /** Resolves host:port egress entries. @defaultValue the worker's DNS */
+  resolver?: Resolver;
+}
+
+type Output = CappedOutput | RollingOutput;
+
+/** A call longer than this stamps the workspace's last-used-at again when it ends. */
+const TOUCH_AGAIN_AFTER_MS = 60_000;
+
+interface Call {
+  running: Promise<boolean>;
+  done: Promise<ExecResult>;
+  abort: AbortController;
+}
+
+class KubernetesSandbox implements Sandbox {
+  readonly backend = 'kubernetes' as const;
+  private readonly settings: KubernetesSandboxSettings;
+  private readonly core: CoreV1Api;
+  private readonly prerequisites: Prerequisites;
+  private readonly calls = new Set<Call>();
+
+  constructor(private readonly o: KubernetesSandboxOptions) {
+    this.settings = { ...defaultKubernetesSandboxSettings, ...o.settings };
+    this.core = o.kubeConfig.makeApiClient(CoreV1Api);
+    this.prerequisites = new Prerequisites(o.kubeConfig, this.settings, o.resolver);
+  }
+
+  exec(req: ExecRequest): Promise<ExecResult> {
+    return this.call(req, new CappedOutput(req.maxOutputChars)).done;
+  }
+
+  async start(req: ExecRequest): Promise<RunningCommand> {
+    const output = new RollingOutput(req.maxOutputChars);
+    const call = this.call(req, output);
+    await Promise.race([call.running, call.done]);
+    return {
+      output: () => ({ text: output.text(), truncated: output.truncated }),
+      done: call.done,
+      kill: () => call.abort.abort(),
+    };
+  }
+
+  async close(): Promise<void> {
+    const calls = [...this.calls];
+    for (const c of calls) c.abort.abort();
+    await Promise.all(calls.map((c) => c.done));
+  }
+
+  private call(req: ExecRequest, output: Output): Call {
+    const abort = new AbortController();
+    const onAbort = () => abort.abort();
+    if (req.signal.aborted) abort.abort();
+    else req.signal.addEventListener('abort', onAbort, { once: true });
+    let setRunning!: (v: boolean) => void;
+    const running = new Promise<boolean>((resolve) => { setRunning = resolve; });
+    const t0 = Date.now();
+    const finish = (o: PodOutcome): ExecResult => ({
+      exitCode: o.exitCode, output: output.text(), truncated: output.truncated, status: o.status,
+      ...(o.reason ? { reason: o.reason } : {}), durationMs: Date.now() - t0,
+    });
+    const call: Call = { running, abort, done: Promise.resolve(undefined as unknown as ExecResult) };
+    call.done = this.run(req, output, abort.signal, setRunning)
+      .then(finish, (err: unknown) => finish({ status: 'degraded', exitCode: -1, reason: apiFailure(err, 'preparing the sandbox').reason }))
+      .finally(() => { setRunning(false); req.signal.removeEventListener('abort', onAbort); this.calls.delete(call); });
+    this.calls.add(call);
+    return call;
+  }
+
+  private async run(req: ExecRequest, output: Output, signal: AbortSignal, setRunning: (v: boolean) => void): Promise<PodOutcome> {
+    const problem = requestProblem(req);
+    if (problem) return { status: 'degraded', exitCode: -1, reason: `${problem} The command did not run.` };
+    const { session } = req;
+    const namespace = req.pod?.namespace ?? session.namespace;
+    await this.prerequisites.serviceAccount(namespace);
+    await this.prerequisites.networkPolicy(namespace, session.agent, req.network);
+    const limit = <T>(p: Promise<T>, what: string) => bounded(p, this.settings.apiTimeoutMs, what);
+    const ws = await limit(useWorkspace(this.core, session, namespace, req.workspace, this.settings.storageClassName), 'refreshing the session workspace PVC');
+    if (ws.deleting) {
+      return { status: 'degraded', exitCode: -1, reason: `The session's workspace ${namespace}/${ws.name} expired and is being deleted. Retry in a moment: a fresh, empty workspace will be created.` };
+    }
+    const node = await limit(pinnedNode(this.core, ws.node), `reading Node ${ws.node}`);
+    if (signal.aborted) return { status: 'interrupted', exitCode: 143, reason: 'Stopped before the sandbox Pod was created.' };
+    const name = sandboxPodName();
+    const t0 = Date.now();
+    const stdinName = req.stdin !== undefined ? stdinConfigMapName(name) : undefined;
+    let recording: Promise<void> | undefined;
+    try {
+      if (stdinName) await limit(createStdin(this.core, namespace, stdinName, session, req.stdin ?? ''), 'creating the stdin ConfigMap');
+      const run = new PodRun({
+        kc: this.o.kubeConfig,
+        pod: sandboxPod({ name, namespace, req, pvcName: ws.name, settings: this.settings, ...(node ? { pinnedNode: node } : {}), ...(stdinName ? { stdinConfigMap: stdinName } : {}) }),
+        timeoutMs: req.timeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: this.settings.pollMs, lostContactMs: this.settings.lostContactMs, apiTimeoutMs: this.settings.apiTimeoutMs,
+        signal, onOutput: (text) => output.push(text),
+        onBound: (bound) => { if (bound !== ws.node) recording = recordNode(this.core, namespace, ws.name, bound); },
+        ...(stdinName ? { onCreated: (pod) => ownStdin(this.core, namespace, stdinName, pod) } : {}),
+      });
+      void run.running.then(setRunning);
+      return await run.done;
+    } finally {
+      await limit(Promise.all([recording, stdinName ? deleteStdin(this.core, namespace, stdinName) : undefined]), 'cleaning up').catch(() => undefined);
+      // The stamp of this call's start is recent enough unless the call was long.
+      if (Date.now() - t0 > TOUCH_AGAIN_AFTER_MS) await limit(touchWorkspace(this.core, namespace, ws.name), 'stamping the workspace').catch(() => undefined);
+    }
+  }
+}
+
+/** The kubernetes sandbox backend: one Pod per call. */
+export function kubernetesSandbox(options: KubernetesSandboxOptions): Sandbox {
+  return new KubernetesSandbox(options);
+}

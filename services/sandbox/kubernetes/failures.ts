@@ -1,0 +1,76 @@
+// What went wrong with the cluster, as a `degraded` reason with a retry hint. A call is degraded
+// when the backend could not run (or could not finish watching) the command; the hint tells the
+// model whether retrying can help, and — when the command may have started — to look before
+// running it again (the backend never re-runs a command on its own).
+
+/** The HTTP status of a client-node ApiException, or undefined (network errors, others). */
+export function apiCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+/** The apiserver's Status message of a failed call, else the error's own message. */
+export function apiMessage(err: unknown): string {
+  const body = (err as { body?: unknown } | null)?.body;
+  let parsed: unknown = body;
+  if (typeof body === 'string') {
+    try { parsed = JSON.parse(body); } catch { parsed = body; }
+  }
+  const message = (parsed as { message?: unknown } | null)?.message;
+  if (typeof message === 'string') return message;
+  if (typeof parsed === 'string' && parsed) return parsed.slice(0, 500);
+  return err instanceof Error ? err.message.split('\n')[0] ?? String(err) : String(err);
+}
+
+const MAY_HAVE_RUN = ' The command may have started: check /workspace before running it again.';
+
+/** A failure the call reports as `degraded`. */
+export class SandboxFailure extends Error {
+  override name = 'SandboxFailure';
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/** Why a call to the apiserver failed, as a degraded reason (`doing`: "creating the sandbox Pod"). */
+export function apiFailure(err: unknown, doing: string, mayHaveRun = false): SandboxFailure {
+  if (err instanceof SandboxFailure) return err;
+  const code = apiCode(err);
+  const message = apiMessage(err);
+  const tail = mayHaveRun ? MAY_HAVE_RUN : '';
+  if (code === 403 && /quota/i.test(message)) {
+    return new SandboxFailure(`ResourceQuota refused ${doing}: ${message}. Retry after other sandboxes of the namespace finish, or ask the cluster admin to raise the quota.${tail}`);
+  }
+  if (code === 403) return new SandboxFailure(`The cluster refused ${doing} (403): ${message}. Retrying will not help until the worker's RBAC or the namespace's admission policy allows it.${tail}`);
+  if (code === 422 || code === 400) return new SandboxFailure(`The cluster rejected ${doing} (${code}): ${message}. Fix the Profile's spec.sandbox settings; retrying will not help.${tail}`);
+  if (code === 404) return new SandboxFailure(`Not found while ${doing}: ${message}. The namespace may not exist; retrying will not help until it does.${tail}`);
+  if (code !== undefined) return new SandboxFailure(`The Kubernetes API failed ${doing} (${code}): ${message}. Retry in a moment.${tail}`);
+  return new SandboxFailure(`The Kubernetes API is unreachable (${message}) while ${doing}. Retry in a moment.${tail}`);
+}
+
+/** Container waiting reasons that will not fix themselves soon: the call is degraded at once. */
+const HOPELESS_WAITING = new Set([
+  'ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError',
+  'CreateContainerError', 'RunContainerError', 'PreCreateHookError', 'PreStartHookError',
+]);
+
+export const isHopelessWaiting = (reason: string | undefined): boolean => reason !== undefined && HOPELESS_WAITING.has(reason);
+
+export function waitingFailure(image: string, reason: string, message: string | undefined): SandboxFailure {
+  const what = /Image/i.test(reason)
+    ? `The sandbox image ${image} cannot be pulled (${reason}${message ? `: ${message}` : ''}). Fix spec.sandbox.image or the registry; retrying will not help until then.`
+    : `The sandbox container could not be created (${reason}${message ? `: ${message}` : ''}). Retrying will not help until the cause is fixed.`;
+  return new SandboxFailure(what);
+}
+
+/**
+ * `p`, or a rejection after `ms` (a half-open connection to the apiserver must not hang a call;
+ * client-node sets no timeout of its own). The request itself is left to end on its own.
+ */
+export function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${Math.round(ms / 1000)}s to ${what}`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,52 @@
+// The backend runs as a ServiceAccount granted exactly sandboxNamespacedRules (a Role in the
+// sandbox namespace) and sandboxClusterRules (a ClusterRole): the RBAC the Helm chart must give
+// the workers is enough, and the real authorizer refuses anything beyond it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { kubernetesSandbox, sandboxClusterRules, sandboxNamespacedRules } from '../../../services/sandbox/index.js';
+import { startControlPlane, startKubelet, waitFor, type ControlPlane, type TestKubelet } from '../../support/kube/index.js';
+import { execRequest, testSession } from '../../support/sandbox-request.js';
+
+describe('kubernetes sandbox backend as a least-privilege worker', () => {
+  let cp: ControlPlane;
+  let kubelet: TestKubelet;
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    kubelet = await startKubelet(cp);
+  });
+
+  afterAll(async () => {
+    await kubelet?.stop();
+    await cp?.stop();
+  });
+
+  it('runs calls with only the documented rules, and may do nothing else', async () => {
+    const ns = await cp.createNamespace('rbac');
+    const workerNs = await cp.createNamespace('hermes');
+    const rbac = cp.kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+    const subject = { kind: 'ServiceAccount', name: 'worker', namespace: workerNs };
+    await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'hermes-sandbox-worker' }, rules: [...sandboxNamespacedRules] } });
+    await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'worker' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'hermes-sandbox-worker' }, subjects: [subject] } });
+    await rbac.createClusterRole({ body: { metadata: { name: `hermes-sandbox-nodes-${ns}` }, rules: [...sandboxClusterRules] } });
+    await rbac.createClusterRoleBinding({ body: { metadata: { name: `worker-${ns}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `hermes-sandbox-nodes-${ns}` }, subjects: [subject] } });
+    const minted = await cp.mintServiceAccountKubeconfig(workerNs, 'worker');
+    const sandbox = kubernetesSandbox({ kubeConfig: minted.kubeConfig, settings: { image: 'test/sandbox:1', pollMs: 300 } });
+    const session = testSession(ns);
+    // RoleBindings reach the authorizer's cache after a moment: the first allowed call is polled.
+    const first = await waitFor(async () => {
+      const r = await sandbox.exec(execRequest(session, 'echo hi > /workspace/f; cat /workspace/f', { network: { egress: 'allowlist', allow: ['203.0.113.0/24:443'] } }));
+      return r.status === 'ok' ? r : undefined;
+    }, { what: 'a call to be allowed', timeoutMs: 20_000 });
+    expect(first.output).toBe('hi\n');
+    // The second call patches the workspace, reads the pinned Node, passes stdin.
+    const second = await sandbox.exec(execRequest(session, 'cat; cat /workspace/f', { stdin: 'in\n' }));
+    expect(second).toMatchObject({ status: 'ok', exitCode: 0, output: 'in\nhi\n' });
+    await sandbox.close();
+    // Nothing beyond: no Secrets, no Pod listing, nothing in another namespace.
+    const asWorker = minted.kubeConfig.makeApiClient(CoreV1Api);
+    await expect(asWorker.readNamespacedSecret({ name: 'x', namespace: ns })).rejects.toMatchObject({ code: 403 });
+    await expect(asWorker.listNamespacedPod({ namespace: ns })).rejects.toMatchObject({ code: 403 });
+    await expect(asWorker.createNamespacedPod({ namespace: workerNs, body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i' }] } } })).rejects.toMatchObject({ code: 403 });
+  });
+});
