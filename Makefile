@@ -96,6 +96,10 @@ chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKI
 bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against raw Postgres/BullMQ baselines
 	@$(SERVICES); npm run --silent bench
 
+.PHONY: bench-sandbox
+bench-sandbox: deps ## Sandbox benchmark: the bubblewrap backend's per-call overhead on `true` next to raw spawn and raw bwrap
+	@npm run --silent bench:sandbox
+
 .PHONY: bench-operator
 bench-operator: deps kube ## Operator benchmark: 1000 Agents + 1000 Skills on a real kube-apiserver (BENCH_SCALE scales it)
 	@$(SERVICES); npm run --silent bench:operator

@@ -49,6 +49,10 @@ export const configSchema = z.object({
   HERMES_SECRETS_ENV_ALLOW: z.string().optional().transform((v, ctx) => parseEnvAllowList(v, ctx))
     .describe(`Environment variables that \`env:\` secret sources (and, with HERMES_SECRETS_SOURCE=local, secretKeyRef keys) may resolve to: comma-separated names, or "none". Default: ${DEV_SECRET_ENV.join(', ')} in \`hermes dev\`, none elsewhere. DATABASE_URL, REDIS_URL and Hermes settings can never be allowed.`),
   HERMES_SECRETS_CACHE_SECONDS: seconds(30, 'HERMES_SECRETS_SOURCE=kubernetes: how long a Secret read from the API is reused (a refused key is always re-read).'),
+  HERMES_WORKSPACES_DIR: z.string().min(1).default('.hermes/workspaces').describe('bubblewrap sandbox: folder holding one workspace folder per session (<namespace>/<agent>/<session>, 0700), relative to the working folder unless absolute. Its parents must be passable (x) by HERMES_SANDBOX_UID.'),
+  HERMES_SANDBOX_UID: z.coerce.number().int().min(1).max(4_294_967_294).default(65534).describe('bubblewrap sandbox: host uid (and gid) sandboxed commands run as when the worker runs as root (a worker of another uid runs them as itself). Never 0.'),
+  HERMES_BWRAP_PATH: z.string().min(1).default('bwrap').describe('bubblewrap sandbox: the bwrap program (a path, or a name looked up in PATH).'),
+  HERMES_BWRAP_ALLOWLIST: z.enum(['refuse', 'host']).default('refuse').describe('bubblewrap sandbox: what a Profile\'s network egress "allowlist" means, which bwrap cannot filter by destination: refuse (the call is degraded, nothing runs) or host (the host network, unfiltered, loopback services included).'),
   OPENAI_BASE_URL: z.string().url().optional().describe('Default base URL for provider "openai" when the Profile sets none (any OpenAI-compatible server).'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP endpoint; traces are exported when set.'),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP traces endpoint (overrides the generic one).'),

@@ -3,7 +3,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bubblewrapSandbox, workspaceDir } from '../../../services/sandbox/index.js';
+import { loadConfig } from '../../../services/core/index.js';
+import { bubblewrapSandbox, bubblewrapSandboxFromConfig, workspaceDir } from '../../../services/sandbox/index.js';
 import { leftovers, request, session, tempRoot, waitFor } from './bubblewrap-helpers.js';
 
 const root = tempRoot();
@@ -176,5 +177,23 @@ describe('bubblewrap backend: degraded', () => {
     const r = await bubblewrapSandbox({ workspacesDir: join(closed, 'ws') }).exec(request({ command: 'true' }));
     expect(r.status).toBe('degraded');
     expect(r.reason).toMatch(/cannot enter .*closed.*HERMES_WORKSPACES_DIR/);
+  });
+});
+
+describe('bubblewrap backend: settings', () => {
+  const base = { DATABASE_URL: 'postgres://x@127.0.0.1:1/x', REDIS_URL: 'redis://127.0.0.1:1' };
+
+  it('is built from the config schema (defaults, and the folder it names)', async () => {
+    const defaults = loadConfig(base);
+    expect(defaults).toMatchObject({ HERMES_WORKSPACES_DIR: '.hermes/workspaces', HERMES_SANDBOX_UID: 65534, HERMES_BWRAP_PATH: 'bwrap', HERMES_BWRAP_ALLOWLIST: 'refuse' });
+    const sb = bubblewrapSandboxFromConfig(loadConfig({ ...base, HERMES_WORKSPACES_DIR: root.dir }));
+    const s = session();
+    await sb.exec(request({ session: s, command: 'echo configured > f' }));
+    expect(readFileSync(join(workspaceDir(root.dir, s), 'f'), 'utf8')).toBe('configured\n');
+  });
+
+  it('refuses uid 0 and an unknown allowlist meaning', () => {
+    expect(() => loadConfig({ ...base, HERMES_SANDBOX_UID: '0' })).toThrow(/HERMES_SANDBOX_UID/);
+    expect(() => loadConfig({ ...base, HERMES_BWRAP_ALLOWLIST: 'filter' })).toThrow(/HERMES_BWRAP_ALLOWLIST/);
   });
 });
