@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bubblewrapSandbox } from '../../../services/sandbox/index.js';
-import { leftovers, request, session, tempRoot } from './bubblewrap-helpers.js';
+import { leftovers, request, session, tempRoot, waitFor } from './bubblewrap-helpers.js';
 
 const root = tempRoot();
 const sandbox = bubblewrapSandbox({ workspacesDir: root.dir });
@@ -142,6 +142,18 @@ describe('bubblewrap escapes: resources', () => {
     expect(['ok', 'timeout']).toContain(bomb.status);
     expect(leftovers()).toEqual([]);
     expect((await run('echo still fine')).output).toBe('still fine\n');
+  });
+
+  it('a fork bomb in one session holds at most its own process limit; other sessions still fork', async () => {
+    const bomb = await sandbox.start(request({ session: session(), command: String.raw`bash -c 'for i in $(seq 2000); do sleep 60 & done; wait'`, timeoutMs: 60_000 }));
+    await waitFor('the bomb to reach its process limit', () => leftovers().length >= 250, 30_000);
+    // 256 inside the sandbox (its init, bash, the sleeps) plus bubblewrap outside it
+    expect(leftovers().length).toBeLessThanOrEqual(257);
+    const other = await run('for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait; echo other-ok', { session: session() });
+    expect(other.output).toBe('other-ok\n');
+    bomb.kill();
+    expect((await bomb.done).status).toBe('interrupted');
+    expect(leftovers()).toEqual([]);
   });
 
   it('an output flood is capped and memory stays bounded', async () => {
