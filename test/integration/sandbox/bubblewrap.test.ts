@@ -1,6 +1,8 @@
 // The bubblewrap backend on real bwrap: commands, exit codes, stdin, cwd, env, the output cap,
 // timeout, abort, background commands, close(), the per-session workspace and degraded results.
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../services/core/index.js';
@@ -126,6 +128,29 @@ describe('bubblewrap backend: ending commands', () => {
   });
 });
 
+describe('bubblewrap backend: worker death', () => {
+  const sleepers = (marker: string) => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8') === `sleep\0${marker}\0`;
+    } catch {
+      return false;
+    }
+  });
+
+  it('a worker killed with SIGKILL leaves no sandboxed process behind (--die-with-parent)', async () => {
+    const marker = `${600 + Math.floor(Math.random() * 1000)}.${process.pid}`;
+    const fixture = fileURLToPath(new URL('./fixtures/hold-sandbox.ts', import.meta.url));
+    const worker = spawn(process.execPath, ['--import', 'tsx', fixture, root.dir, marker], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      worker.stdout.on('data', (c: Buffer) => { if (c.toString().includes('started')) resolve(); });
+      worker.on('exit', (code) => reject(new Error(`the fixture exited ${code}`)));
+    });
+    await waitFor('both sleeps to run', () => sleepers(marker).length === 2);
+    worker.kill('SIGKILL');
+    await waitFor('the sandbox to die with its worker', () => sleepers(marker).length === 0);
+  });
+});
+
 describe('bubblewrap backend: workspaces', () => {
   it('keeps a session\'s files across calls and separates sessions', async () => {
     const a = session();
@@ -140,6 +165,10 @@ describe('bubblewrap backend: workspaces', () => {
     const st = statSync(dir);
     expect(st.mode & 0o777).toBe(0o700);
     if (process.getuid?.() === 0) expect(st.uid).toBe(65534);
+    await sandbox.exec(request({ session: a, command: 'chmod 777 /workspace' }));
+    expect(statSync(dir).mode & 0o777).toBe(0o777);
+    await sandbox.exec(request({ session: a, command: 'true' }));
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
   });
 
   it('refuses session names that would leave the workspaces root', async () => {
