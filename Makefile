@@ -99,6 +99,9 @@ bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against
 .PHONY: bench-sandbox-kubernetes
 bench-sandbox-kubernetes: deps kube ## Kubernetes sandbox benchmark: per-call overhead of a Pod per call vs the raw Pod create→Succeeded→delete
 	@npm run --silent bench:sandbox-kubernetes
+.PHONY: bench-sandbox
+bench-sandbox: deps ## Sandbox benchmark: the bubblewrap backend's per-call overhead on `true` next to raw spawn and raw bwrap
+	@npm run --silent bench:sandbox
 
 .PHONY: bench-operator
 bench-operator: deps kube ## Operator benchmark: 1000 Agents + 1000 Skills on a real kube-apiserver (BENCH_SCALE scales it)

@@ -2,8 +2,8 @@
 // (user, PID, mount, IPC, UTS and — unless allowed — network namespaces), the session's folder
 // at /workspace, nothing of the host but its program folders read-only and a synthetic /etc, an
 // unprivileged uid with no capabilities, an empty environment. See docs/sandbox.md.
-import { posix } from 'node:path';
-import { join, resolve } from 'node:path';
+import { join, posix, resolve } from 'node:path';
+import type { Config } from '../core/index.js';
 import { bwrapOptions, systemDirArgs, wrapperArgv, type SandboxLimits } from './bubblewrap-args.js';
 import { degraded, startRun, type OutputSink, type Run } from './bubblewrap-run.js';
 import { CappedOutput, RollingOutput } from './output.js';
@@ -73,6 +73,7 @@ class BubblewrapSandbox implements Sandbox {
     this.bwrap = o.bwrap ?? 'bwrap';
     // Only root can switch uid; any other worker's sandboxes run as the worker's own uid.
     const uid = o.sandboxUid ?? 65534;
+    if (!Number.isInteger(uid) || uid <= 0) throw new Error(`bubblewrap sandbox: sandboxUid must be a non-root uid, got ${uid}`);
     this.owner = process.getuid?.() === 0 ? { uid, gid: uid } : undefined;
     this.allowlist = o.allowlist ?? 'refuse';
     this.limits = { ...DEFAULT_LIMITS, ...o.limits };
@@ -136,4 +137,15 @@ class BubblewrapSandbox implements Sandbox {
 /** The bubblewrap backend. Construction touches nothing; folders are created on first use. */
 export function bubblewrapSandbox(options: BubblewrapOptions): Sandbox {
   return new BubblewrapSandbox(options);
+}
+
+/** The bubblewrap backend with the process's settings (HERMES_WORKSPACES_DIR, HERMES_BWRAP_UID, HERMES_BWRAP_*). */
+export function bubblewrapSandboxFromConfig(config: Config, options: Partial<BubblewrapOptions> = {}): Sandbox {
+  return bubblewrapSandbox({
+    workspacesDir: config.HERMES_WORKSPACES_DIR,
+    sandboxUid: config.HERMES_BWRAP_UID,
+    bwrap: config.HERMES_BWRAP_PATH,
+    allowlist: config.HERMES_BWRAP_ALLOWLIST,
+    ...options,
+  });
 }

@@ -5,6 +5,6 @@ export { kubernetesSandbox, type KubernetesSandboxOptions } from './kubernetes/b
 export { defaultKubernetesSandboxSettings, kubernetesSandboxSettings, type KubernetesSandboxSettings } from './kubernetes/settings.js';
 export { parseAllowEntry, sandboxNetworkPolicy, PRIVATE_RANGES, type AllowEntry } from './kubernetes/network-policy.js';
 export { sandboxClusterRules, sandboxNamespacedRules } from './kubernetes/rbac.js';
-export { bubblewrapSandbox, type BubblewrapOptions, type BubblewrapAllowlist } from './bubblewrap.js';
+export { bubblewrapSandbox, bubblewrapSandboxFromConfig, type BubblewrapOptions, type BubblewrapAllowlist } from './bubblewrap.js';
 export type { SandboxLimits } from './bubblewrap-args.js';
 export { workspaceDir, ensureWorkspaceDir } from './workspace-dir.js';

@@ -1,7 +1,7 @@
 // The host folder behind a session's /workspace for the bubblewrap backend:
 // <root>/<namespace>/<agent>/<sessionId>, created 0700 and owned by the sandbox uid on first use.
 // Every name is checked first, so a hostile or broken id can never point outside the root.
-import { chownSync, lstatSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { SandboxSession } from './types.js';
 
@@ -60,5 +60,7 @@ export function ensureWorkspaceDir(root: string, s: SandboxSession, owner?: Work
   const st = lstatSync(dir);
   if (!st.isDirectory()) throw new Error(`Workspace ${dir} is not a folder (a symlink or a file took its place)`);
   if (owner && st.uid !== owner.uid) chownSync(dir, owner.uid, owner.gid);
+  // The sandbox owns the folder and may have opened it up (chmod 777 /workspace): close it again.
+  if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
   return dir;
 }

@@ -1,9 +1,12 @@
 // The bubblewrap backend on real bwrap: commands, exit codes, stdin, cwd, env, the output cap,
 // timeout, abort, background commands, close(), the per-session workspace and degraded results.
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bubblewrapSandbox, workspaceDir } from '../../../services/sandbox/index.js';
+import { loadConfig } from '../../../services/core/index.js';
+import { bubblewrapSandbox, bubblewrapSandboxFromConfig, workspaceDir } from '../../../services/sandbox/index.js';
 import { leftovers, request, session, tempRoot, waitFor } from './bubblewrap-helpers.js';
 
 const root = tempRoot();
@@ -125,6 +128,29 @@ describe('bubblewrap backend: ending commands', () => {
   });
 });
 
+describe('bubblewrap backend: worker death', () => {
+  const sleepers = (marker: string) => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8') === `sleep\0${marker}\0`;
+    } catch {
+      return false;
+    }
+  });
+
+  it('a worker killed with SIGKILL leaves no sandboxed process behind (--die-with-parent)', async () => {
+    const marker = `${600 + Math.floor(Math.random() * 1000)}.${process.pid}`;
+    const fixture = fileURLToPath(new URL('./fixtures/hold-sandbox.ts', import.meta.url));
+    const worker = spawn(process.execPath, ['--import', 'tsx', fixture, root.dir, marker], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      worker.stdout.on('data', (c: Buffer) => { if (c.toString().includes('started')) resolve(); });
+      worker.on('exit', (code) => reject(new Error(`the fixture exited ${code}`)));
+    });
+    await waitFor('both sleeps to run', () => sleepers(marker).length === 2);
+    worker.kill('SIGKILL');
+    await waitFor('the sandbox to die with its worker', () => sleepers(marker).length === 0);
+  });
+});
+
 describe('bubblewrap backend: workspaces', () => {
   it('keeps a session\'s files across calls and separates sessions', async () => {
     const a = session();
@@ -139,6 +165,10 @@ describe('bubblewrap backend: workspaces', () => {
     const st = statSync(dir);
     expect(st.mode & 0o777).toBe(0o700);
     if (process.getuid?.() === 0) expect(st.uid).toBe(65534);
+    await sandbox.exec(request({ session: a, command: 'chmod 777 /workspace' }));
+    expect(statSync(dir).mode & 0o777).toBe(0o777);
+    await sandbox.exec(request({ session: a, command: 'true' }));
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
   });
 
   it('refuses session names that would leave the workspaces root', async () => {
@@ -176,5 +206,23 @@ describe('bubblewrap backend: degraded', () => {
     const r = await bubblewrapSandbox({ workspacesDir: join(closed, 'ws') }).exec(request({ command: 'true' }));
     expect(r.status).toBe('degraded');
     expect(r.reason).toMatch(/cannot enter .*closed.*HERMES_WORKSPACES_DIR/);
+  });
+});
+
+describe('bubblewrap backend: settings', () => {
+  const base = { DATABASE_URL: 'postgres://x@127.0.0.1:1/x', REDIS_URL: 'redis://127.0.0.1:1' };
+
+  it('is built from the config schema (defaults, and the folder it names)', async () => {
+    const defaults = loadConfig(base);
+    expect(defaults).toMatchObject({ HERMES_WORKSPACES_DIR: '.hermes/workspaces', HERMES_BWRAP_UID: 65534, HERMES_BWRAP_PATH: 'bwrap', HERMES_BWRAP_ALLOWLIST: 'refuse' });
+    const sb = bubblewrapSandboxFromConfig(loadConfig({ ...base, HERMES_WORKSPACES_DIR: root.dir }));
+    const s = session();
+    await sb.exec(request({ session: s, command: 'echo configured > f' }));
+    expect(readFileSync(join(workspaceDir(root.dir, s), 'f'), 'utf8')).toBe('configured\n');
+  });
+
+  it('refuses uid 0 and an unknown allowlist meaning', () => {
+    expect(() => loadConfig({ ...base, HERMES_BWRAP_UID: '0' })).toThrow(/HERMES_BWRAP_UID/);
+    expect(() => loadConfig({ ...base, HERMES_BWRAP_ALLOWLIST: 'filter' })).toThrow(/HERMES_BWRAP_ALLOWLIST/);
   });
 });
