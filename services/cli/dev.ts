@@ -92,7 +92,7 @@ export const devCommand = new Command('dev')
   .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)')
   .option('--k8s', 'apply the manifests to the cluster in KUBECONFIG (`make dev K8S=1`) and run the operator instead of compiling files')
   .action(async (opts: { manifests?: string; port?: string; k8s?: boolean }) => {
-    const rt = await openRuntime('dev', { HERMES_HOST: process.env.HERMES_HOST ?? '127.0.0.1', ...(opts.port ? { HERMES_PORT: opts.port } : {}) });
+    const rt = await openRuntime('dev', { HERMES_HOST: process.env.HERMES_HOST ?? '127.0.0.1', HERMES_SANDBOX_BACKEND: process.env.HERMES_SANDBOX_BACKEND ?? 'bubblewrap', ...(opts.port ? { HERMES_PORT: opts.port } : {}) });
     say('hermes dev: applying migrations…');
     await applyMigrations(rt.config.DATABASE_URL);
     const apiKey = rt.config.HERMES_DEV_API_KEY ?? `hk-dev-${randomBytes(18).toString('base64url')}`;

@@ -49,6 +49,7 @@ export const configSchema = z.object({
   HERMES_SECRETS_ENV_ALLOW: z.string().optional().transform((v, ctx) => parseEnvAllowList(v, ctx))
     .describe(`Environment variables that \`env:\` secret sources (and, with HERMES_SECRETS_SOURCE=local, secretKeyRef keys) may resolve to: comma-separated names, or "none". Default: ${DEV_SECRET_ENV.join(', ')} in \`hermes dev\`, none elsewhere. DATABASE_URL, REDIS_URL and Hermes settings can never be allowed.`),
   HERMES_SECRETS_CACHE_SECONDS: seconds(30, 'HERMES_SECRETS_SOURCE=kubernetes: how long a Secret read from the API is reused (a refused key is always re-read).'),
+  HERMES_SANDBOX_BACKEND: z.enum(['kubernetes', 'bubblewrap']).default('kubernetes').describe('Where terminal and file tools run when the Profile\'s spec.sandbox names no backend: kubernetes (one Pod per call; a cluster install) or bubblewrap (one namespaced process per call; `hermes dev` defaults to it).'),
   HERMES_SANDBOX_IMAGE: z.string().min(1).default('nikolaik/python-nodejs:python3.11-nodejs20').describe('kubernetes sandbox: image of sandbox Pods when the Profile sets none (Hermes\' default terminal image; it must have /bin/sh).'),
   HERMES_SANDBOX_SERVICE_ACCOUNT: z.string().min(1).default('hermes-sandbox').describe('kubernetes sandbox: ServiceAccount of sandbox Pods (no token mounted); created in the sandbox namespace when missing.'),
   HERMES_SANDBOX_UID: z.coerce.number().int().min(1).max(2_147_483_647).default(1000).describe('kubernetes sandbox: the fixed non-root uid (and gid, fsGroup) sandbox containers run as.'),
