@@ -5,3 +5,4 @@ export { kubernetesSandbox, type KubernetesSandboxOptions } from './kubernetes/b
 export { defaultKubernetesSandboxSettings, kubernetesSandboxSettings, type KubernetesSandboxSettings } from './kubernetes/settings.js';
 export { parseAllowEntry, sandboxNetworkPolicy, PRIVATE_RANGES, type AllowEntry } from './kubernetes/network-policy.js';
 export { sandboxClusterRules, sandboxNamespacedRules } from './kubernetes/rbac.js';
+export { sandboxNamespaceProblems } from './kubernetes/readiness.js';
