@@ -56,7 +56,8 @@ class KubernetesSandbox implements Sandbox {
   async start(req: ExecRequest): Promise<RunningCommand> {
     const output = new RollingOutput(req.maxOutputChars);
     const call = this.call(req, output);
-    await Promise.race([call.running, call.done]);
+    // Once it runs, or once it has settled (the contract: a command that never started is already done).
+    if (!(await Promise.race([call.running, call.done.then(() => false)]))) await call.done;
     return {
       output: () => ({ text: output.text(), truncated: output.truncated }),
       done: call.done,

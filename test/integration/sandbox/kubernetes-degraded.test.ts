@@ -53,6 +53,13 @@ describe('kubernetes sandbox backend, degraded', () => {
     expect(result.reason).toContain('The sandbox image missing/image:1 cannot be pulled (ErrImagePull');
     expect(result.reason).toContain('retrying will not help');
     await noPodsLeft(ns.image);
+    // start() of a command that never starts returns with `done` already settled.
+    const started = await sandbox.start(execRequest(testSession(ns.image), 'cat', { pod: { image: 'missing/image:2' }, stdin: 'x' })); // its cleanup takes a request
+    let settled = false;
+    void started.done.then(() => { settled = true; });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(true);
+    expect((await started.done).status).toBe('degraded');
   });
 
   it('answers degraded when the RuntimeClass does not exist', async () => {
