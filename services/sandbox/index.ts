@@ -8,3 +8,4 @@ export { sandboxClusterRules, sandboxNamespacedRules } from './kubernetes/rbac.j
 export { bubblewrapSandbox, bubblewrapSandboxFromConfig, type BubblewrapOptions, type BubblewrapAllowlist } from './bubblewrap.js';
 export type { SandboxLimits } from './bubblewrap-args.js';
 export { workspaceDir, ensureWorkspaceDir } from './workspace-dir.js';
+export { sandboxNamespaceProblems } from './kubernetes/readiness.js';

@@ -8,13 +8,13 @@ import type { ExecRequest, ExecResult, RunningCommand, Sandbox } from '../types.
 import { apiFailure, bounded } from './failures.js';
 import { sandboxPodName, stdinConfigMapName } from './names.js';
 import { pinnedNode } from './node-pin.js';
-import { PodRun, type PodOutcome } from './pod-run.js';
+import { INTERRUPTED_EXIT_CODE, PodRun, type PodOutcome } from './pod-run.js';
 import { sandboxPod } from './pod-spec.js';
 import { Prerequisites, type Resolver } from './prerequisites.js';
 import { requestProblem } from './request-check.js';
 import { defaultKubernetesSandboxSettings, type KubernetesSandboxSettings } from './settings.js';
 import { createStdin, deleteStdin, ownStdin } from './stdin-configmap.js';
-import { recordNode, touchWorkspace, useWorkspace } from './workspace-pvc.js';
+import { recordNode, touchWorkspace, useWorkspace, type Workspace } from './workspace-pvc.js';
 
 export interface KubernetesSandboxOptions {
   /** Credentials of the worker (in cluster: its ServiceAccount; see docs/sandbox.md for the RBAC it needs). */
@@ -56,7 +56,8 @@ class KubernetesSandbox implements Sandbox {
   async start(req: ExecRequest): Promise<RunningCommand> {
     const output = new RollingOutput(req.maxOutputChars);
     const call = this.call(req, output);
-    await Promise.race([call.running, call.done]);
+    // Once it runs, or once it has settled (the contract: a command that never started is already done).
+    if (!(await Promise.race([call.running, call.done.then(() => false)]))) await call.done;
     return {
       output: () => ({ text: output.text(), truncated: output.truncated }),
       done: call.done,
@@ -90,43 +91,67 @@ class KubernetesSandbox implements Sandbox {
     return call;
   }
 
-  private async run(req: ExecRequest, output: Output, signal: AbortSignal, setRunning: (v: boolean) => void): Promise<PodOutcome> {
-    const problem = requestProblem(req);
-    if (problem) return { status: 'degraded', exitCode: -1, reason: `${problem} The command did not run.` };
+  private limit<T>(p: Promise<T>, what: string): Promise<T> {
+    return bounded(p, this.settings.apiTimeoutMs, what);
+  }
+
+  /** What the Pod needs: the ServiceAccount, the Agent's NetworkPolicy, the workspace, the Node to pin to. */
+  private async prepare(req: ExecRequest, namespace: string): Promise<{ ws: Workspace; node?: string } | PodOutcome> {
     const { session } = req;
-    const namespace = req.pod?.namespace ?? session.namespace;
     await this.prerequisites.serviceAccount(namespace);
     await this.prerequisites.networkPolicy(namespace, session.agent, req.network);
-    const limit = <T>(p: Promise<T>, what: string) => bounded(p, this.settings.apiTimeoutMs, what);
-    const ws = await limit(useWorkspace(this.core, session, namespace, req.workspace, this.settings.storageClassName), 'refreshing the session workspace PVC');
+    const ws = await this.limit(useWorkspace(this.core, session, namespace, req.workspace, this.settings.storageClassName), 'refreshing the session workspace PVC');
     if (ws.deleting) {
       return { status: 'degraded', exitCode: -1, reason: `The session's workspace ${namespace}/${ws.name} expired and is being deleted. Retry in a moment: a fresh, empty workspace will be created.` };
     }
-    const node = await limit(pinnedNode(this.core, ws.node), `reading Node ${ws.node}`);
-    if (signal.aborted) return { status: 'interrupted', exitCode: 143, reason: 'Stopped before the sandbox Pod was created.' };
+    const node = await this.limit(pinnedNode(this.core, ws.node), `reading Node ${ws.node}`);
+    return { ws, ...(node ? { node } : {}) };
+  }
+
+  private async run(req: ExecRequest, output: Output, signal: AbortSignal, setRunning: (v: boolean) => void): Promise<PodOutcome> {
+    const problem = requestProblem(req);
+    if (problem) return { status: 'degraded', exitCode: -1, reason: `${problem} The command did not run.` };
+    const namespace = req.pod?.namespace ?? req.session.namespace;
+    // An abort while preparing answers at once; what was prepared is idempotent and harmless.
+    const preparing = this.prepare(req, namespace);
+    preparing.catch(() => undefined); // an abort may leave it unawaited; otherwise its failure is the race's
+    const prepared = await Promise.race([preparing, whenAborted(signal)]);
+    if (prepared === 'aborted' || signal.aborted) return { status: 'interrupted', exitCode: INTERRUPTED_EXIT_CODE, reason: 'Stopped before the sandbox Pod was created.' };
+    if ('status' in prepared) return prepared;
+    return this.launch(req, namespace, prepared, { output, signal, setRunning });
+  }
+
+  private async launch(req: ExecRequest, namespace: string, { ws, node }: { ws: Workspace; node?: string },
+    io: { output: Output; signal: AbortSignal; setRunning: (v: boolean) => void }): Promise<PodOutcome> {
     const name = sandboxPodName();
     const t0 = Date.now();
     const stdinName = req.stdin !== undefined ? stdinConfigMapName(name) : undefined;
     let recording: Promise<void> | undefined;
     try {
-      if (stdinName) await limit(createStdin(this.core, namespace, stdinName, session, req.stdin ?? ''), 'creating the stdin ConfigMap');
+      if (stdinName) await this.limit(createStdin(this.core, namespace, stdinName, req.session, req.stdin ?? ''), 'creating the stdin ConfigMap');
       const run = new PodRun({
         kc: this.o.kubeConfig,
         pod: sandboxPod({ name, namespace, req, pvcName: ws.name, settings: this.settings, ...(node ? { pinnedNode: node } : {}), ...(stdinName ? { stdinConfigMap: stdinName } : {}) }),
-        timeoutMs: req.timeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: this.settings.pollMs, lostContactMs: this.settings.lostContactMs, apiTimeoutMs: this.settings.apiTimeoutMs,
-        signal, onOutput: (text) => output.push(text),
+        timeoutMs: req.timeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: this.settings.pollMs,
+        lostContactMs: this.settings.lostContactMs, apiTimeoutMs: this.settings.apiTimeoutMs,
+        signal: io.signal, onOutput: (text) => io.output.push(text),
         onBound: (bound) => { if (bound !== ws.node) recording = recordNode(this.core, namespace, ws.name, bound); },
         ...(stdinName ? { onCreated: (pod) => ownStdin(this.core, namespace, stdinName, pod) } : {}),
       });
-      void run.running.then(setRunning);
+      void run.running.then(io.setRunning);
       return await run.done;
     } finally {
-      await limit(Promise.all([recording, stdinName ? deleteStdin(this.core, namespace, stdinName) : undefined]), 'cleaning up').catch(() => undefined);
+      await this.limit(Promise.all([recording, stdinName ? deleteStdin(this.core, namespace, stdinName) : undefined]), 'cleaning up').catch(() => undefined);
       // The stamp of this call's start is recent enough unless the call was long.
-      if (Date.now() - t0 > TOUCH_AGAIN_AFTER_MS) await limit(touchWorkspace(this.core, namespace, ws.name), 'stamping the workspace').catch(() => undefined);
+      if (Date.now() - t0 > TOUCH_AGAIN_AFTER_MS) await this.limit(touchWorkspace(this.core, namespace, ws.name), 'stamping the workspace').catch(() => undefined);
     }
   }
 }
+
+const whenAborted = (signal: AbortSignal): Promise<'aborted'> => new Promise((resolve) => {
+  if (signal.aborted) resolve('aborted');
+  else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+});
 
 /** The kubernetes sandbox backend: one Pod per call. */
 export function kubernetesSandbox(options: KubernetesSandboxOptions): Sandbox {

@@ -66,6 +66,14 @@ function notStartedInTime(pod: V1Pod | undefined, startTimeoutMs: number): Sandb
   return new SandboxFailure(`The sandbox container on node ${pod.spec.nodeName} did not start within ${seconds}s${waitingText(pod)}. Retry in a minute.`);
 }
 
+/** A Pod that ended without its container's end (evicted, its Node lost), except at its deadline. */
+function endedEarly(pod: V1Pod | undefined): SandboxFailure | undefined {
+  const phase = pod?.status?.phase;
+  if ((phase !== 'Failed' && phase !== 'Succeeded') || pod?.status?.reason === 'DeadlineExceeded') return undefined;
+  const why = [pod?.status?.reason, pod?.status?.message].filter(Boolean).join(': ') || phase;
+  return new SandboxFailure(`The sandbox Pod ended while the command ran (${why}). The command may not have finished: check /workspace before running it again.`);
+}
+
 export class PodRun {
   /** Settles true once the container runs, false when it never will. */
   readonly running: Promise<boolean>;
@@ -138,6 +146,8 @@ export class PodRun {
     const end = await watch.until<'terminated' | SandboxFailure>(() => {
       if (containerOf(watch.latest)?.state?.terminated) return 'terminated';
       if (watch.gone) return new SandboxFailure('The sandbox Pod was deleted while the command ran (by someone else). The command may not have finished: check /workspace before running it again.');
+      const early = endedEarly(watch.latest);
+      if (early) return early;
       if (watch.silenceMs() > this.o.lostContactMs) return watch.lastFailure('following the running command', true);
       return undefined;
     }, AbortSignal.any([this.o.signal, timeout]));
@@ -147,6 +157,9 @@ export class PodRun {
       const exitCode = terminated?.exitCode ?? -1;
       if (watch.latest?.status?.reason === 'DeadlineExceeded') {
         return { status: 'timeout', exitCode: exitCode > 0 ? exitCode : TIMEOUT_EXIT_CODE, reason: 'The Pod passed its activeDeadlineSeconds.' };
+      }
+      if (terminated?.reason === 'OOMKilled') {
+        return { status: 'ok', exitCode, reason: 'OOMKilled: the command used more memory than the sandbox limit (spec.sandbox.resources.limits.memory).' };
       }
       return { status: 'ok', exitCode };
     }

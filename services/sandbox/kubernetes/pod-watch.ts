@@ -39,19 +39,29 @@ export class PodWatch {
     for (const l of [...this.listeners]) l();
   }
 
+  private watchFailures = 0;
+
+  /** (Re)starts the watch: after a clean end from the last version seen, after an error from now, backing off. */
   private async watch(resourceVersion?: string): Promise<void> {
     if (this.closed) return;
     const query: Record<string, string | boolean> = { fieldSelector: `metadata.name=${this.name}`, allowWatchBookmarks: false };
     if (resourceVersion) query.resourceVersion = resourceVersion;
+    const again = (err: unknown) => {
+      if (this.closed) return;
+      this.watchFailures = err ? this.watchFailures + 1 : 0;
+      const delay = Math.min(200 * 2 ** this.watchFailures, 5_000);
+      // An error may be 410 Gone (the version is too old): start from now; the poll covers the gap.
+      setTimeout(() => void this.watch(err ? undefined : this.latest?.metadata?.resourceVersion), delay);
+    };
     try {
       this.watchAbort = await new Watch(this.kc).watch(`/api/v1/namespaces/${this.namespace}/pods`, query,
         (type: string, obj: V1Pod) => {
           if (type === 'DELETED') { this.gone = true; this.lastContact = Date.now(); this.notify(); return; }
           if (type === 'ADDED' || type === 'MODIFIED') this.update(obj);
         },
-        () => { if (!this.closed) setTimeout(() => void this.watch(this.latest?.metadata?.resourceVersion), 200); });
-    } catch {
-      if (!this.closed) setTimeout(() => void this.watch(), 500);
+        (err: unknown) => again(err));
+    } catch (err) {
+      again(err ?? new Error('watch failed'));
     }
   }
 

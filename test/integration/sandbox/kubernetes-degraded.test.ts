@@ -53,6 +53,13 @@ describe('kubernetes sandbox backend, degraded', () => {
     expect(result.reason).toContain('The sandbox image missing/image:1 cannot be pulled (ErrImagePull');
     expect(result.reason).toContain('retrying will not help');
     await noPodsLeft(ns.image);
+    // start() of a command that never starts returns with `done` already settled.
+    const started = await sandbox.start(execRequest(testSession(ns.image), 'cat', { pod: { image: 'missing/image:2' }, stdin: 'x' })); // its cleanup takes a request
+    let settled = false;
+    void started.done.then(() => { settled = true; });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(true);
+    expect((await started.done).status).toBe('degraded');
   });
 
   it('answers degraded when the RuntimeClass does not exist', async () => {
@@ -94,6 +101,14 @@ describe('kubernetes sandbox backend, degraded', () => {
       const result = await hung.exec(execRequest(testSession('any'), 'true'));
       expect(result).toMatchObject({ status: 'degraded', exitCode: -1 });
       expect(result.reason).toMatch(/unreachable \(no answer within 1s to ensuring ServiceAccount any\/hermes-sandbox\)/);
+      // A /stop while it waits is answered at once, not after the request's timeout.
+      const patient = kubernetesSandbox({ kubeConfig: kc, settings: { apiTimeoutMs: 120_000 } });
+      const stop = new AbortController();
+      const before = held.size;
+      const pending = patient.exec(execRequest(testSession('other'), 'true', { signal: stop.signal }));
+      await waitFor(() => held.size > before, { what: 'the second sandbox to wait on the apiserver' });
+      stop.abort();
+      expect(await pending).toMatchObject({ status: 'interrupted', reason: 'Stopped before the sandbox Pod was created.' });
     } finally {
       for (const s of held) s.destroy();
       blackhole.close();

@@ -2,8 +2,8 @@
 // sandbox namespace) and sandboxClusterRules (a ClusterRole): the RBAC the Helm chart must give
 // the workers is enough, and the real authorizer refuses anything beyond it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { kubernetesSandbox, sandboxClusterRules, sandboxNamespacedRules } from '../../../services/sandbox/index.js';
+import { CoreV1Api, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node';
+import { kubernetesSandbox, sandboxClusterRules, sandboxNamespaceProblems, sandboxNamespacedRules } from '../../../services/sandbox/index.js';
 import { startControlPlane, startKubelet, waitFor, type ControlPlane, type TestKubelet } from '../../support/kube/index.js';
 import { execRequest, testSession } from '../../support/sandbox-request.js';
 
@@ -48,5 +48,31 @@ describe('kubernetes sandbox backend as a least-privilege worker', () => {
     await expect(asWorker.readNamespacedSecret({ name: 'x', namespace: ns })).rejects.toMatchObject({ code: 403 });
     await expect(asWorker.listNamespacedPod({ namespace: ns })).rejects.toMatchObject({ code: 403 });
     await expect(asWorker.createNamespacedPod({ namespace: workerNs, body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i' }] } } })).rejects.toMatchObject({ code: 403 });
+  });
+
+  it('answers degraded when the ServiceAccount is missing and the worker may not create it; readiness says so', async () => {
+    const ns = await cp.createNamespace('nosa');
+    const workerNs = await cp.createNamespace('hermes');
+    const rbac = cp.kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+    const rules = sandboxNamespacedRules.map((r) => (r.resources?.includes('serviceaccounts') ? { ...r, verbs: ['get'] } : r));
+    await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'no-sa-create' }, rules } });
+    await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'worker' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'no-sa-create' }, subjects: [{ kind: 'ServiceAccount', name: 'worker', namespace: workerNs }] } });
+    const minted = await cp.mintServiceAccountKubeconfig(workerNs, 'worker');
+    const sandbox = kubernetesSandbox({ kubeConfig: minted.kubeConfig, settings: { image: 'test/sandbox:1' } });
+    const result = await waitFor(async () => {
+      const r = await sandbox.exec(execRequest(testSession(ns), 'true'));
+      return r.reason?.includes('creating the missing sandbox ServiceAccount') ? r : undefined;
+    }, { what: 'the ServiceAccount create to be refused (not the read)', timeoutMs: 20_000 });
+    expect(result).toMatchObject({ status: 'degraded', exitCode: -1 });
+    expect(result.reason).toMatch(/The cluster refused creating the missing sandbox ServiceAccount .*\(403\)/);
+    const admin = cp.kubeConfig().makeApiClient(CoreV1Api);
+    const problems = await sandboxNamespaceProblems(admin, ns);
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toContain('does not enforce Pod Security "restricted"');
+    expect(problems[1]).toContain(`ServiceAccount ${ns}/hermes-sandbox is missing`);
+    await admin.patchNamespace({ name: ns, body: { metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await admin.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'hermes-sandbox' }, automountServiceAccountToken: false } });
+    expect(await sandboxNamespaceProblems(admin, ns)).toEqual([]);
   });
 });

@@ -110,5 +110,7 @@ describe('sandbox names and request checks', () => {
     expect(req({ env: { 'BAD-NAME': 'x' } })).toContain('not an environment variable name');
     expect(req({ stdin: 'x'.repeat(1_000_001) })).toContain('send it in parts');
     expect(requestProblem(execRequest(session, '   '))).toContain('empty');
+    expect(requestProblem(execRequest(session, `echo ${'x'.repeat(100_000)}`))).toContain('write a long script to a file first');
+    expect(req({ env: { BIG: 'x'.repeat(100_000) } })).toContain('more than 100000');
   });
 });
