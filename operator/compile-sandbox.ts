@@ -3,7 +3,9 @@
 // run); one without such toolsets and without the blocks compiles to neither (unchanged revisions).
 import type { CompiledAgent } from '../services/core/index.js';
 import type { Profile } from './api/profile.js';
+import { parseAllowEntry } from '../services/sandbox/index.js';
 import { approvalsSpecSchema, durationSeconds, sandboxSpecSchema } from './api/sandbox.js';
+import { CompileError } from './compile-error.js';
 
 /** Toolsets whose tools run commands in the sandbox. */
 export const SANDBOX_TOOLSETS: readonly string[] = ['terminal', 'file'];
@@ -15,6 +17,10 @@ type SandboxSpec = NonNullable<Profile['spec']['sandbox']>;
 const present = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 function sandboxOf(s: SandboxSpec): NonNullable<Compiled['sandbox']> {
+  for (const [i, entry] of s.network.allow.entries()) {
+    const parsed = parseAllowEntry(entry);
+    if (typeof parsed === 'string') throw new CompileError('InvalidProfile', `spec.sandbox.network.allow[${i}]: ${parsed}`);
+  }
   return {
     ...present({ backend: s.backend, image: s.image, namespace: s.namespace, runtimeClassName: s.runtimeClassName, warmPool: s.warmPool, idleTimeoutSeconds: s.idleTimeoutSeconds }),
     ...(s.resources ? { resources: present(s.resources) as Record<string, Record<string, string>> } : {}),

@@ -7,6 +7,7 @@ import type { Profile } from './api/profile.js';
 import { secretRefOf } from './api/common.js';
 import { resolveProfileTexts, type ConfigMapLookup } from './texts.js';
 import { compileSandbox } from './compile-sandbox.js';
+import { CompileError } from './compile-error.js';
 
 /**
  * Looks up secret values during compile: a Secret of the object's namespace (in dev: Secret
@@ -23,12 +24,7 @@ export interface CompileSources {
   configMaps: ConfigMapLookup;
 }
 
-export class CompileError extends Error {
-  override name = 'CompileError';
-  constructor(readonly reason: string, message: string) {
-    super(message);
-  }
-}
+export { CompileError } from './compile-error.js';
 
 /** A published Skill version an agent offers (resolved by the operator from Postgres). */
 export type CompiledSkillRef = NonNullable<CompiledAgent['skills']>[number];

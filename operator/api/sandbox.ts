@@ -24,11 +24,13 @@ export function durationSeconds(text: string): number {
 }
 
 /**
- * One egress destination: a CIDR (`203.0.113.0/24`), an address or CIDR with a port
- * (`203.0.113.7:443`, `10.0.0.0/8:5432`, `[2001:db8::1]:443`), or a host name with a port
- * (`api.github.com:443`). RE2 syntax (the apiserver checks it too): no lookarounds.
+ * One egress destination: a CIDR (`203.0.113.0/24`, `2001:db8::/32`), an address or CIDR with a
+ * port (`203.0.113.7:443`, `10.0.0.0/8:5432`, `[2001:db8::1]:443`), or a host name with a port
+ * (`api.github.com:443`); a port may be a range (`8000-8100`) and name its protocol (`/udp`).
+ * The shape only (RE2 syntax, for the CRD too); compile parses each entry exactly
+ * (services/sandbox parseAllowEntry) and refuses what it cannot open.
  */
-export const egressEntryPattern = /^(?:(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?:\/[0-9]{1,2})?(?::[0-9]{1,5})?|\[[0-9a-fA-F:.]+\](?:\/[0-9]{1,3})?(?::[0-9]{1,5})?|[0-9a-fA-F:]*:[0-9a-fA-F:.]*\/[0-9]{1,3}|[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*:[0-9]{1,5})$/;
+export const egressEntryPattern = new RegExp(String.raw`^(?:(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?:/[0-9]{1,2})?(?::[0-9]{1,5}(?:-[0-9]{1,5})?(?:/(?:[tT][cC][pP]|[uU][dD][pP]))?)?|\[[0-9a-fA-F:.]+(?:/[0-9]{1,3})?\](?::[0-9]{1,5}(?:-[0-9]{1,5})?(?:/(?:[tT][cC][pP]|[uU][dD][pP]))?)|[0-9a-fA-F:]*:[0-9a-fA-F:.]*(?:/[0-9]{1,3})?|[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*(?::[0-9]{1,5}(?:-[0-9]{1,5})?(?:/(?:[tT][cC][pP]|[uU][dD][pP]))?))$`);
 
 type SandboxSpec = Partial<z.infer<typeof sandboxSpecShape>>;
 

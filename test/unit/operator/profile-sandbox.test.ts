@@ -27,8 +27,14 @@ describe('Profile spec.sandbox', () => {
     expect(r.error?.message).toContain(message);
   });
 
-  it.each(['203.0.113.0/24', '203.0.113.7:443', '10.0.0.0/8:5432', 'api.github.com:443', '[2001:db8::1]:443', '2001:db8::/32'])('accepts the egress entry %s', (entry) => {
+  it.each(['203.0.113.0/24', '203.0.113.7:443', '10.0.0.0/8:5432', 'api.github.com:443', '[2001:db8::1]:443', '2001:db8::/32', 'pypi.org:8000-8100', '203.0.113.9:53/udp'])('accepts the egress entry %s, which the kubernetes backend can open', (entry) => {
     expect(profile({ sandbox: { network: { egress: 'allowlist', allow: [entry] } } }).success).toBe(true);
+    expect(compileSandbox(spec({ sandbox: { network: { egress: 'allowlist', allow: [entry] } } })).sandbox?.network.allow).toEqual([entry]);
+  });
+
+  it('refuses at compile an entry of the right shape that opens nothing, saying which', () => {
+    expect(() => compileSandbox(spec({ sandbox: { network: { egress: 'allowlist', allow: ['api.github.com:443', '10.0.0.0/33:443', '1.2.3.4:70000'] } } })))
+      .toThrow(/spec\.sandbox\.network\.allow\[1\]: .*10\.0\.0\.0\/33/);
   });
 
   it('compiles nothing for a Profile without sandbox tools, the defaults for one with them', () => {
