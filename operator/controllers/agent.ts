@@ -1,6 +1,6 @@
 // Agent controller: resolves the Profile (and the ConfigMaps its texts come from) and every credential, compiles with operator/compile.ts
 // (the code `hermes dev` runs) and publishes the revision to Postgres (NOTIFY → gateways and
-// workers switch). Conditions: ProfileResolved, CredentialsResolved, Ready. A finalizer deletes
+// workers switch). Conditions: ProfileResolved, CredentialsResolved, Ready, SandboxReady. A finalizer deletes
 // the agent's rows when the Agent is deleted.
 import { canonicalJson, compiledAgentSchema, findAgent, publishRevision, sha256, type CompiledAgent } from '../../services/core/index.js';
 import { agentSchema, type Agent } from '../api/agent.js';
@@ -13,9 +13,10 @@ import { cachedSources, type OperatorContext, type RawObject } from './context.j
 import { missingProfileSecret } from './profile.js';
 import { childName, reconcileRuntime } from './dedicated.js';
 import { selectedSkills } from './agent-skills.js';
+import { SANDBOX_CONDITION, sandboxCondition } from './agent-sandbox.js';
 import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } from './status.js';
 
-export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready'] as const;
+export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready', SANDBOX_CONDITION] as const;
 
 const cond = (type: string, status: ConditionInput['status'], reason: string, message: string): ConditionInput => ({ type, status, reason, message });
 
@@ -77,9 +78,10 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   const dedicated = agent.spec.runtime.mode === 'dedicated';
   const base = dedicated ? `http://${childName(name)}.${namespace}.svc:8080` : ctx.gatewayUrl;
   const url = `${base}/v1/agents/${namespace}/${name}/messages`;
+  const sandbox = await sandboxCondition(ctx, compiled);
   return {
     applied: true,
-    conditions: [profileOk, cond('CredentialsResolved', 'True', 'Resolved', 'Every referenced Secret and key exists.'),
+    conditions: [profileOk, cond('CredentialsResolved', 'True', 'Resolved', 'Every referenced Secret and key exists.'), sandbox,
       cond('Ready', 'True', 'Published', `Revision ${hash.slice(0, 12)} is live${dedicated ? ` on dedicated Deployments ${childName(name, 'gateway')} and ${childName(name, 'worker')}` : ''}; send messages to ${url}.`)],
     fields: { profile: profile.metadata.name, platforms, revision: hash, url, openaiModel: `${namespace}/${name}` },
   };

@@ -44,6 +44,8 @@ export interface OperatorContext {
   gatewayUrl: string;
   /** The only variables `env:` secret sources resolve to (HERMES_SECRETS_ENV_ALLOW, with their values). */
   secretEnv: Readonly<Record<string, string>>;
+  /** The install's sandbox defaults, for the Agents' SandboxReady condition. @defaultValue kubernetes, hermes-sandbox */
+  sandbox?: { backend: 'kubernetes' | 'bubblewrap'; serviceAccountName: string };
 }
 
 /**
