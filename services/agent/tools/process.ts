@@ -1,18 +1,19 @@
 // `process` (Hermes' name and arguments): the session's background commands — list, poll (status
 // and new output), log (lines, paged), wait (until it ends, a timeout or a stop), kill.
 import { z } from 'zod';
-import { MAX_TIMEOUT_SECONDS } from '../../sandbox/index.js';
 import { defineTool, type Tool, type ToolContext } from './registry.js';
 import type { ProcessRegistry, TrackedProcess } from './process-registry.js';
 import { abnormal, toolError } from './sandbox-result.js';
 
 const PREVIEW_CHARS = 1_000;
+/** The longest `wait`: under the tool batch deadline (420 s), which would abandon the call. */
+export const MAX_WAIT_SECONDS = 400;
 const LOG_LINES = 200;
 
 const schema = z.object({
   action: z.enum(['list', 'poll', 'log', 'wait', 'kill']).describe("'list' (all of this session's), 'poll' (status + new output), 'log' (output lines, paged), 'wait' (block until it ends or timeout), 'kill' (terminate)"),
   session_id: z.string().optional().describe("The process's id from terminal(background=true) (proc_…). Required for all actions except 'list'."),
-  timeout: z.number().int().min(1).optional().describe(`Max seconds to block for 'wait' (default and max ${MAX_TIMEOUT_SECONDS})`),
+  timeout: z.number().int().min(1).optional().describe(`Max seconds to block for 'wait' (default: the sandbox's command timeout, 180 unless configured; at most ${MAX_WAIT_SECONDS})`),
   offset: z.number().int().min(0).optional().describe("First line for 'log' (0-based; default: the last 200 lines)"),
   limit: z.number().int().min(1).optional().describe("Max lines for 'log' (default 200)"),
 }).strict();
@@ -49,7 +50,7 @@ function log(p: TrackedProcess, args: Args): string {
 }
 
 async function wait(p: TrackedProcess, args: Args, ctx: ToolContext): Promise<string> {
-  const seconds = Math.min(args.timeout ?? MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS);
+  const seconds = Math.min(args.timeout ?? ctx.sandbox?.timeoutSeconds ?? 180, MAX_WAIT_SECONDS);
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), seconds * 1_000); });
   let onAbort = () => undefined as void;
@@ -57,7 +58,8 @@ async function wait(p: TrackedProcess, args: Args, ctx: ToolContext): Promise<st
   const first = await Promise.race([p.running.done, timedOut, stopped]);
   clearTimeout(timer);
   ctx.signal.removeEventListener('abort', onAbort);
-  if (first === 'timeout') return JSON.stringify({ session_id: p.id, status: 'timeout', output: output(p).text.slice(-PREVIEW_CHARS), timeout_note: `Waited ${seconds} s; the process is still running` });
+  const clamped = args.timeout !== undefined && args.timeout > seconds ? ` (the ${args.timeout} s asked for was clamped to ${MAX_WAIT_SECONDS} s)` : '';
+  if (first === 'timeout') return JSON.stringify({ session_id: p.id, status: 'timeout', output: output(p).text.slice(-PREVIEW_CHARS), timeout_note: `Waited ${seconds} s${clamped}; the process is still running` });
   if (first === 'interrupted') return JSON.stringify({ session_id: p.id, status: 'interrupted', output: output(p).text.slice(-PREVIEW_CHARS), note: 'the wait was stopped; the process keeps running' });
   return JSON.stringify({ session_id: p.id, status: 'exited', exit_code: first.exitCode, output: first.output.slice(-2 * PREVIEW_CHARS), ...abnormal(first) });
 }

@@ -46,6 +46,7 @@ async function run(args: Args, ctx: ToolContext, processes: ProcessRegistry): Pr
   const box = sandboxOf(ctx);
   if ('error' in box) return box.error;
   if (!ctx.guard) return toolError(NO_GUARD, { exit_code: -1 });
+  if (args.command.includes('\0')) return toolError('command contains a NUL character, which no shell command line can hold; nothing was run.', { exit_code: -1 });
   const dir = args.workdir === undefined ? { ok: true as const, path: WORKSPACE_PATH } : resolveWorkspacePath(args.workdir, WORKSPACE_PATH, { allowProtected: true });
   if (!dir.ok) return toolError(`workdir: ${dir.error}`, { exit_code: -1 });
   if (!args.background && args.timeout !== undefined && args.timeout > MAX_TIMEOUT_SECONDS) {

@@ -95,6 +95,16 @@ describe('process', () => {
     for (const id of ids) await callJson(proc, { action: 'kill', session_id: id }, crowded);
   });
 
+  it('ends every background command when the worker closes its registry', async () => {
+    const own = new ProcessRegistry();
+    const started = await own.start({ sessionId: session, sandbox: box, command: 'sleep 60', cwd: '/workspace' });
+    if (!started.ok) throw new Error(started.error);
+    own.close();
+    const r = await started.proc.running.done;
+    expect(r.status).not.toBe('ok');
+    expect(own.list(session)).toEqual([]);
+  });
+
   it('needs a session_id for everything but list', async () => {
     expect((await callJson(proc, { action: 'poll' }, ctx())).error).toMatch(/session_id is required/);
   });

@@ -63,6 +63,14 @@ describe('terminal', () => {
     expect(box.calls.length).toBe(before);
   });
 
+  it('refuses a command holding NUL instead of failing in the backend', async () => {
+    const before = box.calls.length;
+    const guard = recordingGuard();
+    expect((await callJson(terminal, { command: 'echo a\u0000; touch x' }, ctx({ guard }))).error).toMatch(/NUL character.*nothing was run/);
+    expect(box.calls.length).toBe(before);
+    expect(guard.asked).toEqual([]);
+  });
+
   it('refuses a foreground timeout over 600 s, pointing to background', async () => {
     const r = await callJson(terminal, { command: 'true', timeout: 601 }, ctx());
     expect(r.error).toMatch(/over the foreground maximum of 600 s; run it with background=true/);
