@@ -6,7 +6,7 @@
 // the page and then the total), so a huge result never crosses the wire.
 import { posix } from 'node:path';
 import { z } from 'zod';
-import { WORKSPACE_PATH } from '../../sandbox/index.js';
+import { WORKSPACE_PATH, type ExecResult } from '../../sandbox/index.js';
 import { defineTool, type ToolContext } from './registry.js';
 import { relative } from './file-ops.js';
 import { helperFailure, sandboxOf, toolError } from './sandbox-result.js';
@@ -17,6 +17,8 @@ const SKIP_DIRS = ['.git', 'node_modules', '.ssh', '.aws', '.gnupg', '.kube', '.
 const SKIP_FILES = ['.env', '.env.*', '.netrc', '.git-credentials', '.pgpass', '.npmrc', '.pypirc'];
 const MAX_MATCH_CHARS = 2_000;
 const BAD_REGEX = 80;
+/** The most characters one page may bring back from the sandbox. */
+const MAX_OUTPUT = 1_000_000;
 
 const schema = z.object({
   pattern: z.string().min(1).describe("Regex (extended, grep -E) for content search, or a glob (e.g. '*.py') for file search"),
@@ -36,7 +38,8 @@ const abs = (p: string) => posix.join(WORKSPACE_PATH, p);
 
 function grepCommand(args: Args, rel: string, offset: number, limit: number): string {
   const mode = args.output_mode ?? 'content';
-  const flags = mode === 'files_only' ? '-rlIE' : mode === 'count' ? '-rcIE' : `-rnIE${args.context ? ` -C ${args.context}` : ''}`;
+  // -D skip: a FIFO or device in the workspace must not hang the search.
+  const flags = `-D skip ${mode === 'files_only' ? '-rlIE' : mode === 'count' ? '-rcIE' : `-rnIE${args.context ? ` -C ${args.context}` : ''}`}`;
   // --include first: grep then skips files it does not match; the later --exclude still wins for credentials.
   const excludes = [...(args.file_glob ? [`--include=${shq(args.file_glob, 'file_glob')}`] : []), ...SKIP_DIRS.map((d) => `--exclude-dir=${shq(d)}`), ...SKIP_FILES.map((f) => `--exclude=${shq(f)}`)].join(' ');
   const pat = shq(args.pattern, 'pattern');
@@ -89,6 +92,16 @@ function shapeContent(args: Args, output: string, offset: number): Record<string
   return { total_count: total, matches };
 }
 
+/** The error result for a search that did not give a page, or undefined. */
+function searchFailure(r: ExecResult, pattern: string): string | undefined {
+  const failed = helperFailure(r, 'search_files');
+  if (failed) return failed;
+  if (r.exitCode === BAD_REGEX) return toolError(`invalid regular expression ${JSON.stringify(pattern)} (grep -E): ${r.output.trim().slice(0, 300)}`);
+  if (r.exitCode !== 0) return toolError(`search failed (exit ${r.exitCode}): ${r.output.slice(0, 300)}`);
+  if (r.truncated) return toolError(`This page of results is over ${MAX_OUTPUT.toLocaleString('en-US')} characters; ask for a smaller limit, or narrow the pattern, path or file_glob.`);
+  return undefined;
+}
+
 /** The script, or why the arguments cannot be put on a command line (NUL). */
 function buildCommand(args: Args, files: boolean, rel: string, offset: number, limit: number): { ok: true; command: string } | { ok: false; error: string } {
   try {
@@ -107,11 +120,9 @@ async function search(args: Args, ctx: ToolContext): Promise<string> {
   const { offset = 0, limit = 50 } = args;
   const command = buildCommand(args, files, relative(where.path), offset, limit);
   if (!command.ok) return toolError(command.error);
-  const r = await box.sandbox.run({ command: command.command, cwd: WORKSPACE_PATH, maxOutputChars: 1_000_000 }, ctx.signal);
-  const failed = helperFailure(r, 'search_files');
+  const r = await box.sandbox.run({ command: command.command, cwd: WORKSPACE_PATH, maxOutputChars: MAX_OUTPUT }, ctx.signal);
+  const failed = searchFailure(r, args.pattern);
   if (failed) return failed;
-  if (r.exitCode === BAD_REGEX) return toolError(`invalid regular expression ${JSON.stringify(args.pattern)} (grep -E): ${r.output.trim().slice(0, 300)}`);
-  if (r.exitCode !== 0) return toolError(`search failed (exit ${r.exitCode}): ${r.output.slice(0, 300)}`);
   const out: Record<string, unknown> = files ? shapeFiles(r.output) : shapeContent(args, r.output, offset);
   const total = Number(out.total_count ?? 0);
   const truncated = (out.truncated as boolean | undefined) ?? total > offset + limit;

@@ -79,6 +79,13 @@ describe('search_files', () => {
     expect(existsSync(canary)).toBe(false);
   });
 
+  it('skips a FIFO instead of hanging on it', async () => {
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('mkfifo', [join(box.root, 'src', 'pipe')]);
+    const r = await callJson(searchFilesTool, { pattern: 'needle', path: 'src' }, ctx());
+    expect(r.total_count).toBe(4);
+  });
+
   it('refuses paths outside /workspace and credential folders', async () => {
     expect((await callJson(searchFilesTool, { pattern: 'root', path: '/etc' }, ctx())).error).toMatch(/outside/);
     expect((await callJson(searchFilesTool, { pattern: 'x', path: '~/.ssh' }, ctx())).error).toMatch(/write-protected/);
