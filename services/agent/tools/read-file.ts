@@ -44,7 +44,10 @@ async function read(args: z.infer<typeof schema>, ctx: ToolContext): Promise<str
   const limit = args.limit ?? READ_DEFAULT_LINES;
   const body = [
     readableChecks(true),
-    `printf '%s %s\\n' "$(wc -c < "$f")" "$(awk 'END { print NR }' "$f")"`,
+    // Lines as awk's NR counts them (a last line without a newline counts), with coreutils only:
+    // awk is an /etc/alternatives link on Debian, dangling in a sandbox with a minimal /etc.
+    'n=$(wc -l < "$f"); [ -s "$f" ] && [ "$(tail -c 1 -- "$f" | wc -l)" -eq 0 ] && n=$((n + 1))',
+    `printf '%s %s\\n' "$(wc -c < "$f")" "$n"`,
     `sed -n '${offset},${offset + limit - 1}p' "$f" 2>/dev/null | cut -b 1-${LINE_BYTES}`,
   ].join('\n');
   const op = await runFileOp({ sandbox: box.sandbox, signal: ctx.signal, path: target.path, what: 'read_file', body, maxOutputChars: 4 * MAX_READ_CHARS + 100 });

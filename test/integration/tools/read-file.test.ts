@@ -18,6 +18,8 @@ beforeAll(async () => {
   await writeFile(join(box.root, 'bin.dat'), Buffer.from([1, 2, 0, 3]));
   await writeFile(join(box.root, 'long.txt'), `${'x'.repeat(5_000)}\nshort\n`);
   await writeFile(join(box.root, 'wide.txt'), Array.from({ length: 200 }, () => 'y'.repeat(1_000)).join('\n'));
+  await writeFile(join(box.root, 'empty.txt'), '');
+  await writeFile(join(box.root, 'tail.txt'), 'a\nb');
   await mkdir(join(box.root, '.ssh'));
   await writeFile(join(box.root, '.ssh', 'id_ed25519'), 'PRIVATE KEY');
   await writeFile(join(box.root, '.env'), 'API_KEY=sk-secret');
@@ -35,6 +37,11 @@ describe('read_file', () => {
     const rest = await callJson(readFileTool, { path: '/workspace/ten.txt', offset: 7 }, ctx());
     expect(rest).toMatchObject({ total_lines: 10, truncated: false });
     expect(String(rest.content).split('\n')).toHaveLength(4);
+  });
+
+  it('reads an empty file and a last line without a newline', async () => {
+    expect(await callJson(readFileTool, { path: 'empty.txt' }, ctx())).toMatchObject({ content: '', total_lines: 0, file_size: 0, truncated: false });
+    expect(await callJson(readFileTool, { path: 'tail.txt' }, ctx())).toMatchObject({ content: '     1|a\n     2|b', total_lines: 2, file_size: 3 });
   });
 
   it('takes ~, relative and absolute paths, and follows symlinks that stay inside', async () => {
