@@ -7,9 +7,9 @@
 // paths only (cwd /workspace, paths relative to it), which both this runner and the real
 // backends understand. A spawn failure is reported as `degraded`, as a backend must.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { lchown, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import {
   CappedOutput, RollingOutput, WORKSPACE_PATH, type ExecResult, type RunningCommand, type SandboxBackendName, type SessionCommand, type SessionSandbox,
 } from '../../services/sandbox/index.js';
@@ -21,6 +21,8 @@ export interface TestSandboxOptions {
   timeoutSeconds?: number;
   /** @defaultValue 100 000 */
   maxOutputChars?: number;
+  /** Who owns the fixtures `put`/`mkdir`/`symlink` make (a backend's sandbox uid). @defaultValue the test's own */
+  owner?: { uid: number; gid: number };
   /** The shell; a missing one makes every call `degraded` (a backend that cannot run anything). @defaultValue /bin/sh */
   shell?: string;
 }
@@ -30,7 +32,23 @@ export interface TestSessionSandbox extends SessionSandbox {
   readonly root: string;
   /** Commands started so far (run and start). */
   readonly calls: SessionCommand[];
+  /** Test fixtures in the workspace (`rel` under /workspace), parents created, owned as the backend needs. */
+  put(rel: string, content: string | Buffer): Promise<void>;
+  mkdir(rel: string): Promise<void>;
+  symlink(target: string, rel: string): Promise<void>;
   cleanup(): Promise<void>;
+}
+
+/** Creates `rel`'s parents under `root`, giving each new one to `owner`. */
+async function parents(root: string, rel: string, owner?: { uid: number; gid: number }): Promise<string> {
+  const abs = join(root, rel);
+  const first = await mkdir(dirname(abs), { recursive: true });
+  if (first && owner) {
+    const parts = relative(root, dirname(abs)).split(sep);
+    const from = relative(root, first).split(sep).length;
+    for (let i = from; i <= parts.length; i++) await lchown(join(root, ...parts.slice(0, i)), owner.uid, owner.gid);
+  }
+  return abs;
 }
 
 type Sink = { push(s: string): void };
@@ -95,6 +113,21 @@ export async function testSessionSandbox(opts: TestSandboxOptions = {}): Promise
       const out = new RollingOutput(cmd.maxOutputChars ?? maxOutputChars);
       const s = launch(root, shell, cmd, limit(cmd), out, () => ({ output: out.text(), truncated: out.truncated }), signal);
       return Promise.resolve({ output: () => ({ text: out.text(), truncated: out.truncated }), done: s.done, kill: s.kill });
+    },
+    async put(rel, content) {
+      const abs = await parents(root, rel, opts.owner);
+      await writeFile(abs, content);
+      if (opts.owner) await lchown(abs, opts.owner.uid, opts.owner.gid);
+    },
+    async mkdir(rel) {
+      const abs = await parents(root, rel, opts.owner);
+      await mkdir(abs, { recursive: true });
+      if (opts.owner) await lchown(abs, opts.owner.uid, opts.owner.gid);
+    },
+    async symlink(target, rel) {
+      const abs = await parents(root, rel, opts.owner);
+      await symlink(target, abs);
+      if (opts.owner) await lchown(abs, opts.owner.uid, opts.owner.gid);
     },
     cleanup: () => rm(root, { recursive: true, force: true }),
   };

@@ -1,7 +1,5 @@
 // read_file through a real sandbox: pages with line numbers, Hermes' caps, and every refusal —
 // escapes, credentials and symlinks out are refused, and path refusals run no command at all.
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileTool, NEVER_SPILLS } from '../../../services/agent/index.js';
 import { testSessionSandbox, type TestSessionSandbox } from '../../support/sandbox.js';
@@ -12,20 +10,20 @@ const ctx = () => toolContext({ sandbox: box });
 
 beforeAll(async () => {
   box = await testSessionSandbox();
-  await writeFile(join(box.root, 'ten.txt'), Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join('\n') + '\n');
-  await mkdir(join(box.root, 'src'));
-  await writeFile(join(box.root, 'src', 'a.ts'), 'export const a = 1;\n');
-  await writeFile(join(box.root, 'bin.dat'), Buffer.from([1, 2, 0, 3]));
-  await writeFile(join(box.root, 'long.txt'), `${'x'.repeat(5_000)}\nshort\n`);
-  await writeFile(join(box.root, 'wide.txt'), Array.from({ length: 200 }, () => 'y'.repeat(1_000)).join('\n'));
-  await writeFile(join(box.root, 'empty.txt'), '');
-  await writeFile(join(box.root, 'tail.txt'), 'a\nb');
-  await mkdir(join(box.root, '.ssh'));
-  await writeFile(join(box.root, '.ssh', 'id_ed25519'), 'PRIVATE KEY');
-  await writeFile(join(box.root, '.env'), 'API_KEY=sk-secret');
-  await symlink('/etc/hostname', join(box.root, 'host-link'));
-  await symlink('.env', join(box.root, 'notes.txt'));
-  await symlink('src', join(box.root, 'code'));
+  await box.put('ten.txt', Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join('\n') + '\n');
+  await box.mkdir('src');
+  await box.put('src/a.ts', 'export const a = 1;\n');
+  await box.put('bin.dat', Buffer.from([1, 2, 0, 3]));
+  await box.put('long.txt', `${'x'.repeat(5_000)}\nshort\n`);
+  await box.put('wide.txt', Array.from({ length: 200 }, () => 'y'.repeat(1_000)).join('\n'));
+  await box.put('empty.txt', '');
+  await box.put('tail.txt', 'a\nb');
+  await box.mkdir('.ssh');
+  await box.put('.ssh/id_ed25519', 'PRIVATE KEY');
+  await box.put('.env', 'API_KEY=sk-secret');
+  await box.symlink('/etc/hostname', 'host-link');
+  await box.symlink('.env', 'notes.txt');
+  await box.symlink('src', 'code');
 });
 afterAll(() => box?.cleanup());
 

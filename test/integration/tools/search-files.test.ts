@@ -1,6 +1,5 @@
 // search_files through a real sandbox: content search (lines, files, counts, context, globs),
 // file-name search, paging, and what is never searched (credentials, .git, node_modules).
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { searchFilesTool } from '../../../services/agent/index.js';
@@ -9,10 +8,7 @@ import { callJson, toolContext } from './helpers.js';
 
 let box: TestSessionSandbox;
 const ctx = () => toolContext({ sandbox: box });
-const put = async (rel: string, text: string) => {
-  await mkdir(join(box.root, rel, '..'), { recursive: true });
-  await writeFile(join(box.root, rel), text);
-};
+const put = (rel: string, text: string) => box.put(rel, text);
 
 beforeAll(async () => {
   box = await testSessionSandbox();

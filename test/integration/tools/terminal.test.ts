@@ -2,7 +2,6 @@
 // (a denied command runs nothing), the working directory, and the sandbox's statuses (timeout,
 // interrupted, degraded) reported as such.
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEGRADED_HINT, ProcessRegistry, terminalTool, type ToolContext } from '../../../services/agent/index.js';
@@ -17,7 +16,7 @@ const ctx = (over: Partial<ToolContext> = {}) => toolContext({ sandbox: box, gua
 
 beforeAll(async () => {
   box = await testSessionSandbox();
-  await mkdir(join(box.root, 'sub'));
+  await box.mkdir('sub');
 });
 afterAll(async () => {
   processes.close();

@@ -2,7 +2,7 @@
 // included, nothing in it runs), a checkpoint is taken before every change, patch answers with a
 // unified diff, and refusals (escapes, credentials, symlinks out) change nothing anywhere.
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,11 +25,11 @@ const ctx = (over: Partial<ToolContext> = {}) => toolContext({
 beforeAll(async () => {
   box = await testSessionSandbox();
   outside = await mkdtemp(join(tmpdir(), 'hermes-outside-'));
-  await symlink(outside, join(box.root, 'escape'));
-  await symlink(join(outside, 'new.txt'), join(box.root, 'dangling'));
-  await mkdir(join(box.root, 'cfg'));
-  await writeFile(join(box.root, 'cfg', '.env'), 'TOKEN=1');
-  await symlink('cfg/.env', join(box.root, 'settings'));
+  await box.symlink(outside, 'escape');
+  await box.symlink(join(outside, 'new.txt'), 'dangling');
+  await box.mkdir('cfg');
+  await box.put('cfg/.env', 'TOKEN=1');
+  await box.symlink('cfg/.env', 'settings');
 });
 afterAll(async () => {
   await box?.cleanup();
@@ -50,7 +50,7 @@ describe('write_file', () => {
 
   it('overwrites, and the checkpoint saw the old content', async () => {
     checkpoints = [];
-    await writeFile(watched(), 'old\n');
+    await box.put('app.py', 'old\n');
     const r = await callJson(writeFileTool, { path: '~/app.py', content: 'new\n' }, ctx());
     expect(r.created).toBe(false);
     expect(checkpoints).toEqual([{ reason: 'write_file /workspace/app.py', before: 'old\n' }]);
@@ -96,7 +96,7 @@ describe('patch', () => {
   const src = ['def a():', '    return 1', '', 'def b():', '    return 2', '', 'def c():', '    return 1', ''].join('\n');
 
   it('replaces a unique string and answers with a unified diff, after a checkpoint', async () => {
-    await writeFile(watched(), src);
+    await box.put('app.py', src);
     checkpoints = [];
     const r = await callJson(patchTool, { path: 'app.py', old_string: 'def b():\n    return 2', new_string: 'def b():\n    return 22' }, ctx());
     expect(r).toMatchObject({ success: true, path: '/workspace/app.py', replacements: 1 });
@@ -106,7 +106,7 @@ describe('patch', () => {
   });
 
   it('refuses an ambiguous match unless replace_all, then replaces every one', async () => {
-    await writeFile(watched(), src);
+    await box.put('app.py', src);
     const ambiguous = await callJson(patchTool, { path: 'app.py', old_string: 'return 1', new_string: 'return 0' }, ctx());
     expect(ambiguous.error).toMatch(/occurs 2 times/);
     expect(await readFile(watched(), 'utf8')).toBe(src);
@@ -117,13 +117,13 @@ describe('patch', () => {
   });
 
   it('takes new_string literally ($& and $1 are not replacement patterns)', async () => {
-    await writeFile(watched(), 'price\n');
+    await box.put('app.py', 'price\n');
     await callJson(patchTool, { path: 'app.py', old_string: 'price', new_string: "$& $1 $$ '$(x)'" }, ctx());
     expect(await readFile(watched(), 'utf8')).toBe("$& $1 $$ '$(x)'\n");
   });
 
   it('says when old_string is missing, and points to read_file', async () => {
-    await writeFile(watched(), src);
+    await box.put('app.py', src);
     const r = await callJson(patchTool, { path: 'app.py', old_string: 'def z()', new_string: 'x' }, ctx());
     expect(r.error).toMatch(/Could not find old_string/);
     expect(r._hint).toMatch(/read_file/);
