@@ -17,8 +17,9 @@ const LINE_BYTES = MAX_LINE_CHARS * 4;
 
 const schema = z.object({
   path: z.string().describe('Path of the file to read (absolute under /workspace, relative to /workspace, or ~/…)'),
-  offset: z.number().int().min(1).optional().describe('Line number to start reading from (1-indexed, default: 1)'),
-  limit: z.number().int().min(1).max(READ_MAX_LINES).optional().describe(`Maximum number of lines to read (default: ${READ_DEFAULT_LINES}, max: ${READ_MAX_LINES})`),
+  // Clamped as Hermes does (normalize_read_pagination) rather than refused.
+  offset: z.number().int().optional().describe('Line number to start reading from (1-indexed, default: 1)'),
+  limit: z.number().int().optional().describe(`Maximum number of lines to read (default: ${READ_DEFAULT_LINES}, max: ${READ_MAX_LINES})`),
 }).strict();
 
 /** Line numbers as Hermes shows them: right-aligned in 6 columns, then `|`. */
@@ -40,8 +41,8 @@ async function read(args: z.infer<typeof schema>, ctx: ToolContext): Promise<str
   if ('error' in box) return box.error;
   const target = resolveWorkspacePath(args.path);
   if (!target.ok) return toolError(target.error);
-  const offset = args.offset ?? 1;
-  const limit = args.limit ?? READ_DEFAULT_LINES;
+  const offset = Math.max(1, args.offset ?? 1);
+  const limit = Math.max(1, Math.min(args.limit ?? READ_DEFAULT_LINES, READ_MAX_LINES));
   const body = [
     readableChecks(true),
     // Lines as awk's NR counts them (a last line without a newline counts), with coreutils only:

@@ -17,6 +17,7 @@ const SKIP_DIRS = ['.git', 'node_modules', '.ssh', '.aws', '.gnupg', '.kube', '.
 const SKIP_FILES = ['.env', '.env.*', '.netrc', '.git-credentials', '.pgpass', '.npmrc', '.pypirc'];
 const MAX_MATCH_CHARS = 2_000;
 const BAD_REGEX = 80;
+const MAX_LIMIT = 1_000;
 /** The most characters one page may bring back from the sandbox. */
 const MAX_OUTPUT = 1_000_000;
 
@@ -25,8 +26,8 @@ const schema = z.object({
   target: z.enum(['content', 'files', 'grep', 'find']).optional().describe("'content' searches inside files, 'files' searches file names (default: content)"),
   path: z.string().optional().describe('Folder or file to search in (default: /workspace)'),
   file_glob: z.string().optional().describe("Only search files whose name matches this glob (content search, e.g. '*.ts')"),
-  limit: z.number().int().min(1).max(1_000).optional().describe('Maximum results to return (default: 50)'),
-  offset: z.number().int().min(0).optional().describe('Skip the first N results (default: 0)'),
+  limit: z.number().int().optional().describe(`Maximum results to return (default: 50, at most ${MAX_LIMIT})`),
+  offset: z.number().int().optional().describe('Skip the first N results (default: 0)'),
   output_mode: z.enum(['content', 'files_only', 'count']).optional().describe("Content search: 'content' (matching lines with numbers), 'files_only' (paths), 'count' (matches per file)"),
   context: z.number().int().min(0).max(20).optional().describe('Lines of context before and after each match (content search)'),
 }).strict();
@@ -77,7 +78,7 @@ function shapeContent(args: Args, output: string, offset: number): Record<string
   const mode = args.output_mode ?? 'content';
   if (mode === 'count') {
     const counts = output.split('\n').filter(Boolean).map((l) => { const [p = '', c = '0'] = l.split('\0'); return { path: abs(p), count: Number(c) }; }).filter((c) => c.count > 0 && visible(c.path));
-    const limit = args.limit ?? 50;
+    const limit = Math.max(1, Math.min(args.limit ?? 50, MAX_LIMIT));
     return { total_count: counts.length, counts: counts.slice(offset, offset + limit), truncated: counts.length > offset + limit };
   }
   const { lines, total } = paged(output);
@@ -117,7 +118,9 @@ async function search(args: Args, ctx: ToolContext): Promise<string> {
   const where = resolveWorkspacePath(args.path ?? WORKSPACE_PATH);
   if (!where.ok) return toolError(where.error);
   const files = args.target === 'files' || args.target === 'find';
-  const { offset = 0, limit = 50 } = args;
+  // Clamped as Hermes does (normalize_search_pagination) rather than refused.
+  const offset = Math.max(0, args.offset ?? 0);
+  const limit = Math.max(1, Math.min(args.limit ?? 50, MAX_LIMIT));
   const command = buildCommand(args, files, relative(where.path), offset, limit);
   if (!command.ok) return toolError(command.error);
   const r = await box.sandbox.run({ command: command.command, cwd: WORKSPACE_PATH, maxOutputChars: MAX_OUTPUT }, ctx.signal);

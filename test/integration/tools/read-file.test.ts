@@ -32,6 +32,7 @@ describe('read_file', () => {
     const r = await callJson(readFileTool, { path: 'ten.txt', offset: 3, limit: 4 }, ctx());
     expect(r.content).toBe(['     3|line 3', '     4|line 4', '     5|line 5', '     6|line 6'].join('\n'));
     expect(r).toMatchObject({ path: '/workspace/ten.txt', total_lines: 10, truncated: true, hint: expect.stringContaining('offset=7') });
+    expect(await callJson(readFileTool, { path: 'ten.txt', offset: 0, limit: 99_999 }, ctx())).toMatchObject({ total_lines: 10, truncated: false, content: expect.stringMatching(/^ {5}1\|line 1\n/) });
     const rest = await callJson(readFileTool, { path: '/workspace/ten.txt', offset: 7 }, ctx());
     expect(rest).toMatchObject({ total_lines: 10, truncated: false });
     expect(String(rest.content).split('\n')).toHaveLength(4);
