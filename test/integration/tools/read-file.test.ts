@@ -88,6 +88,17 @@ describe('read_file', () => {
     expect(JSON.stringify(viaLink)).not.toContain('sk-secret');
   });
 
+  it('reports a sandbox that cannot run its script as degraded, with the retry hint', async () => {
+    const broken = await testSessionSandbox({ shell: '/nonexistent/sh' });
+    try {
+      const r = await callJson(readFileTool, { path: 'ten.txt' }, toolContext({ sandbox: broken }));
+      expect(r).toMatchObject({ status: 'degraded', exit_code: -1, hint: 'the command may not have run; retry later' });
+      expect(String(r.error)).toMatch(/^read_file: sandbox degraded/);
+    } finally {
+      await broken.cleanup();
+    }
+  });
+
   it('answers with an error when the agent has no sandbox', async () => {
     const r = await call(readFileTool, { path: 'ten.txt' }, toolContext());
     expect(r.kind).toBe('failed');
