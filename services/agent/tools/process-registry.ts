@@ -10,6 +10,12 @@ import type { ExecResult, RunningCommand, SessionSandbox } from '../../sandbox/i
 export const MAX_TRACKED_PROCESSES = 64;
 export const PROCESS_OUTPUT_CHARS = 200_000;
 export const FINISHED_TTL_MS = 30 * 60_000;
+/**
+ * How long a background command may run when its call names no timeout (Hermes ends background
+ * processes after 24 h). NOTE: bindSession (services/sandbox/types.ts) still caps every command,
+ * background ones included, at MAX_TIMEOUT_SECONDS (600 s) today.
+ */
+export const BACKGROUND_TIMEOUT_MS = 24 * 3_600_000;
 
 export interface TrackedProcess {
   id: string;
@@ -51,7 +57,7 @@ export class ProcessRegistry {
       return { ok: false, error: `This session already tracks ${MAX_TRACKED_PROCESSES} running background processes (the most allowed). Kill one with process {"action": "kill", "session_id": …} first.` };
     }
     // Not the turn's signal: a background command outlives the call and the turn that started it.
-    const running = await req.sandbox.start({ command: req.command, cwd: req.cwd, maxOutputChars: PROCESS_OUTPUT_CHARS, ...(req.timeoutMs ? { timeoutMs: req.timeoutMs } : {}) }, this.stopAll.signal);
+    const running = await req.sandbox.start({ command: req.command, cwd: req.cwd, maxOutputChars: PROCESS_OUTPUT_CHARS, timeoutMs: req.timeoutMs ?? BACKGROUND_TIMEOUT_MS }, this.stopAll.signal);
     const proc: TrackedProcess = { id: `proc_${randomBytes(6).toString('hex')}`, sessionId: req.sessionId, command: req.command, cwd: req.cwd, startedAt: this.clock(), running };
     void running.done.then((r) => { proc.result = r; proc.finishedAt = this.clock(); });
     procs.set(proc.id, proc);

@@ -3,7 +3,7 @@
 // rolling output, and a finished process kept 30 minutes (a clock the test moves).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FINISHED_TTL_MS, MAX_TRACKED_PROCESSES, ProcessRegistry, processTool, terminalTool, type ToolContext } from '../../../services/agent/index.js';
+import { BACKGROUND_TIMEOUT_MS, FINISHED_TTL_MS, MAX_TRACKED_PROCESSES, ProcessRegistry, processTool, terminalTool, type ToolContext } from '../../../services/agent/index.js';
 import { testSessionSandbox, type TestSessionSandbox } from '../../support/sandbox.js';
 import { eventually } from '../../support/services.js';
 import { callJson, recordingGuard, toolContext } from './helpers.js';
@@ -103,6 +103,15 @@ describe('process', () => {
     const r = await started.proc.running.done;
     expect(r.status).not.toBe('ok');
     expect(own.list(session)).toEqual([]);
+  });
+
+  it("asks the sandbox for the call's timeout, else 24 h, never the turn's signal", async () => {
+    const id = await startBg('true');
+    expect(box.calls.at(-1)).toMatchObject({ command: 'true', timeoutMs: BACKGROUND_TIMEOUT_MS, maxOutputChars: 200_000 });
+    const timed = await callJson(terminal, { command: 'sleep 60', background: true, timeout: 5 }, ctx());
+    expect(box.calls.at(-1)).toMatchObject({ timeoutMs: 5_000 });
+    await callJson(proc, { action: 'kill', session_id: timed.session_id }, ctx());
+    await callJson(proc, { action: 'wait', session_id: id }, ctx());
   });
 
   it('needs a session_id for everything but list', async () => {
