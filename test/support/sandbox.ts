@@ -19,6 +19,8 @@ export interface TestSandboxOptions {
   root?: string;
   /** @defaultValue 180 */
   timeoutSeconds?: number;
+  /** The backend the tools are told they talk to (some limits depend on it). @defaultValue bubblewrap */
+  backend?: SandboxBackendName;
   /** @defaultValue 100 000 */
   maxOutputChars?: number;
   /** Who owns the fixtures `put`/`mkdir`/`symlink` make (a backend's sandbox uid). @defaultValue the test's own */
@@ -99,7 +101,7 @@ export async function testSessionSandbox(opts: TestSandboxOptions = {}): Promise
   const calls: SessionCommand[] = [];
   const limit = (cmd: SessionCommand) => Math.min(cmd.timeoutMs ?? timeoutSeconds * 1_000, 600_000);
   return {
-    backend: 'bubblewrap' as SandboxBackendName,
+    backend: opts.backend ?? 'bubblewrap',
     timeoutSeconds,
     root,
     calls,

@@ -9,7 +9,7 @@ import { opError, readableChecks, runFileOp } from './file-ops.js';
 import { sandboxOf, toolError } from './sandbox-result.js';
 import { unifiedDiff } from './unified-diff.js';
 import { resolveWorkspacePath } from './workspace-paths.js';
-import { checkpointBefore, writeThrough, MAX_WRITE_CHARS } from './write-file.js';
+import { checkpointBefore, tooLargeForStdin, writeThrough, MAX_WRITE_CHARS } from './write-file.js';
 
 /** The largest file patch edits (its text comes back through the sandbox's output). */
 export const MAX_PATCH_FILE_CHARS = 2_000_000;
@@ -66,6 +66,8 @@ async function edit(args: Args, ctx: ToolContext): Promise<string> {
   if (n > 1 && !args.replace_all) return toolError(`old_string occurs ${n} times in ${file.path}; include more surrounding context to make it unique, or set replace_all=true.`);
   const updated = args.replace_all ? file.text.split(oldString).join(args.new_string!) : file.text.replace(oldString, () => args.new_string!);
   if (updated.length > MAX_WRITE_CHARS) return toolError(`the edited file would be over ${MAX_WRITE_CHARS.toLocaleString('en-US')} characters; edit it with a terminal command.`);
+  const tooLarge = tooLargeForStdin(box.sandbox, updated, 'patch', file.path);
+  if (tooLarge) return tooLarge;
   const warning = await checkpointBefore(ctx, `patch ${file.path}`);
   const w = await writeThrough(box.sandbox, ctx.signal, file.path, updated, 'patch');
   if (!w.ok) return w.error;

@@ -46,8 +46,20 @@ const WRITE_BODY = [
 
 export type WriteOutcome = { ok: true; path: string; bytes: number; created: boolean } | { ok: false; error: string };
 
+/** The kubernetes backend passes stdin through a ConfigMap: at most 1 MB (its MAX_STDIN_BYTES). */
+export const KUBERNETES_STDIN_BYTES = 1_000_000;
+
+/** The refusal for content the sandbox cannot pass on stdin, or undefined. */
+export function tooLargeForStdin(sandbox: SessionSandbox, content: string, what: string, path: string): string | undefined {
+  const size = Buffer.byteLength(content);
+  if (sandbox.backend !== 'kubernetes' || size <= KUBERNETES_STDIN_BYTES) return undefined;
+  return toolError(`${what}: ${size} bytes is more than this sandbox passes to a command (${KUBERNETES_STDIN_BYTES}); nothing was written. Write the file in parts (e.g. write_file part1, part2, then terminal: cat part1 part2 > ${path}).`);
+}
+
 /** Writes `content` to the (checked) /workspace path `path` through the sandbox. */
 export async function writeThrough(sandbox: SessionSandbox, signal: AbortSignal, path: string, content: string, what: string): Promise<WriteOutcome> {
+  const tooLarge = tooLargeForStdin(sandbox, content, what, path);
+  if (tooLarge) return { ok: false, error: tooLarge };
   const op = await runFileOp({ sandbox, signal, path, what, body: WRITE_BODY, stdin: content });
   if (!op.ok) return op;
   const refused = opError(op.result, op.path);
@@ -65,6 +77,8 @@ async function write(args: z.infer<typeof schema>, ctx: ToolContext): Promise<st
   if (looksLineNumbered(args.content)) {
     return toolError("Refusing to write read_file's display text as file content: strip the 'LINE_NUM|' prefixes (or rebuild the intended content) and write again.");
   }
+  const tooLarge = tooLargeForStdin(box.sandbox, args.content, 'write_file', target.path);
+  if (tooLarge) return tooLarge;
   // Resolve (symlinks, refusals) before the checkpoint: a refused write is no change to snapshot.
   const where = await runFileOp({ sandbox: box.sandbox, signal: ctx.signal, path: target.path, what: 'write_file', body: `[ -d "$f" ] && exit ${EXIT.directory}; exit 0` });
   if (!where.ok) return where.error;

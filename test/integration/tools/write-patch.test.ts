@@ -87,6 +87,20 @@ describe('write_file', () => {
     expect(existsSync(join(box.root, 'n.txt'))).toBe(false);
   });
 
+  it('refuses, before any checkpoint, content over what the kubernetes sandbox passes on stdin', async () => {
+    const k8s = await testSessionSandbox({ backend: 'kubernetes' });
+    try {
+      checkpoints = [];
+      const r = await callJson(writeFileTool, { path: 'big.txt', content: 'x'.repeat(1_000_001) }, ctx({ sandbox: k8s }));
+      expect(r.error).toMatch(/1000001 bytes is more than this sandbox passes to a command.*Write the file in parts/);
+      expect(checkpoints).toEqual([]);
+      expect(k8s.calls).toEqual([]);
+      expect((await callJson(writeFileTool, { path: 'ok.txt', content: 'x'.repeat(1_000_000) }, ctx({ sandbox: k8s }))).bytes_written).toBe(1_000_000);
+    } finally {
+      await k8s.cleanup();
+    }
+  });
+
   it('answers with an error when the agent has no sandbox', async () => {
     expect((await callJson(writeFileTool, { path: 'x', content: 'y' }, toolContext())).error).toMatch(/No sandbox/);
   });
