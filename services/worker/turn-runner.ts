@@ -7,7 +7,7 @@ import {
   type TurnResult,
 } from '../core/index.js';
 import {
-  builtinRegistry, promptMessages, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
+  builtinRegistry, pgTodoStore, promptMessages, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
@@ -183,6 +183,8 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     system: [...promptMessages(prompt.stored), ...callerSystem(adm)],
     history,
     tools,
+    // The todo list lives in Postgres (issue 10); sandbox, guard and checkpoint join here when wired.
+    toolContext: { todos: pgTodoStore(deps.db) },
     signal: AbortSignal.any([s.fence.signal, control.signal, watchdog.signal]),
     control,
     onProgress: watchdog.progress,

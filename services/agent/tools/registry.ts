@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ToolSpec } from '../messages.js';
 import type { ToolResultStore } from './results.js';
 import type { SessionSandbox } from '../../sandbox/index.js';
+import type { TodoStore } from './todo-list.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -23,6 +24,8 @@ export interface ToolContext {
    * Absent = checkpoints off. A failed snapshot does not stop the write; it is logged.
    */
   checkpoint?: (reason: string, signal: AbortSignal) => Promise<void>;
+  /** The session todo lists (`todo`), in Postgres: pgTodoStore(db). Absent = `todo` refuses. */
+  todos?: TodoStore;
 }
 
 /**

@@ -1,0 +1,102 @@
+// Background commands (`terminal` with `background: true`), tracked per session for `process`.
+// SPEC: at most 64 tracked per session, 200 000 characters of rolling output each, a finished one
+// kept 30 minutes after it ended. The registry lives in the worker process: a worker restart
+// loses the handles (the commands' sandboxes are then ended with the worker's backend, and left-
+// over sandbox Pods are collected by the operator's hygiene controller).
+import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import type { ExecResult, RunningCommand, SessionSandbox } from '../../sandbox/index.js';
+
+export const MAX_TRACKED_PROCESSES = 64;
+export const PROCESS_OUTPUT_CHARS = 200_000;
+export const FINISHED_TTL_MS = 30 * 60_000;
+/**
+ * How long a background command may run when its call names no timeout (Hermes ends background
+ * processes after 24 h). NOTE: bindSession (services/sandbox/types.ts) still caps every command,
+ * background ones included, at MAX_TIMEOUT_SECONDS (600 s) today.
+ */
+export const BACKGROUND_TIMEOUT_MS = 24 * 3_600_000;
+
+export interface TrackedProcess {
+  id: string;
+  sessionId: string;
+  command: string;
+  cwd: string;
+  startedAt: number;
+  running: RunningCommand;
+  /** Set when the command ended (any status). */
+  result?: ExecResult;
+  finishedAt?: number;
+}
+
+export type StartOutcome = { ok: true; proc: TrackedProcess } | { ok: false; error: string };
+
+export interface StartRequest {
+  sessionId: string;
+  sandbox: SessionSandbox;
+  command: string;
+  cwd: string;
+  timeoutMs?: number;
+}
+
+export class ProcessRegistry {
+  private readonly sessions = new Map<string, Map<string, TrackedProcess>>();
+  /** Ends every background command at worker shutdown. */
+  private readonly stopAll = new AbortController();
+
+  /** @param clock when processes started and ended (the 30-minute retention). @defaultValue Date.now */
+  constructor(private readonly clock: () => number = Date.now) {
+    // One listener per running command (the backend's), up to 64 per session.
+    setMaxListeners(0, this.stopAll.signal);
+  }
+
+  /** Starts a background command for a session, if it has room for one more. */
+  async start(req: StartRequest): Promise<StartOutcome> {
+    const procs = this.prune(req.sessionId);
+    if (procs.size >= MAX_TRACKED_PROCESSES) {
+      return { ok: false, error: `This session already tracks ${MAX_TRACKED_PROCESSES} running background processes (the most allowed). Kill one with process {"action": "kill", "session_id": …} first.` };
+    }
+    // Not the turn's signal: a background command outlives the call and the turn that started it.
+    const running = await req.sandbox.start({ command: req.command, cwd: req.cwd, maxOutputChars: PROCESS_OUTPUT_CHARS, timeoutMs: req.timeoutMs ?? BACKGROUND_TIMEOUT_MS }, this.stopAll.signal);
+    const proc: TrackedProcess = { id: `proc_${randomBytes(6).toString('hex')}`, sessionId: req.sessionId, command: req.command, cwd: req.cwd, startedAt: this.clock(), running };
+    void running.done.then((r) => { proc.result = r; proc.finishedAt = this.clock(); });
+    procs.set(proc.id, proc);
+    return { ok: true, proc };
+  }
+
+  /** The registry's clock (ms). */
+  now(): number {
+    return this.clock();
+  }
+
+  /** One process of this session (never another session's). */
+  get(sessionId: string, id: string): TrackedProcess | undefined {
+    return this.prune(sessionId).get(id);
+  }
+
+  /** This session's processes, oldest first. */
+  list(sessionId: string): TrackedProcess[] {
+    return [...this.prune(sessionId).values()];
+  }
+
+  /** Ends every tracked command (worker shutdown). */
+  close(): void {
+    this.stopAll.abort(new Error('worker shutting down'));
+    for (const procs of this.sessions.values()) for (const p of procs.values()) if (!p.result) p.running.kill();
+    this.sessions.clear();
+  }
+
+  /** Drops finished processes past their 30 minutes; then, while over the limit, the oldest finished. */
+  private prune(sessionId: string): Map<string, TrackedProcess> {
+    const now = this.clock();
+    let procs = this.sessions.get(sessionId);
+    if (!procs) {
+      procs = new Map();
+      this.sessions.set(sessionId, procs);
+    }
+    for (const [id, p] of procs) if (p.finishedAt !== undefined && now - p.finishedAt > FINISHED_TTL_MS) procs.delete(id);
+    const finished = [...procs.values()].filter((p) => p.result).sort((a, b) => (a.finishedAt ?? 0) - (b.finishedAt ?? 0));
+    while (procs.size >= MAX_TRACKED_PROCESSES && finished.length > 0) procs.delete(finished.shift()!.id);
+    return procs;
+  }
+}
