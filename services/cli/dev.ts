@@ -86,13 +86,20 @@ async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 
   return { ...started, secrets };
 }
 
+/** `hermes dev`'s own defaults: loopback only, commands in bubblewrap (a cluster install uses Pods). */
+const devOverrides = (port: string | undefined, env: NodeJS.ProcessEnv = process.env) => ({
+  HERMES_HOST: env.HERMES_HOST ?? '127.0.0.1',
+  HERMES_SANDBOX_BACKEND: env.HERMES_SANDBOX_BACKEND ?? 'bubblewrap',
+  ...(port ? { HERMES_PORT: port } : {}),
+});
+
 export const devCommand = new Command('dev')
   .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
   .option('-m, --manifests <dir>', 'folder of Agent/Profile (and ConfigMap) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
   .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)')
   .option('--k8s', 'apply the manifests to the cluster in KUBECONFIG (`make dev K8S=1`) and run the operator instead of compiling files')
   .action(async (opts: { manifests?: string; port?: string; k8s?: boolean }) => {
-    const rt = await openRuntime('dev', { HERMES_HOST: process.env.HERMES_HOST ?? '127.0.0.1', HERMES_SANDBOX_BACKEND: process.env.HERMES_SANDBOX_BACKEND ?? 'bubblewrap', ...(opts.port ? { HERMES_PORT: opts.port } : {}) });
+    const rt = await openRuntime('dev', devOverrides(opts.port));
     say('hermes dev: applying migrations…');
     await applyMigrations(rt.config.DATABASE_URL);
     const apiKey = rt.config.HERMES_DEV_API_KEY ?? `hk-dev-${randomBytes(18).toString('base64url')}`;

@@ -50,6 +50,19 @@ function clusterConfig(env: NodeJS.ProcessEnv): KubeConfig {
   return kc;
 }
 
+/**
+ * The worker's cluster credentials for the kubernetes sandbox backend (KUBECONFIG, ~/.kube/config
+ * or the in-cluster ServiceAccount); throws a message saying what is missing.
+ */
+export function clusterKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  if (!env.KUBECONFIG && !env.KUBERNETES_SERVICE_HOST && !existsSync(join(homedir(), '.kube', 'config'))) {
+    throw new ConfigError('no cluster credentials (no KUBECONFIG, ~/.kube/config or in-cluster ServiceAccount); run the worker in the cluster or set KUBECONFIG');
+  }
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
+
 async function localSecrets(config: Config, manifests: readonly SecretData[]): Promise<SecretData[]> {
   const file = config.HERMES_SECRETS_FILE;
   if (!file) return [...manifests];

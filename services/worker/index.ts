@@ -3,6 +3,7 @@
 // (sessions are handed to other workers), running sessions are pre-marked `resume_pending`, running
 // turns may finish within the grace period, and those still running after it are cut and resume
 // once on another worker (SPEC).
+import type { KubeConfig } from '@kubernetes/client-node';
 import { Worker } from 'bullmq';
 import {
   checkEvictionPolicy, deliveryJobSchema, getAdmission, markStopped, queueNames, registerInstance, startSweeper, turnJobSchema,
@@ -14,6 +15,7 @@ import { ShutdownCut } from './settle.js';
 import { deliver, type DeliveryAdapter } from './delivery.js';
 import { createLoopDeps, type LoopOptions, type TurnDeps } from './turn-runner.js';
 import { startControlHub } from './control.js';
+import { openSandboxBackends } from './sandboxes.js';
 
 export { drainSession } from './session-drainer.js';
 export { deliver, type DeliveryAdapter } from './delivery.js';
@@ -28,6 +30,8 @@ export interface WorkerDeps extends Omit<TurnDeps, 'loop' | 'control'> {
   sweeper?: boolean;
   /** Agent-loop options (tests inject a clock and short stale timeouts). */
   loop?: LoopOptions;
+  /** Cluster credentials for the kubernetes sandbox backend (called on its first use). */
+  kubeConfig?: () => KubeConfig;
 }
 
 /** SPEC: drain pre-marks running sessions resume_pending before waiting (a turn that finishes clears it). */
@@ -53,7 +57,9 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const liveness = startLiveness({ databaseUrl: config.DATABASE_URL, instanceId: instance.id, everySeconds: config.HERMES_HEARTBEAT_SECONDS, ttlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, log });
   const adapters = deps.adapters ?? new Map<string, DeliveryAdapter>();
   const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
-  const drainDeps = { ...deps, instance, liveness, running, draining: draining.signal, shutdown: shutdown.signal, loop: createLoopDeps(config, deps.secrets, deps.loop), control };
+  const sandboxes = deps.loop?.sandboxes ?? openSandboxBackends(config, log, deps.kubeConfig ? { kubeConfig: deps.kubeConfig } : {});
+  const loop = createLoopDeps(config, deps.secrets, { ...deps.loop, sandboxes });
+  const drainDeps = { ...deps, instance, liveness, running, draining: draining.signal, shutdown: shutdown.signal, loop, control };
   const connection = deps.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
   connection.on('error', () => undefined);
   const prefix = config.HERMES_QUEUE_PREFIX;
@@ -93,6 +99,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       grace.unref();
       await Promise.allSettled([turns.close(), deliveries.close(), sweeper?.stop()]);
       clearTimeout(grace);
+      loop.processes?.close();
+      await sandboxes.close();
       await liveness.stop();
       await control.close();
       await markStopped(db.pool, instance.id).catch(() => undefined);

@@ -7,13 +7,16 @@ import {
   type TurnResult,
 } from '../core/index.js';
 import {
-  builtinRegistry, pgTodoStore, promptMessages, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
+  builtinRegistry, registerSandboxTools, ProcessRegistry, promptMessages, runAgentLoop, CooldownBook, ModelRouter, ProviderConfigError,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
 import { spendAccounting, usageReply, type SpendAccounting } from './usage.js';
 import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
 import { recoveryCommand } from './recovery-commands.js';
+import { rollbackReply } from './rollback-command.js';
+import type { SandboxBackends } from './sandboxes.js';
+import { turnTools, type ToolDeps } from './turn-tools.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
 
@@ -32,11 +35,13 @@ export interface TurnDeps {
   control?: ControlHub;
 }
 
-export interface LoopDeps {
+export interface LoopDeps extends ToolDeps {
   router: ModelRouter;
   cooldowns: CooldownBook;
   summaryCooldown: SummaryCooldown;
   tools: ToolRegistry;
+  /** Background commands of the sandbox tools (closed at worker shutdown). */
+  processes?: ProcessRegistry;
   clock?: Clock;
   policy?: RetryPolicy;
   /** Liveness watchdog time source and ticker (tests inject them; default: Date.now, setInterval). */
@@ -57,6 +62,8 @@ export interface LoopOptions {
   /** Stale-stream timeout override (ms). */
   staleMs?: number;
   tools?: ToolRegistry;
+  /** Sandbox backends (tests inject them; the worker opens them from its settings). */
+  sandboxes?: SandboxBackends;
   watchdog?: WatchdogTime;
   /** Token budget of the verbatim tail after compression. @defaultValue 20 000 (SPEC) */
   keepRecentTokens?: number;
@@ -68,7 +75,14 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
     ...(config.OPENAI_BASE_URL ? { openaiBaseURL: config.OPENAI_BASE_URL } : {}),
     ...(opts.staleMs !== undefined ? { staleMs: opts.staleMs } : {}),
   });
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
+  // The default registry has the sandbox tools; they are offered only to agents with a sandbox.
+  let tools = opts.tools;
+  let processes: ProcessRegistry | undefined;
+  if (!tools) {
+    tools = builtinRegistry();
+    processes = registerSandboxTools(tools);
+  }
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools, ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
 }
 
 /** The caller's own system message (OpenAI API): request-only context, never stored. */
@@ -164,9 +178,11 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   const { deps, lease, adm, agent, loop, routes, control, durable } = s;
   const stored = historyFor(adm, ctx);
   const command = { db: deps.db, lease, adm, loop, routes, signal: s.fence.signal, tail: tailOptions(loop, agent), history: () => Promise.resolve(stored), accounting: s.accounting };
+  const { tools, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm);
+  const rolledBack = await rollbackReply(adm.content, sandbox, s.fence.signal);
+  if (rolledBack) return rolledBack;
   const compressed = await compressReply(command);
   if (compressed) return compressed;
-  const tools = loop.tools.select(agent.toolsets ?? DEFAULT_TOOLSETS);
   // Hygiene before the prompt is loaded: a compression here makes this turn rebuild the prompt.
   const history = await precompress(command, deps.log);
   const prompt = sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name) }, ctx, history !== stored);
@@ -183,8 +199,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     system: [...promptMessages(prompt.stored), ...callerSystem(adm)],
     history,
     tools,
-    // The todo list lives in Postgres (issue 10); sandbox, guard and checkpoint join here when wired.
-    toolContext: { todos: pgTodoStore(deps.db) },
+    toolContext,
     signal: AbortSignal.any([s.fence.signal, control.signal, watchdog.signal]),
     control,
     onProgress: watchdog.progress,

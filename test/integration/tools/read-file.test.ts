@@ -89,7 +89,7 @@ describe('read_file', () => {
   });
 
   it('reports a sandbox that cannot run its script as degraded, with the retry hint', async () => {
-    const broken = await testSessionSandbox({ shell: '/nonexistent/sh' });
+    const broken = await testSessionSandbox({ unavailable: true });
     try {
       const r = await callJson(readFileTool, { path: 'ten.txt' }, toolContext({ sandbox: broken }));
       expect(r).toMatchObject({ status: 'degraded', exit_code: -1, hint: 'the command may not have run; retry later' });

@@ -78,7 +78,7 @@ describe('terminal', () => {
   it('reports a timeout with its status and reason', async () => {
     const r = await callJson(terminal, { command: 'echo started; sleep 30', timeout: 1 }, ctx());
     expect(r).toMatchObject({ status: 'timeout', output: 'started\n' });
-    expect(String(r.reason)).toMatch(/1000 ms/);
+    expect(String(r.reason)).toMatch(/1 s limit/);
   });
 
   it('reports an interrupted command when the turn is stopped (the handler\'s own answer)', async () => {
@@ -93,7 +93,7 @@ describe('terminal', () => {
   });
 
   it('reports a backend that cannot run anything as degraded, with the retry hint', async () => {
-    const broken = await testSessionSandbox({ shell: '/nonexistent/sh' });
+    const broken = await testSessionSandbox({ unavailable: true });
     try {
       const r = await callJson(terminal, { command: 'echo hi' }, ctx({ sandbox: broken }));
       expect(r).toMatchObject({ status: 'degraded', exit_code: -1, hint: DEGRADED_HINT });

@@ -1,0 +1,48 @@
+// What a turn's tools get: the tools of the agent's toolsets (the sandbox toolsets only when the
+// agent has a sandbox), and the context every call sees — the session's sandbox, the approval
+// guard, the checkpoint hook before file writes, and the Postgres todo list.
+import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, pgTodoStore, type CommandGuard, type LoopInput, type Tool, type ToolRegistry } from '../agent/index.js';
+import type { SessionSandbox } from '../sandbox/index.js';
+import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
+
+/** The worker-wide parts the turn's tools come from. */
+export interface ToolDeps {
+  tools: ToolRegistry;
+  /** Absent: no sandbox (the terminal and file toolsets are not offered). */
+  sandboxes?: SandboxBackends;
+}
+
+export interface TurnTools {
+  tools: Tool[];
+  context: NonNullable<LoopInput['toolContext']>;
+  /** The session's sandbox (also for `/rollback`), when the agent has one. */
+  sandbox?: SessionSandbox;
+}
+
+/** The checkpoint hook: a snapshot before the change; a failure is logged and reported by the tool. */
+function checkpointHook(sandbox: SessionSandbox, log: Logger, adm: Admission) {
+  const checkpoints = new Checkpoints(sandbox);
+  return async (reason: string, signal: AbortSignal): Promise<void> => {
+    try {
+      await checkpoints.snapshot(reason, signal);
+    } catch (err) {
+      log.warn({ err, session: adm.sessionId }, 'Taking a workspace checkpoint failed; the write goes ahead');
+      throw err;
+    }
+  };
+}
+
+export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, guard?: CommandGuard): TurnTools {
+  const sandbox = loop.sandboxes ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
+  const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
+  return {
+    tools: loop.tools.select(toolsets),
+    context: {
+      todos: pgTodoStore(deps.db),
+      ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
+      ...(guard ? { guard } : {}),
+    },
+    ...(sandbox ? { sandbox } : {}),
+  };
+}
