@@ -13,6 +13,7 @@ import { freePort } from '../../support/redis-server.js';
 import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
 const rbacFile = new URL('../../../charts/hermes/templates/operator-rbac.yaml', import.meta.url);
+const workerRbacFile = new URL('../../../charts/hermes/templates/worker-rbac.yaml', import.meta.url);
 const manifests = (name: string, profileSpec: Record<string, unknown> = {}) => [
   { apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: `${name}-p` }, spec: { model: { provider: 'openai', model: 'm', apiKey: { secretKeyRef: { name: 'model-key', key: 'k' } } }, ...profileSpec } },
   { apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name }, spec: { profileRef: { name: `${name}-p` } } },
@@ -78,7 +79,7 @@ describe('operator leader election, RBAC and broken watches', () => {
     const denied = await plane.cp.kubectl(['get', 'secrets', '-A'], { kubeconfig: sa.path });
     expect(denied.code).not.toBe(0); // namespaced only
 
-    const op = await plane.start({ kc: sa.kubeConfig, namespace: ns, leaderElection: true, leaseNamespace: ns, leaseDurationSeconds: 2, leaseRetryMs: 200, identity: 'sa-operator' });
+    const op = await plane.start({ kc: sa.kubeConfig, namespace: ns, leaderElection: true, leaseNamespace: ns, leaseDurationSeconds: 2, leaseRetryMs: 200, identity: 'sa-operator', runtime: { image: 'registry.example/hermes:test', envSecret: 'hermes-runtime' } });
     await waitFor(() => op.isLeader(), { what: 'the ServiceAccount operator to lead' });
     // The persona comes from a ConfigMap, so the ConfigMap watch needs its permission too.
     await kubectlOk(plane.cp, ['-n', ns, 'create', 'configmap', 'persona', '--from-literal=persona.md=You are the RBAC bot.']);
@@ -87,8 +88,17 @@ describe('operator leader election, RBAC and broken watches', () => {
     const { rows } = await plane.db.pool.query(`SELECT r.compiled->>'persona' AS persona FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id WHERE a.namespace = $1`, [ns]);
     expect(rows[0]?.persona).toBe('You are the RBAC bot.');
     await waitForCondition(kc(), 'profiles', ns, 'rbac-p', { type: 'Ready', status: 'True' });
+    // A dedicated Agent: the operator binds its worker to the chart's hermes-worker ClusterRole,
+    // whose sandbox permissions it does not hold itself (it may `bind` that role).
+    for (const workerRole of parseAllDocuments(readFileSync(workerRbacFile, 'utf8')).map((d) => d.toJSON() as { kind: string })) await kubectlOk(plane.cp, ['apply', '-f', '-'], stringify(workerRole));
+    const dedicated = manifests('solo').replace('profileRef:\n    name: solo-p\n', 'profileRef:\n    name: solo-p\n  runtime:\n    mode: dedicated\n');
+    expect(dedicated).toContain('mode: dedicated');
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], dedicated);
+    await waitForCondition(kc(), 'agents', ns, 'solo', { type: 'Ready', status: 'True' });
+    const binding = JSON.parse(await kubectlOk(plane.cp, ['-n', ns, 'get', 'rolebinding', 'hermes-solo-secrets', '-o', 'json'])) as { roleRef: { name: string } };
+    expect(binding.roleRef.name).toBe('hermes-worker');
     // Events and finalizer removal work with these permissions too.
-    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'agents.hermes.dev', 'rbac', '--timeout=30s']);
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'agents.hermes.dev', 'rbac', 'solo', '--timeout=30s']);
     await op.stop();
   });
 
