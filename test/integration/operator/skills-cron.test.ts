@@ -33,12 +33,29 @@ describe('Skill and CronJob controllers, examples', () => {
     return ns;
   }
 
-  it.each(['minimal', 'slack-team', 'cron-digest', 'gitops-skill'])('examples/%s applies cleanly and every object becomes Ready', async (example) => {
+  it.each(['minimal', 'slack-team', 'cron-digest', 'gitops-skill', 'coder'])('examples/%s applies cleanly and every object becomes Ready', async (example) => {
     const ns = await namespaceWithSecrets(example);
     await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', `${examplesDir}${example}/`]);
     const objects = JSON.parse(await kubectlOk(plane.cp, ['get', 'hermes', '-n', ns, '-o', 'json'])) as { items: { kind: string; metadata: { name: string } }[] };
     expect(objects.items.length).toBeGreaterThan(0);
     for (const o of objects.items) await waitForCondition(kc(), `${o.kind.toLowerCase()}s`, ns, o.metadata.name, { type: 'Ready', status: 'True' });
+  });
+
+  it('the coder example compiles its sandbox and approvals, and its status says how sandboxing stands', async () => {
+    const ns = await namespaceWithSecrets('coder');
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', `${examplesDir}coder/`]);
+    // The namespace does not enforce Pod Security "restricted" and has no sandbox ServiceAccount yet.
+    const a = await waitForCondition(kc(), 'agents', ns, 'coder', { type: 'SandboxReady', status: 'False', reason: 'SandboxDegraded' });
+    expect(conditionOf(a, 'SandboxReady')?.message).toContain(`kubectl label namespace ${ns} pod-security.kubernetes.io/enforce=restricted`);
+    expect(conditionOf(a, 'Ready')?.status).toBe('True');
+    const { rows } = await plane.db.pool.query(`SELECT r.compiled FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id WHERE a.namespace = $1`, [ns]);
+    expect(rows[0].compiled.sandbox).toEqual({ mode: 'call', timeoutSeconds: 180, workspace: { size: '5Gi', ttlSeconds: 604_800 }, network: { egress: 'none', allow: [] } });
+    expect(rows[0].compiled.approvals).toEqual({ mode: 'manual', allow: ['ls*', 'cat *', 'python3 -m pytest*'], deny: ['git push*'], timeoutSeconds: 120 });
+    // Fixed as the message says (and the ServiceAccount made as the worker would), the condition turns True.
+    await kubectlOk(plane.cp, ['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=restricted']);
+    await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'hermes-sandbox' }, automountServiceAccountToken: false }));
+    await kubectlOk(plane.cp, ['-n', ns, 'annotate', 'agents.hermes.dev', 'coder', 'touch=1']);
+    await waitForCondition(kc(), 'agents', ns, 'coder', { type: 'SandboxReady', status: 'True', reason: 'PodPerCall' });
   });
 
   it('the Slack example compiles platforms with allowlist and pairing, and the fallback model', async () => {
