@@ -97,7 +97,7 @@ function track(child: ChildProcess, spec: RunSpec): Run {
     ended = { status, reason };
     if (child.pid !== undefined) cancelKill = killTree(child.pid);
   };
-  // setTimeout fires at once past 2^31-1 ms: clamp (the contract caps calls at 600 s anyway).
+  // setTimeout fires at once past 2^31-1 ms: clamp (foreground calls are capped at 600 s, background ones at a day).
   const timer = setTimeout(() => kill('timeout', `the command ran past its ${Math.round(spec.timeoutMs / 1000)} s limit and was killed`), Math.min(Math.max(0, spec.timeoutMs), 2_147_483_647));
   const onAbort = () => kill('interrupted', 'the command was interrupted (stopped by the user or the turn) and killed');
   spec.signal.addEventListener('abort', onAbort, { once: true });

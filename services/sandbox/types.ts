@@ -9,6 +9,8 @@ export const WORKSPACE_PATH = '/workspace';
 /** SPEC: foreground commands time out after 180 s by default, 600 s at most. */
 export const DEFAULT_TIMEOUT_SECONDS = 180;
 export const MAX_TIMEOUT_SECONDS = 600;
+/** A background command (`start`) may run longer — that is what it is for — up to a day (Hermes' limit). */
+export const MAX_BACKGROUND_SECONDS = 86_400;
 
 export type SandboxBackendName = 'kubernetes' | 'bubblewrap';
 
@@ -150,7 +152,7 @@ export interface SessionBinding {
 
 /** Binds a backend to one session's settings. */
 export function bindSession(sandbox: Sandbox, b: SessionBinding): SessionSandbox {
-  const request = (cmd: SessionCommand, signal: AbortSignal): ExecRequest => ({
+  const request = (cmd: SessionCommand, signal: AbortSignal, maxSeconds: number): ExecRequest => ({
       session: b.session,
       workspace: b.workspace,
       network: b.network,
@@ -158,7 +160,7 @@ export function bindSession(sandbox: Sandbox, b: SessionBinding): SessionSandbox
       ...(cmd.cwd !== undefined ? { cwd: cmd.cwd } : {}),
       ...(cmd.env ? { env: cmd.env } : {}),
       ...(cmd.stdin !== undefined ? { stdin: cmd.stdin } : {}),
-      timeoutMs: Math.min(cmd.timeoutMs ?? b.timeoutSeconds * 1_000, MAX_TIMEOUT_SECONDS * 1_000),
+      timeoutMs: Math.min(cmd.timeoutMs ?? b.timeoutSeconds * 1_000, maxSeconds * 1_000),
       maxOutputChars: cmd.maxOutputChars ?? b.maxOutputChars,
       signal,
       ...(b.pod ? { pod: b.pod } : {}),
@@ -166,7 +168,7 @@ export function bindSession(sandbox: Sandbox, b: SessionBinding): SessionSandbox
   return {
     backend: sandbox.backend,
     timeoutSeconds: b.timeoutSeconds,
-    run: (cmd, signal) => sandbox.exec(request(cmd, signal)),
-    start: (cmd, signal) => sandbox.start(request(cmd, signal)),
+    run: (cmd, signal) => sandbox.exec(request(cmd, signal, MAX_TIMEOUT_SECONDS)),
+    start: (cmd, signal) => sandbox.start(request(cmd, signal, MAX_BACKGROUND_SECONDS)),
   };
 }
