@@ -20,3 +20,4 @@ export * from './tools/builtin.js';
 export * from './tools/guardrails.js';
 export { OpenAIChatProvider, toOpenAIMessages } from './providers/openai.js';
 export { AnthropicProvider, toAnthropic } from './providers/anthropic.js';
+export * from './approvals/index.js';
