@@ -7,13 +7,14 @@ import {
   type TurnResult,
 } from '../core/index.js';
 import {
-  builtinRegistry, promptMessages, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
+  builtinRegistry, DenialBreaker, promptMessages, runAgentLoop, CooldownBook, DEFAULT_TOOLSETS, ModelRouter, ProviderConfigError,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
 import { spendAccounting, usageReply, type SpendAccounting } from './usage.js';
 import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
 import { recoveryCommand } from './recovery-commands.js';
+import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
 
@@ -37,6 +38,8 @@ export interface LoopDeps {
   cooldowns: CooldownBook;
   summaryCooldown: SummaryCooldown;
   tools: ToolRegistry;
+  /** Smart approvals' consecutive denials per session (3 trip the breaker), shared by this worker's turns. */
+  approvalBreaker?: DenialBreaker;
   clock?: Clock;
   policy?: RetryPolicy;
   /** Liveness watchdog time source and ticker (tests inject them; default: Date.now, setInterval). */
@@ -68,7 +71,7 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
     ...(config.OPENAI_BASE_URL ? { openaiBaseURL: config.OPENAI_BASE_URL } : {}),
     ...(opts.staleMs !== undefined ? { staleMs: opts.staleMs } : {}),
   });
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools: opts.tools ?? builtinRegistry(), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
 }
 
 /** The caller's own system message (OpenAI API): request-only context, never stored. */
@@ -111,7 +114,7 @@ async function routesOf(loop: LoopDeps, agent: CompiledAgent): Promise<ModelRout
 
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
   if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
-  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm));
+  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm));
   if (controlled) return controlled;
   const recovery = await recoveryCommand(deps.db, lease, adm);
   if (recovery && 'reply' in recovery) return recovery.reply;
@@ -187,6 +190,8 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     control,
     onProgress: watchdog.progress,
     unattended: adm.platform === 'cron', // SPEC: the tool-loop guard's hard halts only where nobody watches
+    // Every command a tool runs passes the approval guard first (ctx.guard).
+    guard: turnGuard({ deps, adm, agent, loop, routes, accounting: s.accounting, breaker: loop.approvalBreaker ??= new DenialBreaker() }),
     ...modelOptions(agent, loop),
     compression: { cooldown: loop.summaryCooldown, ...command.tail },
     persist: {
