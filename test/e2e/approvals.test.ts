@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  acquireLease, admit, enqueueTurn, getAdmission, markStopped, parkApproval, publishRevision, readApproval, registerInstance, startNextTurn,
+  acquireLease, admit, decideApproval, enqueueTurn, getAdmission, markStopped, parkApproval, publishRevision, readApproval, registerInstance, startNextTurn,
 } from '../../services/core/index.js';
 import { builtinRegistry, defineTool } from '../../services/agent/index.js';
 import { startGatewayOn } from '../../services/cli/gateway.js';
@@ -179,6 +179,13 @@ describe('manual approvals through the message API', () => {
     expect(await replyOf(await post('demo', 'run: sudo  rm -rf "/"'))).toMatch(/^tool said: BLOCKED: .*hardline blocklist/);
     expect(await replyOf(await post('demo', 'run: ls -la'))).toBe('tool said: ALLOWED via not dangerous');
   });
+
+  it('counts every decision by outcome in Prometheus', async () => {
+    const text = await rt.metrics.registry.metrics();
+    for (const outcome of ['approved', 'denied', 'expired', 'hardline', 'not_dangerous']) {
+      expect(text).toMatch(new RegExp(`hermes_command_approvals_total\\{[^}]*outcome="${outcome}"[^}]*\\} [1-9]`));
+    }
+  });
 });
 
 describe('smart approvals', () => {
@@ -218,7 +225,6 @@ describe('unattended and interrupted turns', () => {
 
 /** `/approve` in session `key`, with the gateway's decision step, run by the worker: its reply. */
 async function fetchApproveFor(key: string): Promise<{ reply: string }> {
-  const { decideApproval } = await import('../../services/core/index.js');
   const adm = await admit(rt.db, { agentId: agentIds.demo!, platform: 'api', sessionKey: key, user: { platformUserId: 'u1' }, content: '/approve', replyTarget: { kind: 'api' } });
   expect(await decideApproval(rt.db.pool, { decidingAdmissionId: adm.admissionId, decision: 'approved' })).toBeDefined();
   await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
