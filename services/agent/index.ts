@@ -27,3 +27,4 @@ export * from './tools/shell-quote.js';
 export { OpenAIChatProvider, toOpenAIMessages } from './providers/openai.js';
 export { AnthropicProvider, toAnthropic } from './providers/anthropic.js';
 export * from './tools/checkpoints.js';
+export * from './approvals/index.js';

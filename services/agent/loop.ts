@@ -14,7 +14,7 @@ import { runToolBatch, type BatchHooks, type EffectDisposition, type ToolOutcome
 import { READ_TOOL_RESULT, ResultBudget, type ToolResultStore } from './tools/results.js';
 import { readToolResultTool } from './tools/stored-results.js';
 import { haltReply, ToolLoopGuard, type GuardSettings } from './tools/guardrails.js';
-import { toolSpec, type Tool, type ToolContext } from './tools/registry.js';
+import { toolSpec, type CommandGuard, type Tool, type ToolContext } from './tools/registry.js';
 
 export interface LoopPersistence {
   /** Commits the assistant message carrying tool calls, before any of them runs; its sequence number. */
@@ -94,6 +94,8 @@ export interface LoopInput {
   clock?: Clock;
   cooldowns?: CooldownBook;
   policy?: RetryPolicy;
+  /** The approval guard every command passes (ToolContext.guard); absent = tools may run no command. */
+  guard?: CommandGuard;
 }
 
 export interface LoopResult extends TurnResult {
@@ -288,7 +290,7 @@ class TurnLoop {
     this.progress();
     if (typeof seq === 'number') assistant.seq = seq;
     this.messages.push(assistant);
-    const ctx: ToolContext = { ...input.toolContext, sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now(), ...(input.persist.results ? { storedResults: input.persist.results } : {}) };
+    const ctx: ToolContext = { ...input.toolContext, sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now(), ...(input.persist.results ? { storedResults: input.persist.results } : {}), ...(input.guard ? { guard: input.guard } : {}) };
     const outcomes = await runToolBatch(this.tools, done.toolCalls, ctx, this.batchHooks());
     if (input.signal.aborted) return interrupted(input.signal, done.text, this.usage, iterations);
     // Steers: user lines after the tool batch, for this turn's requests only.

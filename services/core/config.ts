@@ -34,6 +34,7 @@ export const configSchema = z.object({
   HERMES_DELIVERY_MAX_AGE_SECONDS: seconds(86_400, 'Delivery obligations older than this are abandoned (SPEC: 24 h).'),
   HERMES_DELIVERY_ATTEMPT_SECONDS: seconds(60, 'Deadline of one delivery attempt: the platform send is cancelled after it, and an attempt still unrecorded past it is claimed again (marked as a possible duplicate).'),
   HERMES_TOOL_RESULT_RETENTION_SECONDS: seconds(86_400, 'Oversized tool results stored for read_tool_result are deleted after this long (Hermes keeps its spill files 24 h).'),
+  HERMES_APPROVAL_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(500).describe('How often a command waiting for /approve or /deny re-reads its pending approval in Postgres (the decision, the deadline).'),
   HERMES_TURN_STALL_SECONDS: seconds(600, 'Liveness watchdog: a turn with no progress (stream chunk, model call, tool, stored message) for this long is ended (SPEC: 600 s).'),
   HERMES_TURN_WATCHDOG_POLL_SECONDS: seconds(15, 'How often the liveness watchdog checks a running turn (SPEC: 15 s).'),
   HERMES_MODEL_TIMEOUT_SECONDS: seconds(600, 'Upper bound on one model request.'),

@@ -8,6 +8,12 @@ import { admissionChannel } from './queues.js';
 export const turnEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('delta'), text: z.string() }),
   z.object({ type: z.literal('changed') }),
+  /** A command waits for `/approve` or `/deny` (status pending), or its approval ended. */
+  z.object({ type: z.literal('approval'), approval: z.object({
+    id: z.string(), status: z.string(), command: z.string(), reason: z.string(), expiresAt: z.string(),
+    /** What to tell the user, in words. */
+    message: z.string(),
+  }) }),
 ]);
 export type TurnEvent = z.infer<typeof turnEventSchema>;
 

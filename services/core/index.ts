@@ -25,6 +25,7 @@ export * from './ledger/transcript.js';
 export * from './ledger/signals.js';
 export * from './ledger/usage.js';
 export * from './ledger/spills.js';
+export * from './ledger/approvals.js';
 export * from './ledger/unknown.js';
 export * from './ledger/pg-text.js';
 export * from './ledger/turn-context.js';

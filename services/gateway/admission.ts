@@ -3,7 +3,7 @@
 // without failing the request: the outbox sweeper re-enqueues queued admissions.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, enqueueTurn, getAdmissionStatus, parseControlCommand, publishSignal, recordSignal,
+  admit, decideApproval, enqueueTurn, parseApprovalCommand, getAdmissionStatus, parseControlCommand, publishSignal, recordSignal,
   type Admitted, type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type TraceCarrier,
 } from '../core/index.js';
 import type { Caller } from './auth.js';
@@ -71,6 +71,7 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
   if (!admitted.duplicate) await signalRunningTurn(ctx, admitted, msg.content);
+  if (!admitted.duplicate) await recordApprovalDecision(ctx, admitted, msg.content);
   const state = admitted.duplicate ? (await getAdmissionStatus(db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
   return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
 }
@@ -86,6 +87,18 @@ async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, conten
   const signal = await recordSignal(ctx.deps.db.pool, { sessionId: admitted.sessionId, admissionId: admitted.admissionId, ...command });
   await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, signal)
     .catch((err: unknown) => ctx.deps.log.warn({ err, session: admitted.sessionId }, 'Control signal publish failed'));
+}
+
+/**
+ * `/approve` and `/deny [reason]` get through while a turn runs (SPEC): the decision is recorded
+ * now, for the session's oldest pending approval of this same user, and the waiting guard reads
+ * it; the admission itself is answered after that turn, without the model.
+ */
+async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
+  const command = parseApprovalCommand(content);
+  if (!command) return;
+  const decided = await decideApproval(ctx.deps.db.pool, { decidingAdmissionId: admitted.admissionId, ...command });
+  ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, approval: decided?.id, decision: command.decision }, decided ? 'Recorded an approval decision' : 'An approval command found nothing waiting');
 }
 
 /**

@@ -7,7 +7,7 @@
 // the caller still gets the one reply it is waiting for.
 import {
   HermesError, admissionChannel, continuationOf, getAdmissionStatus, parseTurnEvent, readTurnEnd,
-  type AdmissionProgress, type AdmissionStatus, type Db, type FollowedProgress, type Logger, type Obligation, type TurnUsage,
+  type AdmissionProgress, type AdmissionStatus, type Db, type FollowedProgress, type Logger, type Obligation, type TurnEvent, type TurnUsage,
 } from '../core/index.js';
 import type { StatusPoller } from './status-poller.js';
 import type { ChannelHub, Subscription } from './subscriber.js';
@@ -32,9 +32,13 @@ export interface WaiterOptions {
 export interface UntilDoneOptions {
   signal: AbortSignal;
   onDelta?: (text: string) => void;
+  /** A command of the turn waits for /approve or /deny, or its approval ended (pub/sub: a latency aid). */
+  onApproval?: (approval: ApprovalEvent) => void;
   /** Called with the first state read and on each change. */
   onState?: (admission: AdmissionProgress) => void;
 }
+
+export type ApprovalEvent = Extract<TurnEvent, { type: 'approval' }>['approval'];
 
 export const isSettled = (a: Pick<AdmissionProgress, 'state'>) => a.state === 'terminal' || a.state === 'unknown';
 
@@ -73,6 +77,7 @@ export class AdmissionFollower {
   private subscription: Subscription | undefined;
   private buffered: string[] = [];
   private onDelta: ((text: string) => void) | undefined;
+  private onApproval: ((approval: ApprovalEvent) => void) | undefined;
   private following = false;
   private changedEarly = false;
   private complete = true;
@@ -148,6 +153,8 @@ export class AdmissionFollower {
     if (event?.type === 'delta') {
       if (this.onDelta) this.onDelta(event.text);
       else this.buffered.push(event.text);
+    } else if (event?.type === 'approval') {
+      this.onApproval?.(event.approval);
     } else if (event) {
       this.changed();
     }
@@ -157,6 +164,7 @@ export class AdmissionFollower {
   async untilDone(o: UntilDoneOptions): Promise<TurnEnd> {
     if (o.signal.aborted) throw o.signal.reason as Error;
     this.onDelta = o.onDelta;
+    this.onApproval = o.onApproval;
     for (const text of this.buffered.splice(0)) o.onDelta?.(text);
     if (!this.startedFrom) throw new Error('AdmissionFollower.open() has not completed');
     let current: FollowedProgress = this.startedFrom;
@@ -191,6 +199,7 @@ export class AdmissionFollower {
       unwatch();
       this.following = false;
       this.onDelta = undefined;
+      this.onApproval = undefined;
     }
   }
 

@@ -7,7 +7,7 @@ import {
   type TurnResult,
 } from '../core/index.js';
 import {
-  builtinRegistry, registerSandboxTools, ProcessRegistry, promptMessages, runAgentLoop, CooldownBook, ModelRouter, ProviderConfigError,
+  builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, promptMessages, runAgentLoop, CooldownBook, ModelRouter, ProviderConfigError,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
@@ -17,6 +17,7 @@ import { recoveryCommand } from './recovery-commands.js';
 import { rollbackReply } from './rollback-command.js';
 import type { SandboxBackends } from './sandboxes.js';
 import { turnTools, type ToolDeps } from './turn-tools.js';
+import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
 
@@ -42,6 +43,8 @@ export interface LoopDeps extends ToolDeps {
   tools: ToolRegistry;
   /** Background commands of the sandbox tools (closed at worker shutdown). */
   processes?: ProcessRegistry;
+  /** Smart approvals' consecutive denials per session (3 trip the breaker), shared by this worker's turns. */
+  approvalBreaker?: DenialBreaker;
   clock?: Clock;
   policy?: RetryPolicy;
   /** Liveness watchdog time source and ticker (tests inject them; default: Date.now, setInterval). */
@@ -82,7 +85,7 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
     tools = builtinRegistry();
     processes = registerSandboxTools(tools);
   }
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), tools, ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools, ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
 }
 
 /** The caller's own system message (OpenAI API): request-only context, never stored. */
@@ -125,7 +128,7 @@ async function routesOf(loop: LoopDeps, agent: CompiledAgent): Promise<ModelRout
 
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
   if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
-  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm));
+  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm));
   if (controlled) return controlled;
   const recovery = await recoveryCommand(deps.db, lease, adm);
   if (recovery && 'reply' in recovery) return recovery.reply;
@@ -204,6 +207,8 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     control,
     onProgress: watchdog.progress,
     unattended: adm.platform === 'cron', // SPEC: the tool-loop guard's hard halts only where nobody watches
+    // Every command a tool runs passes the approval guard first (ctx.guard).
+    guard: turnGuard({ deps, adm, agent, loop, routes, accounting: s.accounting, breaker: loop.approvalBreaker ??= new DenialBreaker() }),
     ...modelOptions(agent, loop),
     compression: { cooldown: loop.summaryCooldown, ...command.tail },
     persist: {

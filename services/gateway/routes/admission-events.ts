@@ -2,13 +2,16 @@
 // `state` on each state change, `delta` {text} as the worker streams, then one `reply`
 // {content, outcome, state} (also for `unknown`: the content then says the turn was interrupted
 // and not re-run) and the stream ends; `error` {code, message} when we stop following early
-// (timeout, shutdown, ledger unreachable). Only the key that admitted it may follow it; each
+// (timeout, shutdown, ledger unreachable); `approval.pending` {id, command, reason, expiresAt,
+// message} when a command waits for `/approve` or `/deny` (also to a client that joins late: read
+// from Postgres), `approval.resolved` {id, status, …} when it ends. Only the key that admitted it may follow it; each
 // stream takes one of the key's HERMES_MAX_WAITS_PER_KEY slots.
 import type { FastifyInstance } from 'fastify';
-import { HermesError } from '../../core/index.js';
+import { HermesError, approvalPendingMessage, pendingApprovalsOf } from '../../core/index.js';
 import { admissionLinks, waitSignal, type GatewayContext } from '../context.js';
 import { hermesErrorBody, toApiError } from '../errors.js';
 import { openSse } from '../sse.js';
+import type { ApprovalEvent } from '../waiter.js';
 import { admissionTarget, belongsTo, notFound } from './admissions.js';
 
 export function registerAdmissionEventRoutes(app: FastifyInstance, ctx: GatewayContext): void {
@@ -23,9 +26,17 @@ export function registerAdmissionEventRoutes(app: FastifyInstance, ctx: GatewayC
         if (!belongsTo(follower.first, target)) throw notFound(id, namespace, name);
         const sse = openSse(request, reply, { heartbeatMs: ctx.deps.tuning?.heartbeatMs });
         const wait = waitSignal(ctx, request, admissionLinks(namespace, name, id));
+        const seen = new Set<string>();
+        const approval = (a: ApprovalEvent) => {
+          if (seen.has(`${a.id}:${a.status}`)) return;
+          seen.add(`${a.id}:${a.status}`);
+          sse.send(a, a.status === 'pending' ? 'approval.pending' : 'approval.resolved');
+        };
         try {
+          for (const a of await pendingApprovalsOf(ctx.deps.db.pool, id)) approval({ id: a.id, status: a.status, command: a.command, reason: a.reason, expiresAt: a.expiresAt, message: approvalPendingMessage(a) });
           const end = await follower.untilDone({
             signal: wait.signal,
+            onApproval: approval,
             onDelta: (text) => sse.send({ text }, 'delta'),
             onState: (a) => sse.send({ state: a.state, outcome: a.outcome }, 'state'),
           });
