@@ -17,6 +17,7 @@ import type { RunningWorker } from '../../services/worker/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../support/services.js';
 import { startFakeOpenAI, lastUser, type ChatRequestBody, type FakeOpenAI } from '../support/fake-openai.js';
 import { openTestRuntime, runTurn, startTestWorker, testAgent, testApiKey, type TestRuntime } from '../support/system.js';
+import { messageApi } from '../support/message-api.js';
 
 /** What the terminal tool will do first: ask the guard; here it returns the decision instead of running anything. */
 const ran: string[] = [];
@@ -79,49 +80,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-interface Posted { admissionId: string; sessionId: string; links: { self: string; events: string } }
-
-async function post(agent: string, content: string, user?: string): Promise<Posted> {
-  const res = await fetch(`${gateway.url}/v1/agents/default/${agent}/messages`, { method: 'POST', headers: auth, body: JSON.stringify({ content, ...(user ? { user: { id: user } } : {}) }) });
-  expect(res.status).toBe(202);
-  return (await res.json()) as Posted;
-}
-
-/** Follows an admission's SSE stream, collecting events; `until` resolves once one matches. */
-function follow(p: Posted) {
-  const events: { event: string; data: Record<string, unknown> }[] = [];
-  const waiters: { test: (e: string) => boolean; resolve: () => void }[] = [];
-  const done = (async () => {
-    const res = await fetch(`${gateway.url}${p.links.events}`, { headers: auth });
-    const decoder = new TextDecoder();
-    let buf = '';
-    for await (const part of res.body!) {
-      buf += decoder.decode(part as Uint8Array, { stream: true });
-      let cut;
-      while ((cut = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, cut);
-        buf = buf.slice(cut + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (!event || !data) continue;
-        events.push({ event, data: JSON.parse(data) as Record<string, unknown> });
-        for (const w of waiters.filter((x) => x.test(event))) w.resolve();
-      }
-      if (events.some((e) => e.event === 'reply' || e.event === 'error')) break;
-    }
-    return events;
-  })();
-  const until = (event: string) => events.some((e) => e.event === event) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ test: (e) => e === event, resolve }));
-  return { events, done, until };
-}
-
-async function replyOf(p: Posted): Promise<string> {
-  return eventually(async () => {
-    const r = await fetch(`${gateway.url}${p.links.self}`, { headers: auth });
-    const a = (await r.json()) as { state: string; reply: { content: string } | null };
-    return a.state === 'terminal' ? a.reply?.content : undefined;
-  }, `the reply of ${p.admissionId}`);
-}
+const { post, follow, replyOf } = messageApi(() => gateway.url, auth);
 
 describe('manual approvals through the message API', () => {
   it('parks a dangerous command, shows it on the event stream, and /approve lets it run while the turn waits', async () => {
