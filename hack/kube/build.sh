@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd for the test control plane into .cache/kube/<k8s-version>/,
-# reusing them when present, and unpacks kubectl + helm (tools.sh) into .cache/kube-tools/.
+# Builds kube-apiserver, kube-controller-manager (tests run only its garbage collector) and etcd
+# for the test control plane into .cache/kube/<k8s-version>/,
+# reusing them when present, unpacks kubectl + helm (tools.sh) into .cache/kube-tools/ and
+# builds the agent-sandbox controller (agent-sandbox.sh) into .cache/agent-sandbox/<version>/.
 # Progress goes to stderr; stdout carries only the bin dir path.
 #   --print-dir   print the bin dir without building anything
 # KUBE_TEST_BIN_DIR overrides the bin dir. See docs/kube-test-plane.md.
@@ -19,9 +21,10 @@ if [[ "${1:-}" == "--print-dir" ]]; then # where the binaries are (or will be), 
   exit 0
 fi
 
-built() { [[ -x "$bin_dir/kube-apiserver" && -x "$bin_dir/etcd" ]]; }
+built() { [[ -x "$bin_dir/kube-apiserver" && -x "$bin_dir/kube-controller-manager" && -x "$bin_dir/etcd" ]]; }
 
 "$here/tools.sh" >/dev/null || { log "error: kubectl/helm could not be unpacked (see above)"; exit 3; }
+"$here/agent-sandbox.sh" >/dev/null || { log "error: the agent-sandbox controller could not be built (see above)"; exit 3; }
 
 if built; then
   echo "$bin_dir"
@@ -53,7 +56,7 @@ ldflags="-s -w \
 
 build() { # build <name> <package>
   local start=$SECONDS
-  log "Building $1 ($2 @ $version); cold: ~1 min for etcd, ~5-8 min for kube-apiserver on 2 cores..."
+  log "Building $1 ($2 @ $version); cold: ~1 min for etcd, ~5-8 min for kube-apiserver, ~3 min more for kube-controller-manager on 2 cores..."
   GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin_dir/$1.tmp" "$2" >&2
   mv "$bin_dir/$1.tmp" "$bin_dir/$1"
   log "Built $1 in $((SECONDS - start))s -> $bin_dir/$1"
@@ -61,4 +64,5 @@ build() { # build <name> <package>
 
 [[ -x "$bin_dir/etcd" ]] || build etcd ./cmd/etcd
 [[ -x "$bin_dir/kube-apiserver" ]] || build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+[[ -x "$bin_dir/kube-controller-manager" ]] || build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 echo "$bin_dir"

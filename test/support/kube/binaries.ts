@@ -10,6 +10,8 @@ const hackDir = join(repoRoot, 'hack/kube');
 /** Paths of the binaries the test control plane runs. */
 export interface KubeBinaries {
   kubeApiserver: string;
+  /** Run with only its garbage collector (controllerManager.ts). */
+  kubeControllerManager: string;
   etcd: string;
   kubectl: string;
   helm: string;
@@ -47,7 +49,7 @@ export function kubeBinaries(): KubeBinaries {
   const bin = printDir('build.sh');
   const tools = printDir('tools.sh');
   const binaries: KubeBinaries = {
-    kubeApiserver: join(bin, 'kube-apiserver'), etcd: join(bin, 'etcd'),
+    kubeApiserver: join(bin, 'kube-apiserver'), kubeControllerManager: join(bin, 'kube-controller-manager'), etcd: join(bin, 'etcd'),
     kubectl: join(tools, 'kubectl'), helm: join(tools, 'helm'),
   };
   const missing = Object.values(binaries).filter((path) => !existsSync(path));
@@ -56,6 +58,30 @@ export function kubeBinaries(): KubeBinaries {
       'it needs Go >= 1.26, and a cold build takes ~6-8 min on 2 cores). See docs/kube-test-plane.md.');
   }
   return binaries;
+}
+
+/** Where the kubernetes-sigs/agent-sandbox controller, its CRDs and its ClusterRoles are (hack/kube/agent-sandbox.sh). */
+export interface AgentSandboxBinaries {
+  controller: string;
+  /** Folder of the 4 CRD manifests. */
+  crdDir: string;
+  /** Folder of the ClusterRoles the release ships (rbac.generated.yaml, extensions-rbac.generated.yaml). */
+  rbacDir: string;
+}
+
+/**
+ * Where the agent-sandbox controller is. Never builds (hack/kube/build.sh, run before any kube
+ * suite, builds it); throws, saying what to run, when it is not there.
+ */
+export function agentSandboxBinaries(): AgentSandboxBinaries {
+  const dir = printDir('agent-sandbox.sh');
+  const found: AgentSandboxBinaries = { controller: join(dir, 'agent-sandbox-controller'), crdDir: join(dir, 'crds'), rbacDir: join(dir, 'rbac') };
+  const missing = Object.values(found).filter((path) => !existsSync(path));
+  if (missing.length > 0) {
+    throw new Error(`The agent-sandbox controller is not built: missing ${missing.join(', ')}. Run \`make kube\` ` +
+      '(bash hack/kube/build.sh, which runs hack/kube/agent-sandbox.sh; it needs Go and the Go module proxy). See docs/kube-test-plane.md.');
+  }
+  return found;
 }
 
 /** Paths to kubectl and helm (see {@link kubeBinaries}). */
@@ -70,7 +96,8 @@ export function requireBubblewrap(): void {
 }
 
 /**
- * Runs hack/kube/build.sh (builds or reuses kube-apiserver + etcd, unpacks kubectl + helm),
+ * Runs hack/kube/build.sh (builds or reuses kube-apiserver + etcd and the agent-sandbox
+ * controller, unpacks kubectl + helm),
  * streaming its progress to our stderr; rejects with the cause and the last lines of its output.
  */
 export async function buildKubeBinaries(): Promise<void> {
