@@ -1,6 +1,8 @@
 // The test Kubernetes control plane (real etcd + kube-apiserver) and test kubelet.
 // See docs/kube-test-plane.md.
-export { buildKubeBinaries, kubeBinaries, kubeTools, requireBubblewrap, type KubeBinaries } from './binaries.js';
+export { startAgentSandboxController, type AgentSandboxController, type AgentSandboxControllerOptions } from './agentSandbox.js';
+export { agentSandboxBinaries, buildKubeBinaries, kubeBinaries, kubeTools, requireBubblewrap, type AgentSandboxBinaries, type KubeBinaries } from './binaries.js';
+export { startGarbageCollector, type GarbageCollector, type GarbageCollectorOptions } from './controllerManager.js';
 export { startControlPlane, type ControlPlane, type ControlPlaneOptions } from './controlPlane.js';
 export { pidsWithArg } from './hostProcesses.js';
 export { startKubelet, type KubeletOptions, type TestKubelet } from './kubelet.js';
