@@ -12,6 +12,7 @@ import { EventRecorder } from './runtime/events.js';
 import { WatchedCache } from './runtime/informer.js';
 import { keyOf, ResourceWriter } from './runtime/kube.js';
 import { LeaderElector } from './runtime/leader.js';
+import type { KubernetesSandboxSettings } from '../services/sandbox/index.js';
 import type { OperatorMetrics } from './runtime/metrics.js';
 import type { Caches, OperatorContext, RawObject } from './controllers/context.js';
 import { reconcileAgent } from './controllers/agent.js';
@@ -22,12 +23,14 @@ import { reconcileCronJob } from './controllers/cronjob.js';
 import { agentSecretNames, profileConfigMapNames, profileSecretNames } from './controllers/refs.js';
 import { agentLabel, childSelector, type RuntimeOptions } from './controllers/dedicated.js';
 import { mountedClaimKeys, reconcileSandboxPod, reconcileWorkspace } from './controllers/sandbox-hygiene.js';
+import { SESSION_SWEEP_KEY, sweepSessionSandboxes } from './controllers/session-sweep.js';
 import { resolveHygieneOptions, type ResolvedHygieneOptions, type SandboxHygieneOptions } from './controllers/sandbox-policy.js';
 import { sandboxPodSelector, workspacePvcSelector } from './api/sandbox-labels.js';
 
 /** What every controller reads, from the options (defaults applied). */
 function contextOf(opts: OperatorOptions, caches: Caches, writer: OperatorContext['writer'], events: EventRecorder, log: Logger): OperatorContext {
-  return { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events, db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080', secretEnv: opts.secretEnv ?? {} };
+  return { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events, db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080', secretEnv: opts.secretEnv ?? {},
+    ...(opts.sandboxPod ? { sandboxPod: opts.sandboxPod } : {}) };
 }
 
 /** Options for {@link startOperator}. */
@@ -61,6 +64,8 @@ export interface OperatorOptions {
   runtime?: RuntimeOptions;
   /** Sandbox hygiene (stray sandbox Pods, expired workspace PVCs); `false` turns it off (no Pod/PVC permissions needed then). @defaultValue on, see {@link SandboxHygieneOptions} */
   sandbox?: SandboxHygieneOptions | false;
+  /** The install's sandbox Pod settings (HERMES_SANDBOX_*), for the SandboxTemplates of mode session. @defaultValue defaultKubernetesSandboxSettings */
+  sandboxPod?: KubernetesSandboxSettings;
   /** Prometheus metrics (reconciles, work queues, leader status); none when absent. */
   metrics?: OperatorMetrics;
   /**
@@ -156,6 +161,10 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
   const hygiene = hygieneOf(opts.sandbox);
   const sandboxPods = new Controller('sandbox-pod', (k) => reconcileSandboxPod(ctx, hygiene!, k), log, queueOpts, m);
   const workspaces = new Controller('workspace', (k) => reconcileWorkspace(ctx, hygiene!, k), log, queueOpts, m);
+  const sessionSweep = new Controller('session-sandboxes', () => sweepSessionSandboxes(ctx, {
+    resyncMs: hygiene?.resyncMs ?? 60_000,
+    report: (counts) => { for (const [state, n] of Object.entries(counts)) m?.sessionSandboxes.set({ state }, n); },
+  }, opts.namespace), log, queueOpts, m);
 
   const skillSeen = new Map<string, string>();
   const agentsOf = (namespace: string, pred: (a: RawObject) => boolean) => {
@@ -212,12 +221,13 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
   const allCaches: { start(): Promise<void>; stop(): Promise<void>; hasSynced(): boolean; restarts: number }[] = [caches.agents, caches.profiles, caches.skills, caches.cronjobs, caches.secrets, caches.configMaps, caches.children.deployments, caches.children.services, ...sandboxCaches(caches)];
   await Promise.all(allCaches.map((c) => c.start()));
 
-  const controllers = [agents, profiles, skills, cronjobs, ...(hygiene ? [sandboxPods, workspaces] : [])];
+  const controllers = [agents, profiles, skills, cronjobs, ...(hygiene ? [sandboxPods, workspaces, sessionSweep] : [])];
   const leaseName = opts.leaseName ?? 'hermes-operator';
   const startControllers = () => {
     m?.leader.set({ name: leaseName }, 1);
     for (const c of controllers) c.start(opts.workers ?? 4);
     for (const c of [caches.profiles, caches.agents, caches.skills, caches.cronjobs, ...sandboxCaches(caches)]) c.resync();
+    if (hygiene) sessionSweep.enqueue(SESSION_SWEEP_KEY);
   };
   const stopControllers = () => {
     m?.leader.set({ name: leaseName }, 0);

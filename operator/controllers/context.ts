@@ -2,6 +2,7 @@
 import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { RuntimeOptions } from './dedicated.js';
 import type { Db, Logger } from '../../services/core/index.js';
+import type { KubernetesSandboxSettings } from '../../services/sandbox/index.js';
 import type { Condition } from '../api/common.js';
 import type { EventRecorder } from '../runtime/events.js';
 import type { WatchedCache } from '../runtime/informer.js';
@@ -46,6 +47,8 @@ export interface OperatorContext {
   secretEnv: Readonly<Record<string, string>>;
   /** The install's sandbox defaults, for the Agents' SandboxReady condition. @defaultValue kubernetes, hermes-sandbox */
   sandbox?: { backend: 'kubernetes' | 'bubblewrap'; serviceAccountName: string };
+  /** The install's sandbox Pod settings (HERMES_SANDBOX_*), for the SandboxTemplates of mode session. @defaultValue defaultKubernetesSandboxSettings */
+  sandboxPod?: KubernetesSandboxSettings;
 }
 
 /**

@@ -8,6 +8,11 @@ import type { ReconcileResult } from '../runtime/controller.js';
 import { cachedConfigMaps, secretKeyState, type OperatorContext, type RawObject } from './context.js';
 import { profileTextProblem } from '../texts.js';
 import { prepare, writeStatus, zodMessage, type StatusDraft } from './status.js';
+import { compileSandbox } from '../compile-sandbox.js';
+import { poolCondition, reconcileSessionPool, SANDBOX_POOL_CONDITION, usesSessionPool } from './session-pool.js';
+
+/** How soon a Profile whose warm pool is still filling is looked at again (its condition counts ready sandboxes). */
+const WARMING_RECHECK_MS = 5_000;
 
 export const profileConditions = ['Valid', 'Ready'] as const;
 
@@ -68,8 +73,26 @@ export async function reconcileProfile(ctx: OperatorContext, key: string): Promi
   if (!(await prepare(ctx, 'profiles', obj, profileConditions, false))) return;
   const draft = draftFor(ctx, obj);
   const ready = draft.conditions.find((c) => c.type === 'Ready')!;
+  const warming = await sessionPool(ctx, obj, draft);
   if (await writeStatus(ctx, 'profiles', obj, draft)) {
     ctx.log.info({ profile: key, ready: ready.status, reason: ready.reason }, 'Updated Profile status');
     if (ready.status === 'False') await ctx.events.emit(obj, 'Warning', ready.reason, ready.message);
   }
+  if (warming) return { requeueAfterMs: WARMING_RECHECK_MS };
+}
+
+/** Mode session: the Profile's SandboxTemplate + SandboxWarmPool, and its SandboxPool condition in `draft`; true while the pool fills. */
+async function sessionPool(ctx: OperatorContext, obj: RawObject, draft: StatusDraft): Promise<boolean> {
+  const parsed = profileSchema.safeParse(obj);
+  let sandbox;
+  try {
+    sandbox = parsed.success ? compileSandbox(parsed.data.spec).sandbox : undefined;
+  } catch {
+    sandbox = undefined; // the Agents' compile reports it; no pool for a spec that does not compile
+  }
+  const hadPool = obj.status?.conditions?.some((c) => c.type === SANDBOX_POOL_CONDITION) ?? false;
+  if (!usesSessionPool(ctx, sandbox) && !hadPool) return false;
+  const state = await reconcileSessionPool(ctx, obj, sandbox, hadPool);
+  draft.conditions.push(poolCondition(state));
+  return state.kind === 'warming';
 }

@@ -13,6 +13,8 @@ export interface OperatorMetrics {
   /** Set by `collect` from the live queues (see {@link OperatorMetrics.watchQueue}). */
   queueDepth: Gauge<'name'>;
   leader: Gauge<'name'>;
+  /** Mode session: the sessions' agent-sandbox sandboxes by state (active, suspended, starting), set by the idle sweep. */
+  sessionSandboxes: Gauge<'state'>;
   /** Reports `depth()` as `workqueue_depth{name}` at every scrape. */
   watchQueue(name: string, depth: () => number): void;
 }
@@ -36,6 +38,7 @@ export function createOperatorMetrics(): OperatorMetrics {
     queueRetries: new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries (backoff re-adds) handled by the work queue.', labelNames: ['name'], registers }),
     queueDepth,
     leader: new Gauge({ name: 'leader_election_master_status', help: '1 while this replica holds the leader Lease, else 0.', labelNames: ['name'], registers }),
+    sessionSandboxes: new Gauge({ name: 'hermes_session_sandboxes', help: 'Mode session: sessions\' agent-sandbox sandboxes by state (active: Ready; suspended: idled out, workspace kept; starting: claimed, not Ready yet).', labelNames: ['state'], registers }),
     watchQueue: (name, depth) => { depths.set(name, depth); },
   };
 }

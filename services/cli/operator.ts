@@ -11,6 +11,7 @@ import { createOperatorMetrics } from '../../operator/runtime/metrics.js';
 import { startOperatorProbes } from '../../operator/probes.js';
 import type { SandboxHygieneOptions } from '../../operator/controllers/sandbox-policy.js';
 import { onShutdown } from './runtime.js';
+import { kubernetesSandboxSettings } from '../sandbox/index.js';
 
 /** The cluster to talk to: KUBECONFIG, ~/.kube/config or the in-cluster ServiceAccount; a clear error otherwise. */
 export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
@@ -92,7 +93,7 @@ export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessE
   const log = createLogger('operator', config.HERMES_LOG_LEVEL);
   const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator', queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000, max: config.HERMES_DB_POOL_SIZE });
   const metrics = createOperatorMetrics();
-  const handle = await startOperator({ kc, db, log, metrics, ...managed, secretEnv: allowedSecretEnv(config, env) });
+  const handle = await startOperator({ kc, db, log, metrics, ...managed, secretEnv: allowedSecretEnv(config, env), sandboxPod: kubernetesSandboxSettings(config) });
   const probes = opts.http === false ? undefined : await startOperatorProbes({ handle, db, metrics, log, host: opts.httpHost ?? '0.0.0.0', port });
   if (probes) log.info({ url: probes.url }, 'Operator probes and metrics listening');
   return { handle, ...(probes ? { url: probes.url } : {}), close: async () => { await handle.stop(); await probes?.close(); await db.close(); } };

@@ -31,3 +31,22 @@ export const nodeAnnotation = 'hermes.dev/node';
 /** Label selectors for lists and watches. */
 export const sandboxPodSelector = `${componentLabel}=${sandboxComponent}`;
 export const workspacePvcSelector = `${componentLabel}=${workspaceComponent}`;
+
+/**
+ * Mode session (agent-sandbox): the Pods of a Profile's SandboxTemplate carry
+ * `componentLabel: session-sandbox` (never `sandbox`, so the per-call hygiene leaves them alone),
+ * their workspace PVCs `session-workspace`, and the session's SandboxClaim `session-claim` (with
+ * agentKey, sessionKey, lastUsedAtAnnotation, ttlSecondsAnnotation and idleSecondsAnnotation:
+ * the operator suspends the claim's Sandbox once idle, and deletes the claim once past its TTL).
+ */
+export const sessionSandboxComponent = 'session-sandbox';
+export const sessionWorkspaceComponent = 'session-workspace';
+export const sessionClaimComponent = 'session-claim';
+
+/** Label on session sandbox Pods, annotation on SandboxTemplates: the Profile whose template they come from. */
+export const profileKey = 'hermes.dev/profile';
+
+/** Annotation on session SandboxClaims: seconds of disuse after which the Sandbox is suspended (integer). */
+export const idleSecondsAnnotation = 'hermes.dev/idle-seconds';
+
+export const sessionClaimSelector = `${componentLabel}=${sessionClaimComponent}`;

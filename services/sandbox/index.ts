@@ -9,3 +9,8 @@ export { bubblewrapSandbox, bubblewrapSandboxFromConfig, type BubblewrapOptions,
 export type { SandboxLimits } from './bubblewrap-args.js';
 export { workspaceDir, ensureWorkspaceDir } from './workspace-dir.js';
 export { sandboxNamespaceProblems } from './kubernetes/readiness.js';
+export { sessionKubernetesSandbox, type SessionSandboxMetrics, type SessionSandboxOptions } from './agent-sandbox/backend.js';
+export {
+  sessionPoolName, sessionTemplate, sessionWarmPool, sessionClaimName, DEFAULT_IDLE_SECONDS, SANDBOX_GROUP, EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION,
+  plural as agentSandboxPlural, type SessionPoolInput,
+} from './agent-sandbox/resources.js';

@@ -59,6 +59,12 @@ export interface SandboxPodSettings {
   namespace?: string;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   runtimeClassName?: string;
+  /**
+   * Mode session: the session keeps one sandbox of the Profile's agent-sandbox warm pool
+   * (SandboxTemplate + SandboxWarmPool named after the Profile), idled out after `idleSeconds`.
+   * Absent: a Pod per call.
+   */
+  session?: { profile: string; idleSeconds: number };
 }
 
 export interface ExecRequest {
@@ -66,7 +72,11 @@ export interface ExecRequest {
   workspace: WorkspaceSettings;
   /** A shell command line, run by `/bin/sh -c` inside the sandbox. */
   command: string;
-  /** Working directory inside the sandbox, absolute and under /workspace. @defaultValue /workspace */
+  /**
+   * Working directory inside the sandbox, absolute and under /workspace. @defaultValue /workspace,
+   * or in a session sandbox (mode session) the directory the session's last command without a
+   * `cwd` ended in
+   */
   cwd?: string;
   /** Extra environment variables (never the worker's own environment). */
   env?: Record<string, string>;

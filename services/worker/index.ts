@@ -57,7 +57,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const liveness = startLiveness({ databaseUrl: config.DATABASE_URL, instanceId: instance.id, everySeconds: config.HERMES_HEARTBEAT_SECONDS, ttlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, log });
   const adapters = deps.adapters ?? new Map<string, DeliveryAdapter>();
   const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
-  const sandboxes = deps.loop?.sandboxes ?? openSandboxBackends(config, log, deps.kubeConfig ? { kubeConfig: deps.kubeConfig } : {});
+  const sandboxes = deps.loop?.sandboxes ?? openSandboxBackends(config, log, { metrics: deps.metrics, ...(deps.kubeConfig ? { kubeConfig: deps.kubeConfig } : {}) });
   const loop = createLoopDeps(config, deps.secrets, { ...deps.loop, sandboxes });
   const drainDeps = { ...deps, instance, liveness, running, draining: draining.signal, shutdown: shutdown.signal, loop, control };
   const connection = deps.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });

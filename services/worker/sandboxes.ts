@@ -3,10 +3,11 @@
 // credentials); one that cannot be built answers every call `degraded` with the reason, so the
 // model and the user learn why nothing ran.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Admission, CompiledAgent, Config, Logger } from '../core/index.js';
+import { Counter, Histogram } from 'prom-client';
+import type { Admission, CompiledAgent, Config, Logger, Metrics } from '../core/index.js';
 import {
-  bindSession, bubblewrapSandboxFromConfig, kubernetesSandbox, kubernetesSandboxSettings,
-  type ExecRequest, type ExecResult, type RunningCommand, type Sandbox, type SandboxBackendName, type SessionSandbox,
+  bindSession, bubblewrapSandboxFromConfig, DEFAULT_IDLE_SECONDS, kubernetesSandbox, kubernetesSandboxSettings, sessionKubernetesSandbox,
+  type ExecRequest, type ExecResult, type RunningCommand, type Sandbox, type SandboxBackendName, type SessionSandbox, type SessionSandboxMetrics,
 } from '../sandbox/index.js';
 
 export interface SandboxBackends {
@@ -20,6 +21,23 @@ export interface SandboxBackendOptions {
   kubeConfig?: () => KubeConfig;
   /** Backends given outright (tests). */
   backends?: Partial<Record<SandboxBackendName, Sandbox>>;
+  /** Where the session sandboxes' claim metrics go. */
+  metrics?: Metrics;
+}
+
+const sessionMetrics = new WeakMap<Metrics, SessionSandboxMetrics>();
+
+/** hermes_sandbox_claim_seconds{launch} and hermes_sandbox_pool_claims_total{result} (mode session), once per registry. */
+export function sessionSandboxMetrics(metrics: Metrics): SessionSandboxMetrics {
+  let m = sessionMetrics.get(metrics);
+  if (!m) {
+    const r = [metrics.registry];
+    const seconds = new Histogram({ name: 'hermes_sandbox_claim_seconds', help: 'Mode session: wait until the session\'s sandbox was Ready, by launch (warm: claimed from the warm pool; cold: started from the template; resumed: after idling; running: already up).', labelNames: ['launch'], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: r });
+    const claims = new Counter({ name: 'hermes_sandbox_pool_claims_total', help: 'Mode session: new session sandboxes by warm-pool result (hit: a warm sandbox was adopted; miss: the pool was empty, one was cold-started).', labelNames: ['result'], registers: r });
+    m = { claimSeconds: (launch, s) => seconds.observe({ launch }, s), poolClaim: (result) => claims.inc({ result }) };
+    sessionMetrics.set(metrics, m);
+  }
+  return m;
 }
 
 /** A backend that could not be built: every call says why, nothing runs. */
@@ -39,7 +57,13 @@ export function openSandboxBackends(config: Config, log: Logger, opts: SandboxBa
     if (name === 'bubblewrap') return bubblewrapSandboxFromConfig(config);
     if (!opts.kubeConfig) return unavailable(name, 'this worker has no cluster credentials (run it in the cluster, or set the Profile\'s spec.sandbox.backend to bubblewrap)');
     try {
-      return kubernetesSandbox({ kubeConfig: opts.kubeConfig(), settings: kubernetesSandboxSettings(config) });
+      const kubeConfig = opts.kubeConfig();
+      const settings = kubernetesSandboxSettings(config);
+      const perCall = kubernetesSandbox({ kubeConfig, settings });
+      return sessionKubernetesSandbox({
+        kubeConfig, settings, perCall, ...(opts.metrics ? { metrics: sessionSandboxMetrics(opts.metrics) } : {}),
+        onMissing: (namespace) => log.warn({ namespace }, 'agent-sandbox is not installed (no SandboxClaim API): mode session runs a Pod per call until it is'),
+      });
     } catch (err) {
       log.error({ err }, 'Could not load cluster credentials for the kubernetes sandbox');
       return unavailable(name, `the cluster credentials could not be loaded (${(err as Error).message})`);
@@ -69,6 +93,7 @@ export function sessionSandboxOf(backends: SandboxBackends, agent: CompiledAgent
     ...(settings.namespace ? { namespace: settings.namespace } : {}),
     ...(settings.resources ? { resources: settings.resources } : {}),
     ...(settings.runtimeClassName ? { runtimeClassName: settings.runtimeClassName } : {}),
+    ...(settings.mode === 'session' ? { session: { profile: agent.profile.name, idleSeconds: settings.idleTimeoutSeconds ?? DEFAULT_IDLE_SECONDS } } : {}),
   };
   return bindSession(sandbox, {
     session: { namespace: agent.agent.namespace, agent: agent.agent.name, sessionId: adm.sessionId, admissionId: adm.id },

@@ -14,7 +14,7 @@ export const NO_GUARD = 'Refused: no approval guard configured, so no command ma
 export const MAX_COMMAND_CHARS = 64_000;
 
 const schema = z.object({
-  command: z.string().min(1).max(MAX_COMMAND_CHARS).describe('The shell command to run (by /bin/sh -c in the sandbox, working directory /workspace unless workdir says otherwise)'),
+  command: z.string().min(1).max(MAX_COMMAND_CHARS).describe('The shell command to run (by /bin/sh -c in the sandbox, working directory /workspace unless workdir says otherwise; in a session sandbox, where the previous command left off)'),
   timeout: z.number().int().min(1).optional().describe(`Max seconds to wait (default: the sandbox's limit, 180 unless configured; foreground max ${MAX_TIMEOUT_SECONDS}). Longer work: background=true`),
   workdir: z.string().optional().describe('Working directory for this command, under /workspace (absolute, or relative to /workspace)'),
   background: z.boolean().optional().describe('Start the command in the background and return at once with a session_id; follow it with the process tool (poll, log, wait, kill)'),
@@ -55,7 +55,9 @@ async function run(args: Args, ctx: ToolContext, processes: ProcessRegistry): Pr
   const decision = await ctx.guard.check(args.command, ctx.signal);
   if (!decision.allowed) return JSON.stringify({ output: '', exit_code: -1, error: decision.message, status: 'blocked' });
   if (args.background) return background(args, ctx, dir.path, processes);
-  const r = await box.sandbox.run({ command: args.command, cwd: dir.path, ...(args.timeout ? { timeoutMs: args.timeout * 1_000 } : {}) }, ctx.signal);
+  // Without workdir the backend chooses: /workspace, or in a session sandbox where the last command left off.
+  const cwd = args.workdir === undefined ? {} : { cwd: dir.path };
+  const r = await box.sandbox.run({ command: args.command, ...cwd, ...(args.timeout ? { timeoutMs: args.timeout * 1_000 } : {}) }, ctx.signal);
   return commandResult(r);
 }
 

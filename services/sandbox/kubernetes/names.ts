@@ -15,7 +15,7 @@ export function labelValue(s: string): string {
 }
 
 /** A DNS label (≤ 63 of [a-z0-9-]) for `s`, hashed when `s` is not one. */
-function dnsLabel(s: string, max: number): string {
+export function dnsLabel(s: string, max: number): string {
   if (s.length <= max && /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(s)) return s;
   const prefix = s.toLowerCase().replace(/[^a-z0-9-]/g, '-').slice(0, Math.max(0, max - 13)).replace(/^-+|-+$/g, '');
   return `${prefix ? `${prefix}-` : ''}${hash(s, 12)}`;

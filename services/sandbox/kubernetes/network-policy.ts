@@ -108,7 +108,12 @@ export interface PolicyInput {
   /** Addresses each allowed host resolved to (hosts missing here open nothing). */
   resolved: Record<string, string[]>;
   dns: { namespace: string; podLabels: Record<string, string> };
+  /** Another set of Pods than the Agent's per-call sandboxes (mode session: a Profile's session sandboxes). */
+  target?: PolicyTarget;
 }
+
+/** The name and Pod labels of a NetworkPolicy that is not an Agent's per-call one. */
+export interface PolicyTarget { name: string; podLabels: Record<string, string> }
 
 function egressRules(input: PolicyInput): V1NetworkPolicyEgressRule[] {
   if (input.network.egress !== 'allowlist') return [];
@@ -137,19 +142,19 @@ function egressRules(input: PolicyInput): V1NetworkPolicyEgressRule[] {
   return rules;
 }
 
-/** The Agent's sandbox NetworkPolicy. */
+/** The Agent's sandbox NetworkPolicy (or the {@link PolicyTarget}'s). */
 export function sandboxNetworkPolicy(input: PolicyInput): V1NetworkPolicy {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
     metadata: {
-      name: networkPolicyName(input.agent),
+      name: input.target?.name ?? networkPolicyName(input.agent),
       namespace: input.namespace,
       labels: { [agentKey]: labelValue(input.agent), 'app.kubernetes.io/managed-by': 'hermes' },
       annotations: { [agentKey]: input.agent },
     },
     spec: {
-      podSelector: { matchLabels: { [componentLabel]: sandboxComponent, [agentKey]: labelValue(input.agent) } },
+      podSelector: { matchLabels: input.target?.podLabels ?? { [componentLabel]: sandboxComponent, [agentKey]: labelValue(input.agent) } },
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
       egress: egressRules(input),

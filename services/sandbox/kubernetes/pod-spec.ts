@@ -93,55 +93,83 @@ const pinTo = (node: string): NonNullable<V1Pod['spec']>['affinity'] => ({
   },
 });
 
+/** What a restricted sandbox Pod spec is made of (one call's Pod, or a session sandbox's template). */
+export interface RestrictedSpecInput {
+  settings: KubernetesSandboxSettings;
+  pod?: ExecRequest['pod'];
+  command: string[];
+  workingDir: string;
+  env: V1EnvVar[];
+  volumes: V1Volume[];
+  mounts: V1VolumeMount[];
+}
+
+/**
+ * The restricted Pod spec every sandbox runs with: the sandbox ServiceAccount with no token, no
+ * service links or host namespaces, a fixed non-root uid, no privilege escalation, ALL
+ * capabilities dropped, seccomp RuntimeDefault, a read-only root, requests and limits.
+ */
+export function restrictedPodSpec(input: RestrictedSpecInput): NonNullable<V1Pod['spec']> {
+  const { settings, pod } = input;
+  const uid = settings.uid;
+  const runtimeClassName = pod?.runtimeClassName ?? settings.runtimeClassName;
+  return {
+    restartPolicy: 'Never',
+    serviceAccountName: settings.serviceAccountName,
+    automountServiceAccountToken: false,
+    enableServiceLinks: false,
+    hostNetwork: false,
+    hostPID: false,
+    hostIPC: false,
+    terminationGracePeriodSeconds: 1,
+    ...(runtimeClassName ? { runtimeClassName } : {}),
+    nodeSelector: { 'kubernetes.io/os': 'linux' },
+    securityContext: {
+      runAsNonRoot: true, runAsUser: uid, runAsGroup: uid, fsGroup: uid, fsGroupChangePolicy: 'OnRootMismatch',
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    containers: [{
+      name: CONTAINER_NAME,
+      image: pod?.image ?? settings.image,
+      imagePullPolicy: 'IfNotPresent',
+      command: input.command,
+      workingDir: input.workingDir,
+      env: input.env,
+      resources: {
+        requests: { ...settings.requests, ...pod?.resources?.requests },
+        limits: { ...settings.limits, ...pod?.resources?.limits },
+      },
+      securityContext: {
+        runAsNonRoot: true, runAsUser: uid, runAsGroup: uid,
+        allowPrivilegeEscalation: false, privileged: false, readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      volumeMounts: input.mounts,
+      stdin: false,
+      tty: false,
+    }],
+    volumes: input.volumes,
+  };
+}
+
 /** The sandbox Pod of one call. */
 export function sandboxPod(input: SandboxPodInput): V1Pod {
   const { req, settings } = input;
-  const uid = settings.uid;
   const { volumes: podVolumes, mounts } = volumes(input);
-  const runtimeClassName = req.pod?.runtimeClassName ?? settings.runtimeClassName;
+  const spec = restrictedPodSpec({
+    settings, ...(req.pod ? { pod: req.pod } : {}),
+    command: containerCommand(req.command, input.stdinConfigMap !== undefined),
+    workingDir: req.cwd ?? WORKSPACE_PATH, env: containerEnv(req.env), volumes: podVolumes, mounts,
+  });
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: metadata(input),
     spec: {
-      restartPolicy: 'Never',
-      serviceAccountName: settings.serviceAccountName,
-      automountServiceAccountToken: false,
-      enableServiceLinks: false,
-      hostNetwork: false,
-      hostPID: false,
-      hostIPC: false,
-      terminationGracePeriodSeconds: 1,
+      ...spec,
       activeDeadlineSeconds: deadlineSeconds(req.timeoutMs, settings.startTimeoutMs),
-      ...(runtimeClassName ? { runtimeClassName } : {}),
-      nodeSelector: { 'kubernetes.io/os': 'linux' },
       ...(input.pinnedNode ? { affinity: pinTo(input.pinnedNode) } : {}),
-      securityContext: {
-        runAsNonRoot: true, runAsUser: uid, runAsGroup: uid, fsGroup: uid, fsGroupChangePolicy: 'OnRootMismatch',
-        seccompProfile: { type: 'RuntimeDefault' },
-      },
-      containers: [{
-        name: CONTAINER_NAME,
-        image: req.pod?.image ?? settings.image,
-        imagePullPolicy: 'IfNotPresent',
-        command: containerCommand(req.command, input.stdinConfigMap !== undefined),
-        workingDir: req.cwd ?? WORKSPACE_PATH,
-        env: containerEnv(req.env),
-        resources: {
-          requests: { ...settings.requests, ...req.pod?.resources?.requests },
-          limits: { ...settings.limits, ...req.pod?.resources?.limits },
-        },
-        securityContext: {
-          runAsNonRoot: true, runAsUser: uid, runAsGroup: uid,
-          allowPrivilegeEscalation: false, privileged: false, readOnlyRootFilesystem: true,
-          capabilities: { drop: ['ALL'] },
-          seccompProfile: { type: 'RuntimeDefault' },
-        },
-        volumeMounts: mounts,
-        stdin: false,
-        tty: false,
-      }],
-      volumes: podVolumes,
     },
   };
 }

@@ -8,7 +8,7 @@ import { lookup } from 'node:dns/promises';
 import { CoreV1Api, NetworkingV1Api, type KubeConfig, type V1NetworkPolicy } from '@kubernetes/client-node';
 import type { SandboxNetwork } from '../types.js';
 import { apiCode, apiFailure, bounded } from './failures.js';
-import { parseAllowEntry, sandboxNetworkPolicy } from './network-policy.js';
+import { parseAllowEntry, sandboxNetworkPolicy, type PolicyTarget } from './network-policy.js';
 import type { KubernetesSandboxSettings } from './settings.js';
 
 /** Resolves a host to its addresses (none when it does not resolve: the entry then opens nothing). */
@@ -70,8 +70,8 @@ export class Prerequisites {
   }
 
   /** Writes the Agent's sandbox NetworkPolicy unless this process wrote it for the same network settings recently. */
-  async networkPolicy(namespace: string, agent: string, network: SandboxNetwork): Promise<void> {
-    const key = `${namespace}/${agent}`;
+  async networkPolicy(namespace: string, agent: string, network: SandboxNetwork, target?: PolicyTarget): Promise<void> {
+    const key = `${namespace}/${target?.name ?? agent}`;
     const settings = JSON.stringify(network);
     const hosts = network.egress === 'allowlist'
       ? network.allow.map(parseAllowEntry).flatMap((e) => (typeof e !== 'string' && e.kind === 'host' ? [e.host] : []))
@@ -80,7 +80,7 @@ export class Prerequisites {
     if (cached?.spec === settings && (hosts.length === 0 || Date.now() - cached.at < this.settings.policyRefreshMs)) return;
     const resolved: Record<string, string[]> = {};
     for (const host of hosts) resolved[host] = (await bounded(this.resolve(host), 5_000, `resolving ${host}`).catch(() => [])).sort();
-    await bounded(this.write(sandboxNetworkPolicy({ namespace, agent, network, resolved, dns: this.settings.dns })), this.settings.apiTimeoutMs, `writing the sandbox NetworkPolicy of ${key}`);
+    await bounded(this.write(sandboxNetworkPolicy({ namespace, agent, network, resolved, dns: this.settings.dns, ...(target ? { target } : {}) })), this.settings.apiTimeoutMs, `writing the sandbox NetworkPolicy of ${key}`);
     this.policies.set(key, { spec: settings, at: Date.now() });
   }
 

@@ -1,0 +1,219 @@
+// A session's sandbox, found or made through agent-sandbox: one SandboxClaim per (Agent, session),
+// named deterministically so every worker finds the same one. A new claim adopts a warm Sandbox
+// of the Profile's SandboxWarmPool (its fresh workspace volume becomes the session's), or
+// agent-sandbox cold-starts one from the template when the pool is empty. A Sandbox the operator
+// suspended after idling keeps its volume: resuming it (operatingMode Running) brings up a new
+// Pod on the same workspace. Every use stamps the claim's last-used-at, which the operator's
+// idle and TTL sweep reads.
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import {
+  agentKey, componentLabel, idleSecondsAnnotation, lastUsedAtAnnotation, sessionClaimComponent, sessionKey, ttlSecondsAnnotation,
+} from '../../core/index.js';
+import type { SandboxSession } from '../types.js';
+import { apiCode, apiFailure, bounded, SandboxFailure } from '../kubernetes/failures.js';
+import { labelValue } from '../kubernetes/names.js';
+import {
+  AGENT_SANDBOX_VERSION, CLAIM_SANDBOX_ANNOTATION, EXTENSIONS_GROUP, LAUNCH_TYPE_LABEL, plural, POD_NAME_ANNOTATION, SANDBOX_GROUP, sessionClaimName,
+} from './resources.js';
+
+/** How the session got its sandbox: a warm one claimed now, a cold start, a resume after idling, or the one it had. */
+export type Launch = 'warm' | 'cold' | 'resumed' | 'running';
+
+export interface SessionSandboxRef {
+  namespace: string;
+  claim: string;
+  sandbox: string;
+  pod: string;
+  launch: Launch;
+  /** Milliseconds from the request until the sandbox was Ready. */
+  waitedMs: number;
+}
+
+/** agent-sandbox's CRDs are not installed: the caller falls back to a Pod per call. */
+export class AgentSandboxMissing extends Error {}
+
+export interface ClaimSettings {
+  apiTimeoutMs: number;
+  /** Longest wait for a claimed, cold-started or resumed sandbox to be Ready. */
+  startTimeoutMs: number;
+  pollMs: number;
+}
+
+export interface ClaimRequest {
+  session: SandboxSession;
+  namespace: string;
+  /** The Profile's SandboxWarmPool. */
+  pool: string;
+  idleSeconds: number;
+  ttlSeconds: number;
+  signal: AbortSignal;
+}
+
+interface Condition { type?: string; status?: string; reason?: string; message?: string }
+interface Obj {
+  metadata?: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
+  spec?: { operatingMode?: string };
+  status?: { conditions?: Condition[]; sandbox?: { name?: string } };
+}
+
+/** What waiting for a claim has seen so far. */
+interface Progress { created: boolean; resumed: boolean; why: string }
+
+function launchOf(p: Progress, sandbox: Obj): Launch {
+  if (p.resumed) return 'resumed';
+  if (!p.created) return 'running';
+  return sandbox.metadata?.labels?.[LAUNCH_TYPE_LABEL] === 'warm' ? 'warm' : 'cold';
+}
+
+const sandboxNameOf = (claim: Obj): string | undefined => claim.status?.sandbox?.name || claim.metadata?.annotations?.[CLAIM_SANDBOX_ANNOTATION];
+
+function unboundWhy(claim: Obj): string | undefined {
+  const c = condition(claim, 'Ready');
+  return c?.message ? `the claim is not bound (${c.reason ?? ''}: ${c.message})` : undefined;
+}
+
+function notReadyWhy(sandbox: string, ready: Condition | undefined): string {
+  if (!ready) return `Sandbox ${sandbox} reports no Ready condition yet`;
+  return `Sandbox ${sandbox} is not Ready (${ready.reason ?? 'no reason'}${ready.message ? `: ${ready.message}` : ''})`;
+}
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const condition = (o: Obj | undefined, type: string): Condition | undefined => o?.status?.conditions?.find((c) => c.type === type);
+const sleep = (ms: number, signal: AbortSignal): Promise<void> => new Promise((resolve) => {
+  const t = setTimeout(resolve, ms);
+  signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+});
+
+/** A 404 naming the resource type (not an object): the CRD is not served. */
+const crdMissing = (err: unknown): boolean => apiCode(err) === 404 && /could not find the requested resource|page not found|404 page/i.test(String((err as { body?: unknown }).body ?? (err as Error).message));
+
+export class Claims {
+  private readonly api: CustomObjectsApi;
+
+  constructor(kc: KubeConfig, private readonly s: ClaimSettings) {
+    this.api = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  private limit<T>(p: Promise<T>, what: string): Promise<T> {
+    return bounded(p, this.s.apiTimeoutMs, what);
+  }
+
+  private claimBody(r: ClaimRequest, name: string, now: Date): Record<string, unknown> {
+    return {
+      apiVersion: `${EXTENSIONS_GROUP}/${AGENT_SANDBOX_VERSION}`,
+      kind: 'SandboxClaim',
+      metadata: {
+        name,
+        labels: {
+          [componentLabel]: sessionClaimComponent, [agentKey]: labelValue(r.session.agent), [sessionKey]: labelValue(r.session.sessionId),
+          'app.kubernetes.io/managed-by': 'hermes',
+        },
+        annotations: this.stamps(r, now),
+      },
+      spec: { warmPoolRef: { name: r.pool } },
+    };
+  }
+
+  private stamps(r: ClaimRequest, now: Date): Record<string, string> {
+    return {
+      [agentKey]: r.session.agent, [sessionKey]: r.session.sessionId, [lastUsedAtAnnotation]: now.toISOString(),
+      [idleSecondsAnnotation]: String(r.idleSeconds), [ttlSecondsAnnotation]: String(r.ttlSeconds),
+    };
+  }
+
+  /** Stamps last-used-at (and the Profile's current idle and TTL) on the session's claim; undefined when it has none. */
+  async touch(r: Omit<ClaimRequest, 'signal' | 'pool'>): Promise<Obj | undefined> {
+    const name = sessionClaimName(r.session);
+    try {
+      return await this.limit(this.api.patchNamespacedCustomObject({
+        group: EXTENSIONS_GROUP, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural.claims, name,
+        body: { metadata: { annotations: this.stamps({ ...r, pool: '', signal: new AbortController().signal }, new Date()) } },
+      }, merge), `stamping SandboxClaim ${r.namespace}/${name}`) as Obj;
+    } catch (err) {
+      if (crdMissing(err)) throw new AgentSandboxMissing('agent-sandbox is not installed');
+      if (apiCode(err) === 404) return undefined;
+      throw apiFailure(err, `stamping SandboxClaim ${r.namespace}/${name}`);
+    }
+  }
+
+  /** The session's claim (created when missing), stamped as used now; `created` says which. */
+  private async claim(r: ClaimRequest): Promise<{ claim: Obj; created: boolean }> {
+    const existing = await this.touch(r);
+    if (existing) return { claim: existing, created: false };
+    const name = sessionClaimName(r.session);
+    try {
+      const claim = await this.limit(this.api.createNamespacedCustomObject({
+        group: EXTENSIONS_GROUP, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural.claims, body: this.claimBody(r, name, new Date()),
+      }), `creating SandboxClaim ${r.namespace}/${name}`) as Obj;
+      return { claim, created: true };
+    } catch (err) {
+      if (crdMissing(err)) throw new AgentSandboxMissing('agent-sandbox is not installed');
+      if (apiCode(err) === 409) return { claim: (await this.touch(r)) ?? {}, created: false };
+      throw apiFailure(err, `creating SandboxClaim ${r.namespace}/${name}`);
+    }
+  }
+
+  private async read(r: ClaimRequest, plural_: string, group: string, name: string): Promise<Obj | undefined> {
+    try {
+      return await this.limit(this.api.getNamespacedCustomObject({ group, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural_, name }), `reading ${plural_} ${r.namespace}/${name}`) as Obj;
+    } catch (err) {
+      if (apiCode(err) === 404) return undefined;
+      throw apiFailure(err, `reading ${plural_} ${r.namespace}/${name}`);
+    }
+  }
+
+  /** The session's Ready sandbox: claimed, cold-started or resumed as needed. Throws SandboxFailure (degraded) or AgentSandboxMissing. */
+  async acquire(r: ClaimRequest): Promise<SessionSandboxRef> {
+    const t0 = Date.now();
+    const { claim: first, created } = await this.claim(r);
+    const name = sessionClaimName(r.session);
+    const progress: Progress = { created, resumed: false, why: 'the claim has no sandbox yet' };
+    let claim: Obj | undefined = first;
+    while (!r.signal.aborted) {
+      if (!claim) throw new SandboxFailure(`The session's sandbox claim ${r.namespace}/${name} vanished while waiting for it. The command did not run; retry.`);
+      const ref = await this.look(r, name, claim, progress);
+      if (ref) return { ...ref, waitedMs: Date.now() - t0 };
+      if (Date.now() - t0 > this.s.startTimeoutMs) {
+        throw new SandboxFailure(`The session's sandbox was not ready within ${Math.round(this.s.startTimeoutMs / 1000)}s: ${progress.why}. The command did not run; retry later, or check the Profile's SandboxWarmPool and the agent-sandbox controller.`);
+      }
+      await sleep(this.s.pollMs, r.signal);
+      claim = await this.read(r, plural.claims, EXTENSIONS_GROUP, name);
+    }
+    throw new SandboxFailure('Stopped before the session sandbox was ready.');
+  }
+
+  private async resume(r: ClaimRequest, sandbox: string): Promise<void> {
+    await this.limit(this.api.patchNamespacedCustomObject({
+      group: SANDBOX_GROUP, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural.sandboxes, name: sandbox,
+      body: { spec: { operatingMode: 'Running' } },
+    }, merge), `resuming Sandbox ${r.namespace}/${sandbox}`);
+  }
+
+  /** One look at the claim and its Sandbox: the ref once Ready; resumes a suspended Sandbox on the way. */
+  private async look(r: ClaimRequest, name: string, claim: Obj, progress: Progress): Promise<Omit<SessionSandboxRef, 'waitedMs'> | undefined> {
+    if (claim.metadata?.deletionTimestamp) {
+      throw new SandboxFailure(`The session's sandbox claim ${r.namespace}/${name} is being deleted (its workspace expired). Retry in a moment: a fresh sandbox will be claimed.`);
+    }
+    const sandboxName = sandboxNameOf(claim);
+    if (!sandboxName) {
+      progress.why = unboundWhy(claim) ?? progress.why;
+      return undefined;
+    }
+    const sandbox = await this.read(r, plural.sandboxes, SANDBOX_GROUP, sandboxName);
+    if (!sandbox) return undefined;
+    if (sandbox.spec?.operatingMode === 'Suspended') {
+      await this.resume(r, sandboxName);
+      progress.resumed = true;
+      return undefined;
+    }
+    const ready = condition(sandbox, 'Ready');
+    if (ready?.status !== 'True') {
+      progress.why = notReadyWhy(sandboxName, ready);
+      return undefined;
+    }
+    return {
+      namespace: r.namespace, claim: name, sandbox: sandboxName,
+      pod: sandbox.metadata?.annotations?.[POD_NAME_ANNOTATION] || sandboxName, launch: launchOf(progress, sandbox),
+    };
+  }
+}
