@@ -4,7 +4,7 @@
 // that leaves mode session has both deleted. What it finds is the Profile's SandboxPool
 // condition: Ready with the pool's ready count, AgentSandboxMissing when the cluster does not
 // serve agent-sandbox's API (the workers then run a Pod per call), or the write's failure.
-import { CustomObjectsApi, type V1OwnerReference } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type V1OwnerReference } from '@kubernetes/client-node';
 import type { CompiledSandbox } from '../../services/core/index.js';
 import {
   AGENT_SANDBOX_VERSION, agentSandboxPlural, defaultKubernetesSandboxSettings, EXTENSIONS_GROUP, sessionPoolName, sessionTemplate, sessionWarmPool,
@@ -74,6 +74,17 @@ async function remove(api: CustomObjectsApi, namespace: string, name: string): P
   }
 }
 
+/** The sandbox ServiceAccount (no token) must exist before agent-sandbox creates the warm Pods: create it, an existing one is fine. */
+async function ensureServiceAccount(ctx: OperatorContext, namespace: string, name: string): Promise<void> {
+  try {
+    await ctx.kc.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace, body: {
+      metadata: { name, labels: { 'app.kubernetes.io/managed-by': 'hermes' } }, automountServiceAccountToken: false,
+    } });
+  } catch (err) {
+    if (code(err) !== 409) throw err;
+  }
+}
+
 /** A Profile out of mode session: the pool it had is deleted. */
 async function leavePool(api: CustomObjectsApi, profile: RawObject, sandbox: CompiledSandbox | undefined, hadPool: boolean): Promise<PoolState> {
   if (hadPool) {
@@ -94,6 +105,7 @@ export async function reconcileSessionPool(ctx: OperatorContext, profile: RawObj
     ...(namespace === profile.metadata.namespace && profile.metadata.uid ? { owner: ownerOf(profile) } : {}),
   };
   try {
+    await ensureServiceAccount(ctx, namespace, input.settings.serviceAccountName);
     await apply(api, agentSandboxPlural.templates, sessionTemplate(input));
     const pool = await apply(api, agentSandboxPlural.warmPools, sessionWarmPool(input));
     const desired = sandbox.warmPool?.size ?? 1;
