@@ -110,7 +110,7 @@ export async function podExec(o: PodExecOptions): Promise<PodOutcome> {
   }
   o.onRunning?.();
   const closed = new Promise<void>((resolve) => {
-    if (socket.readyState === socket.CLOSED) resolve();
+    if (socket.readyState === 3) resolve(); // CLOSED
     socket.on('close', () => resolve());
     socket.on('error', () => resolve());
   });

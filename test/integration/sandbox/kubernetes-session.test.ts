@@ -6,6 +6,7 @@
 // working directory, another session gets its own; an idle session's sandbox is suspended and
 // the next command resumes it on the same workspace; a claim past its workspace TTL goes with
 // its Sandbox. A cluster without agent-sandbox says so in the status and runs a Pod per call.
+import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { stringify } from 'yaml';
@@ -87,7 +88,7 @@ describe('mode session on agent-sandbox', () => {
       if ((err as { code?: number }).code === 404) return undefined;
       throw err;
     });
-  const session = (id: string): SandboxSession => testSession(ns, 'coder', id);
+  const session = (_label: string): SandboxSession => testSession(ns, 'coder', randomUUID());
   const inSession = (s: SandboxSession, command: string, over: Partial<ExecRequest> = {}): ExecRequest =>
     execRequest(s, command, { pod: { session: { profile: 'coder', idleSeconds: 3_600 } }, ...over });
   const claimOf = (s: SandboxSession) => get(EXT, 'sandboxclaims', sessionClaimName(s));
@@ -235,7 +236,7 @@ describe('mode session without agent-sandbox installed', () => {
     const backend = sessionKubernetesSandbox({ kubeConfig: kc, settings: { image: 'test/sandbox:1', pollMs: 200 },
       perCall: kubernetesSandbox({ kubeConfig: kc, settings: { image: 'test/sandbox:1', pollMs: 200 } }), onMissing: (n) => missing.push(n) });
     const core = kc.makeApiClient(CoreV1Api);
-    const s = testSession(ns, 'coder', 'fallback');
+    const s = testSession(ns, 'coder', randomUUID());
     const seenPods = new Set<string>();
     const watching = setInterval(() => {
       void core.listNamespacedPod({ namespace: ns, labelSelector: `${componentLabel}=${sandboxComponent}` }).then((l) => { for (const pod of l.items) seenPods.add(pod.metadata?.name ?? ''); }, () => undefined);

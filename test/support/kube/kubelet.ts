@@ -5,13 +5,16 @@ import { join } from 'node:path';
 import { CoreV1Api, makeInformer, type Informer, type KubeConfig, type V1Pod, type V1PodStatus } from '@kubernetes/client-node';
 import { requireBubblewrap } from './binaries.js';
 import type { ControlPlane } from './controlPlane.js';
+import type { ExecLookup } from './execServer.js';
 import { startKubeletServer } from './kubeletServer.js';
 import { deleteNode, registerNode } from './node.js';
 import { issueCert } from './pki.js';
 import { startPodProcess, type PodProcess } from './podProcess.js';
 import { affinityAllows } from './affinity.js';
 import { failedToStartStatus, imagePullFailedStatus, runningStatus, terminatedStatus } from './podStatus.js';
+import { childrenOf } from './podExec.js';
 import { PodSpecError } from './podVolumes.js';
+import { sandboxEnv } from './sandbox.js';
 import { OWNER_FILE, ownerId } from './reaper.js';
 
 /** Options for {@link startKubelet}. */
@@ -32,7 +35,7 @@ export interface KubeletOptions {
 /** A running test kubelet. */
 export interface TestKubelet {
   nodeName: string;
-  /** HTTPS port serving /containerLogs. */
+  /** HTTPS port serving /containerLogs and /exec. */
   port: number;
   /** Folder of pod logs, volumes and PVC stand-ins (`pvc/<ns>/<claim>`); removed by `stop()`. */
   stateDir: string;
@@ -201,6 +204,26 @@ class Kubelet {
     return proc?.containerName === container ? proc : undefined;
   }
 
+  /** Where to exec into a container: its running sandbox (see podExec.ts), or why there is none. */
+  execFor: ExecLookup = (namespace, pod, container) => {
+    const key = `${namespace}/${pod}`;
+    const proc = this.running.get(key);
+    if (!proc) {
+      return this.latest.has(key)
+        ? { ok: false, code: 409, message: `container ${container} of pod ${key} is not running: it has exited` }
+        : { ok: false, code: 404, message: `pod ${key} does not run on this kubelet (${this.nodeName})` };
+    }
+    if (proc.containerName !== container) {
+      return { ok: false, code: 404, message: `container ${container} of pod ${key} is not running: the test kubelet runs only the first container, ${proc.containerName}` };
+    }
+    // bwrap's child is the pod's pid 1; once it has forked the command, the sandbox is set up.
+    const init = childrenOf(proc.sandbox.pid)[0];
+    if (init === undefined || childrenOf(init).length === 0) {
+      return { ok: false, code: 409, message: `container ${container} of pod ${key} is still starting; try again` };
+    }
+    return { ok: true, target: { pid: init, env: sandboxEnv(proc.spec), workingDir: proc.spec.workingDir } };
+  };
+
   async stop(): Promise<void> {
     this.stopped = true;
     await this.informer?.stop();
@@ -228,20 +251,21 @@ export async function startKubelet(cp: ControlPlane, opts: KubeletOptions = {}):
   const kc = cp.kubeConfig();
   const kubelet = new Kubelet(kc, nodeName, stateDir, opts);
   const tlsFiles = issueCert(cp.pki.dir, `kubelet-${nodeName}`, cp.pki.ca, `/CN=${nodeName}`, 'serverAuth', ['IP:127.0.0.1', `DNS:${nodeName}`]);
-  const { server, port } = await startKubeletServer(
-    { cert: readFileSync(tlsFiles.cert), key: readFileSync(tlsFiles.key) },
-    (ns, pod, container) => {
+  const server = await startKubeletServer({ cert: readFileSync(tlsFiles.cert), key: readFileSync(tlsFiles.key) }, {
+    log: (ns, pod, container) => {
       const proc = kubelet.logFor(ns, pod, container);
       return proc ? { file: proc.logFile, finished: () => proc.finished } : undefined;
-    });
+    },
+    exec: kubelet.execFor,
+  });
+  const port = server.port;
   await registerNode(kc, nodeName, port);
   await kubelet.watch();
   return {
     nodeName, port, stateDir, errors: kubelet.errors,
     stop: async () => {
       await kubelet.stop();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
       await deleteNode(kc, nodeName);
       removeStateDir();
       process.off('exit', removeStateDir);

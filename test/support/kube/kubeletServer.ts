@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:https';
 import type { ServerResponse } from 'node:http';
 import { open, readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { execUpgradeHandler, type ExecLookup } from './execServer.js';
 
 /** Where a container's log is, and whether it can still grow. */
 export interface ContainerLog {
@@ -61,20 +62,35 @@ async function serveLog(log: ContainerLog, query: URLSearchParams, res: ServerRe
   res.end(body);
 }
 
+/** A running kubelet HTTPS endpoint. */
+export interface KubeletServer {
+  server: Server;
+  port: number;
+  /** Ends every exec session (killing its command) and stops listening. */
+  close(): Promise<void>;
+}
+
 /**
- * The kubelet's HTTPS endpoint, reduced to `GET /containerLogs/{ns}/{pod}/{container}` (what
- * kube-apiserver proxies `pods/log` to). It does not check the apiserver's client certificate.
+ * The kubelet's HTTPS endpoint, reduced to what kube-apiserver proxies to it:
+ * `GET /containerLogs/{ns}/{pod}/{container}` (`pods/log`) and the WebSocket upgrade of
+ * `GET|POST /exec/{ns}/{pod}/{container}` (`pods/exec`, see execServer.ts). It does not check
+ * the apiserver's client certificate.
  */
-export async function startKubeletServer(tls: { cert: Buffer; key: Buffer }, lookup: LogLookup): Promise<{ server: Server; port: number }> {
+export async function startKubeletServer(tls: { cert: Buffer; key: Buffer }, lookup: { log: LogLookup; exec: ExecLookup }): Promise<KubeletServer> {
+  const exec = execUpgradeHandler(lookup.exec);
   const server = createServer(tls, (req, res) => {
     const url = new URL(req.url ?? '/', 'https://localhost');
+    if (url.pathname.startsWith('/exec/')) {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('exec needs a WebSocket upgrade (v5.channel.k8s.io or v4.channel.k8s.io); the test kubelet does not speak SPDY\n');
+      return;
+    }
     const match = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
     if (req.method !== 'GET' || !match) {
       res.writeHead(404).end('not found\n');
       return;
     }
     const [ns, pod, container] = match.slice(1).map(decodeURIComponent) as [string, string, string];
-    const log = lookup(ns, pod, container);
+    const log = lookup.log(ns, pod, container);
     if (!log) {
       res.writeHead(404).end(`container ${container} of pod ${ns}/${pod} is not known to this kubelet\n`);
       return;
@@ -84,6 +100,15 @@ export async function startKubeletServer(tls: { cert: Buffer; key: Buffer }, loo
       res.end(`failed to read log: ${err.message}\n`);
     });
   });
+  server.on('upgrade', exec.onUpgrade);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, port: (server.address() as AddressInfo).port };
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      exec.closeAll();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }

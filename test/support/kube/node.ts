@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { CoreV1Api, type KubeConfig, type V1NodeStatus } from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1NodeStatus } from '@kubernetes/client-node';
+
+/**
+ * Node features the test kubelet declares in `status.declaredFeatures`. With
+ * ExtendWebSocketsToKubelet the apiserver proxies WebSocket `pods/exec` to the kubelet as is
+ * instead of translating it to SPDY, which the test kubelet does not speak.
+ */
+export const DECLARED_FEATURES = ['ExtendWebSocketsToKubelet'];
 
 /** Version the fake Node reports as its kubelet's. */
 export const TEST_KUBELET_VERSION = 'v1.37.2';
@@ -30,8 +37,10 @@ export async function registerNode(kc: KubeConfig, name: string, port: number): 
   await core.createNode({
     body: { metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' } } },
   });
-  const node = await core.readNode({ name });
-  await core.replaceNodeStatus({ name, body: { ...node, status: nodeStatus(name, port) } });
+  // A merge patch, not replaceNodeStatus: client-node 1.x's V1NodeStatus has no
+  // declaredFeatures and its serializer drops fields it does not know.
+  await core.patchNodeStatus({ name, body: { status: { ...nodeStatus(name, port), declaredFeatures: DECLARED_FEATURES } } },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
 }
 
 /** Deletes the Node, ignoring failures (the control plane may already be gone). */

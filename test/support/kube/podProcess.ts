@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { podBinds, PodSpecError } from './podVolumes.js';
-import { startSandbox, type Sandbox } from './sandbox.js';
+import { startSandbox, type Sandbox, type SandboxSpec } from './sandbox.js';
 
 /**
  * Pods carrying this annotation (or label) with value `host` keep the host network;
@@ -16,6 +16,8 @@ export interface PodProcess {
   containerName: string;
   containerId: string;
   sandbox: Sandbox;
+  /** How it was started (env, working dir), so exec can run commands the same way. */
+  spec: SandboxSpec;
   startedAt: Date;
   logFile: string;
   /** Why the kubelet killed it, if it did. */
@@ -42,15 +44,16 @@ export async function startPodProcess(kc: KubeConfig, pod: V1Pod, stateDir: stri
   mkdirSync(podDir, { recursive: true });
   const logFile = join(podDir, `${container.name}.log`);
   writeFileSync(logFile, '');
-  const sandbox = startSandbox({
+  const spec: SandboxSpec = {
     argv, env, binds, logFile,
     hostname: (pod.metadata?.name ?? 'pod').slice(0, 63),
     workingDir: container.workingDir ?? '/',
     workdirSource: join(podDir, 'workdir'),
     network: wantsNetwork(pod),
-  });
+  };
+  const sandbox = startSandbox(spec);
   return {
-    uid, containerName: container.name, containerId: `bwrap://${sandbox.pid}`, sandbox,
+    uid, containerName: container.name, containerId: `bwrap://${sandbox.pid}`, sandbox, spec,
     startedAt: new Date(), logFile, finished: false,
   };
 }

@@ -42,6 +42,11 @@ function systemDirs(): string[] {
   return args;
 }
 
+/** The environment a container's processes see: cleared, then PATH, HOSTNAME and its `env`. */
+export function sandboxEnv(spec: Pick<SandboxSpec, 'env' | 'hostname'>): Record<string, string> {
+  return { PATH: DEFAULT_PATH, HOSTNAME: spec.hostname, ...spec.env };
+}
+
 const covers = (bind: Bind, path: string): boolean => path === bind.target || path.startsWith(`${bind.target.replace(/\/$/, '')}/`);
 
 /** bubblewrap argv: fresh root, private /tmp, pid/ipc/uts (and usually net) namespaces. */
@@ -54,8 +59,8 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
     args.push('--bind', spec.workdirSource, spec.workingDir);
   }
   for (const bind of spec.binds) args.push(bind.readOnly ? '--ro-bind' : '--bind', bind.source, bind.target);
-  args.push('--chdir', spec.workingDir, '--clearenv', '--setenv', 'PATH', DEFAULT_PATH, '--setenv', 'HOSTNAME', spec.hostname);
-  for (const [key, value] of Object.entries(spec.env)) args.push('--setenv', key, value);
+  args.push('--chdir', spec.workingDir, '--clearenv');
+  for (const [key, value] of Object.entries(sandboxEnv(spec))) args.push('--setenv', key, value);
   return [...args, '--', ...spec.argv];
 }
 
