@@ -6,8 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CappedOutput, RollingOutput } from '../output.js';
+import { Calls, type Call, type Output } from '../kubernetes/calls.js';
 import type { ExecRequest, ExecResult, RunningCommand, Sandbox } from '../types.js';
-import { apiFailure } from '../kubernetes/failures.js';
 import type { PodOutcome } from '../kubernetes/pod-run.js';
 import { INTERRUPTED_EXIT_CODE } from '../kubernetes/pod-run.js';
 import { Prerequisites, type Resolver } from '../kubernetes/prerequisites.js';
@@ -36,20 +36,16 @@ export interface SessionSandboxOptions {
   onMissing?: (namespace: string) => void;
 }
 
-type Output = CappedOutput | RollingOutput;
-
 /** How long calls go per call after agent-sandbox was found missing, before it is looked for again. */
 const MISSING_RECHECK_MS = 60_000;
 
-/** A call; `done` is undefined when agent-sandbox turned out to be missing (the caller then runs it per call). */
-interface Call { running: Promise<boolean>; done: Promise<ExecResult | undefined>; abort: AbortController }
 
 class SessionKubernetesSandbox implements Sandbox {
   readonly backend = 'kubernetes' as const;
   private readonly settings: KubernetesSandboxSettings;
   private readonly claims: Claims;
   private readonly prerequisites: Prerequisites;
-  private readonly calls = new Set<Call>();
+  private readonly calls = new Calls();
   /** Namespaces where agent-sandbox was missing, and when we learnt it (looked at again after MISSING_RECHECK_MS). */
   private readonly missing = new Map<string, number>();
 
@@ -73,49 +69,32 @@ class SessionKubernetesSandbox implements Sandbox {
 
   exec(req: ExecRequest): Promise<ExecResult> {
     if (this.perCall(req)) return this.o.perCall.exec(this.withoutSession(req));
-    return this.call(req, new CappedOutput(req.maxOutputChars)).done.then((r) => r ?? this.o.perCall.exec(this.withoutSession(req)));
+    return this.call(req, new CappedOutput(req.maxOutputChars)).done.then((r) => (r === 'missing' ? this.o.perCall.exec(this.withoutSession(req)) : r));
   }
 
   async start(req: ExecRequest): Promise<RunningCommand> {
     if (this.perCall(req)) return this.o.perCall.start(this.withoutSession(req));
     const output = new RollingOutput(req.maxOutputChars);
     const call = this.call(req, output);
-    if (!(await Promise.race([call.running, call.done.then(() => false)]))) {
-      const r = await call.done;
-      if (r === undefined) return this.o.perCall.start(this.withoutSession(req));
+    // Once it runs, or once it has settled (then it never ran; agent-sandbox missing: per call).
+    if (!(await Promise.race([call.running, call.done.then(() => false)])) && (await call.done) === 'missing') {
+      return this.o.perCall.start(this.withoutSession(req));
     }
     return {
       output: () => ({ text: output.text(), truncated: output.truncated }),
-      done: call.done.then((r) => r ?? { exitCode: -1, output: '', truncated: false, status: 'degraded', reason: 'agent-sandbox vanished', durationMs: 0 }),
+      // A call that ran has an ExecResult: 'missing' is only answered before anything runs.
+      done: call.done as Promise<ExecResult>,
       kill: () => call.abort.abort(),
     };
   }
 
-  async close(): Promise<void> {
-    const calls = [...this.calls];
-    for (const c of calls) c.abort.abort();
-    await Promise.all(calls.map((c) => c.done));
+  close(): Promise<void> {
+    return this.calls.close();
   }
 
-  private call(req: ExecRequest, output: Output): Call {
-    const abort = new AbortController();
-    const onAbort = () => abort.abort();
-    if (req.signal.aborted) abort.abort();
-    else req.signal.addEventListener('abort', onAbort, { once: true });
-    let setRunning!: (v: boolean) => void;
-    const running = new Promise<boolean>((resolve) => { setRunning = resolve; });
-    const t0 = Date.now();
-    const finish = (o: PodOutcome): ExecResult => ({
-      exitCode: o.exitCode, output: output.text(), truncated: output.truncated, status: o.status,
-      ...(o.reason ? { reason: o.reason } : {}), durationMs: Date.now() - t0,
-    });
-    const call: Call = { running, abort, done: Promise.resolve(undefined) };
-    call.done = this.run(req, output, abort.signal, () => setRunning(true))
-      .then((o) => (o === 'missing' ? undefined : finish(o)),
-        (err: unknown) => finish({ status: 'degraded', exitCode: -1, reason: apiFailure(err, 'preparing the session sandbox').reason }))
-      .finally(() => { setRunning(false); req.signal.removeEventListener('abort', onAbort); this.calls.delete(call); });
-    this.calls.add(call);
-    return call;
+  /** `done` is `missing` when agent-sandbox turned out not to be installed (the caller then runs it per call). */
+  private call(req: ExecRequest, output: Output): Call<ExecResult | 'missing'> {
+    return this.calls.start<'missing'>(req, output, 'preparing the session sandbox', (signal, onRunning) => this.run(req, output, signal, onRunning));
   }
 
   /** The session's Ready sandbox (ServiceAccount and NetworkPolicy first), or `missing` when agent-sandbox is not installed. */

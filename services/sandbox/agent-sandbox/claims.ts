@@ -10,7 +10,7 @@ import {
   agentKey, componentLabel, idleSecondsAnnotation, lastUsedAtAnnotation, sessionClaimComponent, sessionKey, ttlSecondsAnnotation,
 } from '../../core/index.js';
 import type { SandboxSession } from '../types.js';
-import { apiCode, apiFailure, bounded, SandboxFailure } from '../kubernetes/failures.js';
+import { apiCode, apiFailure, apiNotServed, bounded, SandboxFailure } from '../kubernetes/failures.js';
 import { labelValue } from '../kubernetes/names.js';
 import {
   AGENT_SANDBOX_VERSION, CLAIM_SANDBOX_ANNOTATION, EXTENSIONS_GROUP, LAUNCH_TYPE_LABEL, plural, POD_NAME_ANNOTATION, SANDBOX_GROUP, sessionClaimName,
@@ -49,6 +49,9 @@ export interface ClaimRequest {
   signal: AbortSignal;
 }
 
+/** What a claim is stamped with on every use. */
+type Stamped = Pick<ClaimRequest, 'session' | 'namespace' | 'idleSeconds' | 'ttlSeconds'>;
+
 interface Condition { type?: string; status?: string; reason?: string; message?: string }
 interface Obj {
   metadata?: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
@@ -84,8 +87,6 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> => new Promise((r
   signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
 });
 
-/** A 404 naming the resource type (not an object): the CRD is not served. */
-const crdMissing = (err: unknown): boolean => apiCode(err) === 404 && /could not find the requested resource|page not found|404 page/i.test(String((err as { body?: unknown }).body ?? (err as Error).message));
 
 export class Claims {
   private readonly api: CustomObjectsApi;
@@ -114,7 +115,7 @@ export class Claims {
     };
   }
 
-  private stamps(r: ClaimRequest, now: Date): Record<string, string> {
+  private stamps(r: Stamped, now: Date): Record<string, string> {
     return {
       [agentKey]: r.session.agent, [sessionKey]: r.session.sessionId, [lastUsedAtAnnotation]: now.toISOString(),
       [idleSecondsAnnotation]: String(r.idleSeconds), [ttlSecondsAnnotation]: String(r.ttlSeconds),
@@ -122,15 +123,15 @@ export class Claims {
   }
 
   /** Stamps last-used-at (and the Profile's current idle and TTL) on the session's claim; undefined when it has none. */
-  async touch(r: Omit<ClaimRequest, 'signal' | 'pool'>): Promise<Obj | undefined> {
+  async touch(r: Stamped): Promise<Obj | undefined> {
     const name = sessionClaimName(r.session);
     try {
       return await this.limit(this.api.patchNamespacedCustomObject({
         group: EXTENSIONS_GROUP, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural.claims, name,
-        body: { metadata: { annotations: this.stamps({ ...r, pool: '', signal: new AbortController().signal }, new Date()) } },
+        body: { metadata: { annotations: this.stamps(r, new Date()) } },
       }, merge), `stamping SandboxClaim ${r.namespace}/${name}`) as Obj;
     } catch (err) {
-      if (crdMissing(err)) throw new AgentSandboxMissing('agent-sandbox is not installed');
+      if (apiNotServed(err)) throw new AgentSandboxMissing('agent-sandbox is not installed');
       if (apiCode(err) === 404) return undefined;
       throw apiFailure(err, `stamping SandboxClaim ${r.namespace}/${name}`);
     }
@@ -147,7 +148,7 @@ export class Claims {
       }), `creating SandboxClaim ${r.namespace}/${name}`) as Obj;
       return { claim, created: true };
     } catch (err) {
-      if (crdMissing(err)) throw new AgentSandboxMissing('agent-sandbox is not installed');
+      if (apiNotServed(err)) throw new AgentSandboxMissing('agent-sandbox is not installed');
       if (apiCode(err) === 409) return { claim: (await this.touch(r)) ?? {}, created: false };
       throw apiFailure(err, `creating SandboxClaim ${r.namespace}/${name}`);
     }

@@ -4,8 +4,9 @@
 // Every failure of the cluster is a `degraded` result; nothing here throws to the tool.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { CappedOutput, RollingOutput } from '../output.js';
+import { Calls, type Call, type Output } from './calls.js';
 import type { ExecRequest, ExecResult, RunningCommand, Sandbox } from '../types.js';
-import { apiFailure, bounded } from './failures.js';
+import { bounded } from './failures.js';
 import { sandboxPodName, stdinConfigMapName } from './names.js';
 import { pinnedNode } from './node-pin.js';
 import { INTERRUPTED_EXIT_CODE, PodRun, type PodOutcome } from './pod-run.js';
@@ -25,23 +26,16 @@ export interface KubernetesSandboxOptions {
   resolver?: Resolver;
 }
 
-type Output = CappedOutput | RollingOutput;
-
 /** A call longer than this stamps the workspace's last-used-at again when it ends. */
 const TOUCH_AGAIN_AFTER_MS = 60_000;
 
-interface Call {
-  running: Promise<boolean>;
-  done: Promise<ExecResult>;
-  abort: AbortController;
-}
 
 class KubernetesSandbox implements Sandbox {
   readonly backend = 'kubernetes' as const;
   private readonly settings: KubernetesSandboxSettings;
   private readonly core: CoreV1Api;
   private readonly prerequisites: Prerequisites;
-  private readonly calls = new Set<Call>();
+  private readonly calls = new Calls();
 
   constructor(private readonly o: KubernetesSandboxOptions) {
     this.settings = { ...defaultKubernetesSandboxSettings, ...o.settings };
@@ -65,30 +59,12 @@ class KubernetesSandbox implements Sandbox {
     };
   }
 
-  async close(): Promise<void> {
-    const calls = [...this.calls];
-    for (const c of calls) c.abort.abort();
-    await Promise.all(calls.map((c) => c.done));
+  close(): Promise<void> {
+    return this.calls.close();
   }
 
-  private call(req: ExecRequest, output: Output): Call {
-    const abort = new AbortController();
-    const onAbort = () => abort.abort();
-    if (req.signal.aborted) abort.abort();
-    else req.signal.addEventListener('abort', onAbort, { once: true });
-    let setRunning!: (v: boolean) => void;
-    const running = new Promise<boolean>((resolve) => { setRunning = resolve; });
-    const t0 = Date.now();
-    const finish = (o: PodOutcome): ExecResult => ({
-      exitCode: o.exitCode, output: output.text(), truncated: output.truncated, status: o.status,
-      ...(o.reason ? { reason: o.reason } : {}), durationMs: Date.now() - t0,
-    });
-    const call: Call = { running, abort, done: Promise.resolve(undefined as unknown as ExecResult) };
-    call.done = this.run(req, output, abort.signal, setRunning)
-      .then(finish, (err: unknown) => finish({ status: 'degraded', exitCode: -1, reason: apiFailure(err, 'preparing the sandbox').reason }))
-      .finally(() => { setRunning(false); req.signal.removeEventListener('abort', onAbort); this.calls.delete(call); });
-    this.calls.add(call);
-    return call;
+  private call(req: ExecRequest, output: Output): Call<ExecResult> {
+    return this.calls.start<never>(req, output, 'preparing the sandbox', (signal, onRunning) => this.run(req, output, signal, onRunning));
   }
 
   private limit<T>(p: Promise<T>, what: string): Promise<T> {
@@ -108,7 +84,7 @@ class KubernetesSandbox implements Sandbox {
     return { ws, ...(node ? { node } : {}) };
   }
 
-  private async run(req: ExecRequest, output: Output, signal: AbortSignal, setRunning: (v: boolean) => void): Promise<PodOutcome> {
+  private async run(req: ExecRequest, output: Output, signal: AbortSignal, onRunning: () => void): Promise<PodOutcome> {
     const problem = requestProblem(req);
     if (problem) return { status: 'degraded', exitCode: -1, reason: `${problem} The command did not run.` };
     const namespace = req.pod?.namespace ?? req.session.namespace;
@@ -118,11 +94,11 @@ class KubernetesSandbox implements Sandbox {
     const prepared = await Promise.race([preparing, whenAborted(signal)]);
     if (prepared === 'aborted' || signal.aborted) return { status: 'interrupted', exitCode: INTERRUPTED_EXIT_CODE, reason: 'Stopped before the sandbox Pod was created.' };
     if ('status' in prepared) return prepared;
-    return this.launch(req, namespace, prepared, { output, signal, setRunning });
+    return this.launch(req, namespace, prepared, { output, signal, onRunning });
   }
 
   private async launch(req: ExecRequest, namespace: string, { ws, node }: { ws: Workspace; node?: string },
-    io: { output: Output; signal: AbortSignal; setRunning: (v: boolean) => void }): Promise<PodOutcome> {
+    io: { output: Output; signal: AbortSignal; onRunning: () => void }): Promise<PodOutcome> {
     const name = sandboxPodName();
     const t0 = Date.now();
     const stdinName = req.stdin !== undefined ? stdinConfigMapName(name) : undefined;
@@ -138,7 +114,7 @@ class KubernetesSandbox implements Sandbox {
         onBound: (bound) => { if (bound !== ws.node) recording = recordNode(this.core, namespace, ws.name, bound); },
         ...(stdinName ? { onCreated: (pod) => ownStdin(this.core, namespace, stdinName, pod) } : {}),
       });
-      void run.running.then(io.setRunning);
+      void run.running.then((runs) => { if (runs) io.onRunning(); });
       return await run.done;
     } finally {
       await this.limit(Promise.all([recording, stdinName ? deleteStdin(this.core, namespace, stdinName) : undefined]), 'cleaning up').catch(() => undefined);

@@ -9,6 +9,16 @@ export function apiCode(err: unknown): number | undefined {
   return typeof code === 'number' ? code : undefined;
 }
 
+/**
+ * A 404 that names the resource type, not an object: the apiserver does not serve that API
+ * (its CRD is not installed). A missing object answers 404 with a NotFound Status instead.
+ */
+export function apiNotServed(err: unknown): boolean {
+  if (apiCode(err) !== 404) return false;
+  // client-node's message carries the body, parsed or not (JSON.stringify'd).
+  return /could not find the requested resource|404 page not found/i.test(`${apiMessage(err)} ${(err as Error).message ?? ''}`);
+}
+
 /** The apiserver's Status message of a failed call, else the error's own message. */
 export function apiMessage(err: unknown): string {
   const body = (err as { body?: unknown } | null)?.body;
