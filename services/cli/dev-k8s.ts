@@ -46,11 +46,40 @@ async function apply(api: KubernetesObjectApi, obj: KubernetesObject): Promise<v
   await api.patch(obj, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
 }
 
+/** Whether a Profile among `docs` gives its agents commands (the terminal or file toolset). */
+export function needsSandbox(docs: KubernetesObject[]): boolean {
+  return docs.some((d) => {
+    const toolsets = (d as { spec?: { toolsets?: unknown } }).spec?.toolsets;
+    return d.kind === 'Profile' && Array.isArray(toolsets) && toolsets.some((t) => t === 'terminal' || t === 'file');
+  });
+}
+
+/**
+ * Makes `namespace` what a platform team (or the Helm chart) makes a sandbox namespace: Pod
+ * Security `restricted` enforced, and the sandbox ServiceAccount without a token — so the
+ * Agents' SandboxReady condition is True and their commands run in Pods from the first call.
+ */
+async function prepareSandboxNamespace(api: KubernetesObjectApi, namespace: string, serviceAccount: string): Promise<void> {
+  await apply(api, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } });
+  await apply(api, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: serviceAccount, namespace }, automountServiceAccountToken: false } as KubernetesObject);
+}
+
+/** Options of {@link applyDevManifests}. */
+export interface DevManifestOptions {
+  /** Where manifests without a namespace go. @defaultValue 'default' */
+  namespace?: string;
+  /** The sandbox ServiceAccount (HERMES_SANDBOX_SERVICE_ACCOUNT) to create where agents run commands. @defaultValue 'hermes-sandbox' */
+  sandboxServiceAccount?: string;
+}
+
 /**
  * Installs the CRDs, the Secrets (the folder's, else from `env`: only pass allow-listed variables)
- * and the hermes.dev manifests of `dir`; returns the Agents' keys.
+ * and the hermes.dev manifests of `dir`; when a Profile enables the terminal or file toolset, the
+ * namespaces of the Agents become sandbox namespaces (see {@link prepareSandboxNamespace}).
+ * Returns the Agents' keys.
  */
-export async function applyDevManifests(kc: KubeConfig, dir: string, env: Readonly<Record<string, string | undefined>>, namespace = 'default'): Promise<string[]> {
+export async function applyDevManifests(kc: KubeConfig, dir: string, env: Readonly<Record<string, string | undefined>>, opts: DevManifestOptions = {}): Promise<string[]> {
+  const namespace = opts.namespace ?? 'default';
   const api = KubernetesObjectApi.makeApiClient(kc);
   for (const crd of await yamlDocs(crdsDir, false)) await apply(api, crd);
   const docs = (await yamlDocs(dir, true)).filter((d) => d.apiVersion === 'hermes.dev/v1alpha1' || (d.apiVersion === 'v1' && (d.kind === 'ConfigMap' || d.kind === 'Secret')))
@@ -74,12 +103,16 @@ export async function applyDevManifests(kc: KubeConfig, dir: string, env: Readon
       }
     }
   }
-  return docs.filter((d) => d.kind === 'Agent').map((d) => `${d.metadata!.namespace}/${d.metadata!.name}`);
+  const agents = docs.filter((d) => d.kind === 'Agent');
+  if (needsSandbox(docs)) {
+    for (const ns of new Set(agents.map((d) => d.metadata!.namespace!))) await prepareSandboxNamespace(api, ns, opts.sandboxServiceAccount ?? 'hermes-sandbox');
+  }
+  return agents.map((d) => `${d.metadata!.namespace}/${d.metadata!.name}`);
 }
 
 /** Applies the manifests and runs the operator in this process (no leader election). */
-export async function startDevOperator(opts: { kc: KubeConfig; db: Db; log: Logger; dir: string; env: Readonly<Record<string, string>>; gatewayUrl: string }): Promise<{ agents: string[]; operator: OperatorHandle }> {
-  const agents = await applyDevManifests(opts.kc, opts.dir, opts.env);
+export async function startDevOperator(opts: { kc: KubeConfig; db: Db; log: Logger; dir: string; env: Readonly<Record<string, string>>; gatewayUrl: string; sandboxServiceAccount: string }): Promise<{ agents: string[]; operator: OperatorHandle }> {
+  const agents = await applyDevManifests(opts.kc, opts.dir, opts.env, { sandboxServiceAccount: opts.sandboxServiceAccount });
   const operator = await startOperator({ kc: opts.kc, db: opts.db, log: opts.log, gatewayUrl: opts.gatewayUrl, leaderElection: false, secretEnv: opts.env });
   return { agents, operator };
 }

@@ -3,14 +3,14 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { ConfigError, DEV_SECRET_ENV, findAgent, publishRevision, registerInstance, sha256, type Config } from '../core/index.js';
+import { ConfigError, DEV_SECRET_ENV, findAgent, publishRevision, registerInstance, sandboxPodSelector, sha256, type Config } from '../core/index.js';
 import { CompileError, compileAgent, loadManifests, staticConfigMaps, type ManifestSet, type Profile } from '../../operator/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
 import { applyMigrations } from '../../prisma/migrate.js';
 import { openRuntime, onShutdown, type Runtime } from './runtime.js';
-import { asLookup, openSecrets, secretEnv, type SecretSetup } from './secrets.js';
+import { asLookup, clusterKubeConfig, openSecrets, secretEnv, type SecretSetup } from './secrets.js';
 import { startDevOperator } from './dev-k8s.js';
 import { loadClusterConfig } from './operator.js';
 import type { OperatorHandle } from '../../operator/manager.js';
@@ -74,7 +74,7 @@ async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 
   const kc = loadClusterConfig();
   const env = secretEnv(rt.config, setup);
   const gatewayUrl = `http://${rt.config.HERMES_HOST}:${rt.config.HERMES_PORT}`;
-  const started = await startDevOperator({ kc, db: rt.db, log: rt.log, dir, env, gatewayUrl });
+  const started = await startDevOperator({ kc, db: rt.db, log: rt.log, dir, env, gatewayUrl, sandboxServiceAccount: rt.config.HERMES_SANDBOX_SERVICE_ACCOUNT });
   const deadline = Date.now() + 30_000;
   for (const key of started.agents) {
     const [ns, name] = key.split('/') as [string, string];
@@ -86,10 +86,13 @@ async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 
   return { ...started, secrets };
 }
 
-/** `hermes dev`'s own defaults: loopback only, commands in bubblewrap (a cluster install uses Pods). */
-const devOverrides = (port: string | undefined, env: NodeJS.ProcessEnv = process.env) => ({
+/**
+ * `hermes dev`'s own defaults: loopback only; commands in bubblewrap, or with `--k8s` in one Pod
+ * per call on the dev cluster (`make dev K8S=1` runs a test kubelet there), as a cluster install.
+ */
+export const devOverrides = (port: string | undefined, k8s: boolean, env: NodeJS.ProcessEnv = process.env) => ({
   HERMES_HOST: env.HERMES_HOST ?? '127.0.0.1',
-  HERMES_SANDBOX_BACKEND: env.HERMES_SANDBOX_BACKEND ?? 'bubblewrap',
+  HERMES_SANDBOX_BACKEND: env.HERMES_SANDBOX_BACKEND ?? (k8s ? 'kubernetes' : 'bubblewrap'),
   ...(port ? { HERMES_PORT: port } : {}),
 });
 
@@ -99,7 +102,7 @@ export const devCommand = new Command('dev')
   .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)')
   .option('--k8s', 'apply the manifests to the cluster in KUBECONFIG (`make dev K8S=1`) and run the operator instead of compiling files')
   .action(async (opts: { manifests?: string; port?: string; k8s?: boolean }) => {
-    const rt = await openRuntime('dev', devOverrides(opts.port));
+    const rt = await openRuntime('dev', devOverrides(opts.port, opts.k8s === true));
     say('hermes dev: applying migrations…');
     await applyMigrations(rt.config.DATABASE_URL);
     const apiKey = rt.config.HERMES_DEV_API_KEY ?? `hk-dev-${randomBytes(18).toString('base64url')}`;
@@ -127,7 +130,8 @@ export const devCommand = new Command('dev')
       throw err;
     }
     const instance = await registerInstance(rt.db.pool, 'dev');
-    const worker = await startWorker({ ...rt, secrets, instance });
+    // Profiles whose sandbox is `kubernetes` (all, with --k8s) run their Pods in KUBECONFIG's cluster.
+    const worker = await startWorker({ ...rt, secrets, instance, kubeConfig: clusterKubeConfig });
     const gw = await startGatewayOn(rt);
     const first = agents[0] ?? 'default/hermes';
     say('');
@@ -138,6 +142,9 @@ export const devCommand = new Command('dev')
     say(`  models:         curl -H "Authorization: Bearer ${apiKey}" ${gw.url}/v1/models`);
     say(`  send a message: curl -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' -d '{"content":"hello"}' ${gw.url}/v1/agents/${first}/messages`);
     say(`  metrics:        ${gw.metricsUrl ?? gw.url}/metrics     health: ${gw.url}/readyz`);
+    if (opts.k8s && rt.config.HERMES_SANDBOX_BACKEND === 'kubernetes') {
+      say(`  sandboxes:      one Pod per command on the dev cluster: kubectl get pods -A -l ${sandboxPodSelector} -w`);
+    }
     for (const name of keyless) {
       say(`  note: ${name} does not take this API key (its spec.api has no key from HERMES_DEV_API_KEY); add \`keys: [{ env: HERMES_DEV_API_KEY }]\` under spec.api to call it over HTTP.`);
     }

@@ -42,21 +42,24 @@ const CONTROLLERS = ['sandbox', 'sandboxclaim', 'sandboxtemplate', 'sandboxwarmp
 const NAMESPACE = 'agent-sandbox-system';
 const SERVICE_ACCOUNT = 'agent-sandbox-controller';
 
-async function kubectlOk(cp: ControlPlane, args: string[], what: string, input?: string): Promise<string> {
+/** What the controller needs of a control plane. */
+export type AgentSandboxPlane = Pick<ControlPlane, 'dir' | 'adminKubeconfig' | 'kubectl' | 'mintServiceAccountKubeconfig'>;
+
+async function kubectlOk(cp: AgentSandboxPlane, args: string[], what: string, input?: string): Promise<string> {
   const result = await cp.kubectl(args, { input });
   if (result.code !== 0) throw new Error(`${what} failed (kubectl ${args.join(' ')}): ${result.stderr.trim()}`);
   return result.stdout;
 }
 
 /** Installs the 4 CRDs (server-side apply: they are too large for the last-applied annotation) and waits until Established. */
-async function installCrds(cp: ControlPlane, crdDir: string, timeoutMs: number): Promise<void> {
+async function installCrds(cp: AgentSandboxPlane, crdDir: string, timeoutMs: number): Promise<void> {
   await kubectlOk(cp, ['apply', '--server-side', '--force-conflicts', '-f', crdDir], 'Installing the agent-sandbox CRDs');
   await kubectlOk(cp, ['wait', '--for=condition=Established', `--timeout=${Math.ceil(timeoutMs / 1000)}s`, '-f', crdDir],
     'Waiting for the agent-sandbox CRDs to be Established');
 }
 
 /** The release's ClusterRoles bound to a ServiceAccount; returns a kubeconfig once the authorizer lets it watch claims. */
-async function serviceAccountKubeconfig(cp: ControlPlane, rbacDir: string, timeoutMs: number): Promise<string> {
+async function serviceAccountKubeconfig(cp: AgentSandboxPlane, rbacDir: string, timeoutMs: number): Promise<string> {
   await kubectlOk(cp, ['apply', '-f', rbacDir], 'Applying the agent-sandbox ClusterRoles');
   await kubectlOk(cp, ['apply', '-f', '-'], 'Creating the agent-sandbox namespace', `apiVersion: v1\nkind: Namespace\nmetadata: { name: ${NAMESPACE} }\n`);
   const bindings = ['agent-sandbox-controller', 'agent-sandbox-controller-extensions'].map((role) => [
@@ -91,7 +94,7 @@ function startedControllers(logFile: string): Set<string> {
  * Pods it creates need a test kubelet; deleting a claim or Sandbox relies on the garbage
  * collector (controllerManager.ts `startGarbageCollector`).
  */
-export async function startAgentSandboxController(cp: ControlPlane, opts: AgentSandboxControllerOptions = {}): Promise<AgentSandboxController> {
+export async function startAgentSandboxController(cp: AgentSandboxPlane, opts: AgentSandboxControllerOptions = {}): Promise<AgentSandboxController> {
   const bin = agentSandboxBinaries();
   const timeoutMs = opts.startTimeoutMs ?? 60_000;
   await installCrds(cp, bin.crdDir, timeoutMs);

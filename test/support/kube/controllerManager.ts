@@ -13,6 +13,13 @@ import { freePort, startLogged, waitReady } from './process.js';
 export interface GarbageCollectorOptions {
   /** How long it gets to sync its resource monitors. @defaultValue 60_000 */
   startTimeoutMs?: number;
+  /**
+   * Further controllers of kube-controller-manager to run (e.g. `serviceaccount-controller`,
+   * which gives every namespace its `default` ServiceAccount, and `namespace-controller`, which
+   * empties a deleted namespace): the dev plane runs them, tests keep the plane they know.
+   * @defaultValue []
+   */
+  extraControllers?: string[];
 }
 
 /** A running garbage collector (kube-controller-manager `--controllers=garbagecollector,persistentvolumeclaim-protection-controller`). */
@@ -31,10 +38,10 @@ const SYNCED = /all resource monitors have synced/i;
  * rediscovers resources every 30 s, so install CRDs first (as
  * `startAgentSandboxController` does) for their objects to be collected at once.
  */
-export async function startGarbageCollector(cp: ControlPlane, opts: GarbageCollectorOptions = {}): Promise<GarbageCollector> {
+export async function startGarbageCollector(cp: Pick<ControlPlane, 'dir' | 'adminKubeconfig' | 'binaries'>, opts: GarbageCollectorOptions = {}): Promise<GarbageCollector> {
   const logFile = join(cp.dir, `kube-controller-manager-${await freePort()}.log`);
   const proc = startLogged('kube-controller-manager', cp.binaries.kubeControllerManager, [
-    `--kubeconfig=${cp.adminKubeconfig}`, '--controllers=garbagecollector,persistentvolumeclaim-protection-controller', '--leader-elect=false', '--secure-port=0',
+    `--kubeconfig=${cp.adminKubeconfig}`, `--controllers=${['garbagecollector', 'persistentvolumeclaim-protection-controller', ...(opts.extraControllers ?? [])].join(',')}`, '--leader-elect=false', '--secure-port=0',
   ], logFile);
   await waitReady(proc, () => Promise.resolve(SYNCED.test(readFileSync(logFile, 'utf8'))), opts.startTimeoutMs ?? 60_000);
   return { logFile, tail: (lines) => proc.tail(lines), stop: () => proc.stop() };

@@ -2,23 +2,29 @@
 //   node --import tsx test/support/kube/devControlPlane.ts up|down|env
 // Same binaries, certificates and flags as the test control plane, but on this checkout's ports
 // (HERMES_KUBE_PORT, HERMES_ETCD_PORT and HERMES_ETCD_PORT + 1, from hack/ports.sh) with its
-// state in .hermes/kube/ (git-ignored), so it survives the script and keeps its data.
+// state in .hermes/kube/ (git-ignored; HERMES_KUBE_DEV_DIR overrides), so it survives the script
+// and keeps its data. Beside etcd and kube-apiserver runs its node (devNode.ts: the test kubelet,
+// the garbage collector and the agent-sandbox controller), so sandbox Pods run too.
 // stdout carries only `export` lines (for eval); progress goes to stderr. Every failure exits 1
 // with its cause: a port held by another process (and which), a process that died (its log).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { apiserverArgs } from './apiserverArgs.js';
 import { kubeBinaries, repoRoot } from './binaries.js';
 import { writeKubeconfig } from './kubeconfig.js';
+import { DEV_NODE_READY } from './devPlane.js';
 import { generatePki, pkiPaths, type Pki } from './pki.js';
 import { httpsStatus } from './probe.js';
 import { startLogged, waitReady } from './process.js';
 import { processGone } from './reaper.js';
 import { waitFor } from './wait.js';
 
-const state = join(repoRoot, '.hermes/kube');
+const state = resolve(process.env.HERMES_KUBE_DEV_DIR || join(repoRoot, '.hermes/kube'));
+// Run as TypeScript through tsx, as this script is.
+const devNodeScript = fileURLToPath(new URL('./devNode.ts', import.meta.url));
 const kubeconfig = join(state, 'admin.kubeconfig');
 const pidFile = (name: string): string => join(state, `${name}.pid`);
 const log = (message: string): void => { process.stderr.write(`[kube] ${message}\n`); };
@@ -119,14 +125,36 @@ async function up(): Promise<void> {
     throw new Error(`this checkout's kube-apiserver runs but ${server}/readyz is not 200; see ${join(state, 'kube-apiserver.log')}, or restart it: hack/kube/dev-env.sh down`);
   }
   writeKubeconfig(kubeconfig, server, pki.ca.cert, 'admin', { kind: 'cert', certFile: pki.admin.cert, keyFile: pki.admin.key });
+  await upNode(server);
   log(`kubectl: ${bin.kubectl}   helm: ${bin.helm}`);
   // On a line of its own, unprefixed, so a person or a script can pick it up.
   process.stderr.write(`kubeconfig: ${kubeconfig}\n`);
 }
 
-/** Stops the apiserver first and waits for it (it needs etcd to shut down cleanly), then etcd. */
+/**
+ * The node (devNode.ts): the test kubelet, the garbage collector and the agent-sandbox
+ * controller. Started unless this checkout's runs; resolves once it has said it is ready.
+ */
+async function upNode(server: string): Promise<void> {
+  const isReady = (): Promise<boolean> => Promise.resolve(existsSync(join(state, DEV_NODE_READY)));
+  if (ours('node')) {
+    if (!(await waitFor(isReady, { what: 'the dev node', timeoutMs: 120_000 }).catch(() => false))) {
+      throw new Error(`this checkout's node (test kubelet and controllers) runs but is not ready; see ${join(state, 'node.log')}, or restart it: hack/kube/dev-env.sh down`);
+    }
+    return;
+  }
+  log(`node: starting the test kubelet (Node hermes-dev-node), the garbage collector and the agent-sandbox controller`);
+  const node = start('node', process.execPath, ['--import', 'tsx', devNodeScript, state, server]);
+  await waitReady(node, isReady, 180_000);
+  log(`node: ready (log ${join(state, 'node.log')})`);
+}
+
+/**
+ * Stops the node first (it deletes its Node and stops its pods through the apiserver), then the
+ * apiserver, waiting for it (it needs etcd to shut down cleanly), then etcd.
+ */
 async function down(): Promise<void> {
-  for (const name of ['kube-apiserver', 'etcd']) {
+  for (const name of ['node', 'kube-apiserver', 'etcd']) {
     if (!ours(name)) continue;
     const id = Number(readFileSync(pidFile(name), 'utf8'));
     process.kill(id, 'SIGTERM');

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, makeInformer, type Informer, type KubeConfig, type V1Pod, type V1PodStatus } from '@kubernetes/client-node';
@@ -30,14 +30,23 @@ export interface KubeletOptions {
    * `ErrImagePull`, as a real kubelet reports a missing image. @defaultValue none
    */
   unpullableImages?: (image: string) => boolean;
+  /**
+   * A folder kept across runs for pod logs, volumes and PVC stand-ins (the dev plane's
+   * `.hermes/kube/kubelet`): created if missing, never removed. @defaultValue a temp folder,
+   * removed by `stop()`
+   */
+  stateDir?: string;
 }
+
+/** What the kubelet needs of a control plane: an admin client, and the CA to sign its serving cert. */
+export type KubeletPlane = Pick<ControlPlane, 'kubeConfig' | 'pki'>;
 
 /** A running test kubelet. */
 export interface TestKubelet {
   nodeName: string;
   /** HTTPS port serving /containerLogs and /exec. */
   port: number;
-  /** Folder of pod logs, volumes and PVC stand-ins (`pvc/<ns>/<claim>`); removed by `stop()`. */
+  /** Folder of pod logs, volumes and PVC stand-ins (`pvc/<ns>/<claim>`); removed by `stop()` unless given as an option. */
   stateDir: string;
   /** Failures the kubelet hit while reconciling (also printed), for debugging tests. */
   errors: string[];
@@ -117,7 +126,30 @@ class Kubelet {
     }
     const done = ['Succeeded', 'Failed'].includes(pod.status?.phase ?? '');
     if (done || this.running.has(keyOf(pod)) || this.finishedUids.has(pod.metadata?.uid ?? '')) return;
+    if (pod.status?.phase === 'Running') {
+      await this.lost(pod);
+      return;
+    }
     await this.start(pod);
+  }
+
+  /**
+   * A Pod that runs on this Node by its status, but not by any process of ours: an earlier
+   * kubelet process started it and is gone (the dev plane's node was stopped or crashed), and its
+   * process died with it. As a real kubelet reports a container it can no longer find, it ends
+   * Failed with ContainerStatusUnknown (exit 137) — never started a second time, since
+   * restartPolicy Never means its command must not run twice.
+   */
+  private async lost(pod: V1Pod): Promise<void> {
+    this.finishedUids.add(pod.metadata?.uid ?? '');
+    const running = pod.status?.containerStatuses?.[0]?.state?.running;
+    const now = new Date();
+    await this.writeStatus(pod, (p) => terminatedStatus(p, p.status?.containerStatuses?.[0]?.containerID ?? '', {
+      exitCode: 137, startedAt: running?.startedAt ? new Date(running.startedAt) : now, finishedAt: now,
+      containerReason: 'ContainerStatusUnknown',
+      containerMessage: 'The container could not be located when the pod was terminated (the test kubelet restarted)',
+      podReason: 'ContainerStatusUnknown', podMessage: `The test kubelet ${this.nodeName} restarted while this Pod ran; its process is gone`,
+    }));
   }
 
   private async bind(pod: V1Pod): Promise<void> {
@@ -241,12 +273,14 @@ class Kubelet {
  * process, binds matching pending Pods to it, runs each Pod's first container in bubblewrap,
  * writes Pod status as a kubelet would and serves their logs to the apiserver.
  */
-export async function startKubelet(cp: ControlPlane, opts: KubeletOptions = {}): Promise<TestKubelet> {
+export async function startKubelet(cp: KubeletPlane, opts: KubeletOptions = {}): Promise<TestKubelet> {
   const nodeName = opts.nodeName ?? `test-kubelet-${randomBytes(3).toString('hex')}`;
   requireBubblewrap();
-  const stateDir = mkdtempSync(join(tmpdir(), 'hermes-kubelet-'));
-  writeFileSync(join(stateDir, OWNER_FILE), ownerId()); // the reaper removes it if we die before stop()
-  const removeStateDir = (): void => rmSync(stateDir, { recursive: true, force: true });
+  const kept = opts.stateDir !== undefined;
+  const stateDir = kept ? opts.stateDir! : mkdtempSync(join(tmpdir(), 'hermes-kubelet-'));
+  if (kept) mkdirSync(stateDir, { recursive: true });
+  else writeFileSync(join(stateDir, OWNER_FILE), ownerId()); // the reaper removes it if we die before stop()
+  const removeStateDir = (): void => { if (!kept) rmSync(stateDir, { recursive: true, force: true }); };
   process.once('exit', removeStateDir);
   const kc = cp.kubeConfig();
   const kubelet = new Kubelet(kc, nodeName, stateDir, opts);

@@ -31,11 +31,17 @@ function nodeStatus(name: string, port: number): V1NodeStatus {
   };
 }
 
-/** Creates the Node and posts a Ready status whose kubelet endpoint is 127.0.0.1:`port`. */
+/**
+ * Creates the Node (or takes over the one an earlier run of the same kubelet left, as a real
+ * kubelet re-registers after a restart) and posts a Ready status whose kubelet endpoint is
+ * 127.0.0.1:`port`.
+ */
 export async function registerNode(kc: KubeConfig, name: string, port: number): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNode({
     body: { metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' } } },
+  }).catch((err: unknown) => {
+    if ((err as { code?: unknown }).code !== 409) throw err;
   });
   // A merge patch, not replaceNodeStatus: client-node 1.x's V1NodeStatus has no
   // declaredFeatures and its serializer drops fields it does not know.

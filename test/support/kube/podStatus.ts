@@ -8,6 +8,9 @@ export interface Termination {
   /** Pod-level reason, e.g. `DeadlineExceeded`. */
   podReason?: string;
   podMessage?: string;
+  /** The container's own reason. @defaultValue `Completed` on exit 0, else `Error` */
+  containerReason?: string;
+  containerMessage?: string;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -76,8 +79,8 @@ export function terminatedStatus(pod: V1Pod, containerId: string, end: Terminati
     ...baseContainerStatus(pod, 0, containerId),
     state: {
       terminated: {
-        exitCode: end.exitCode, reason: end.exitCode === 0 ? 'Completed' : 'Error',
-        startedAt: end.startedAt, finishedAt: end.finishedAt, containerID: containerId,
+        exitCode: end.exitCode, reason: end.containerReason ?? (end.exitCode === 0 ? 'Completed' : 'Error'),
+        ...(end.containerMessage ? { message: end.containerMessage } : {}), startedAt: end.startedAt, finishedAt: end.finishedAt, containerID: containerId,
       },
     },
   };
