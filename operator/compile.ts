@@ -64,6 +64,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...(p.toolsets ? { toolsets: p.toolsets } : {}),
     ...(p.maxIterations ? { maxIterations: p.maxIterations } : {}),
     ...(p.spendCaps ? { spendCaps: p.spendCaps } : {}),
+    ...(p.memory && Object.keys(p.memory).length ? { memory: p.memory } : {}),
     ...compileSandbox(p),
   };
 }

@@ -74,6 +74,10 @@ export const profileSpecSchema = withRules(z.object({
   }).optional().describe('Spend caps in USD per agent, per profile and per user, per UTC day and month, over every model call (answers and summaries); checked before every model call. Under a cap each model needs a price (model.pricing or the built-in table) unless allowUnpriced.'),
   sandbox: sandboxSpecSchema.optional().describe('Where the terminal and file toolsets run their commands: a Pod per call in the cluster, or a bubblewrap process in hermes dev; the session\'s workspace is at /workspace.'),
   approvals: approvalsSpecSchema.optional().describe('The guard in front of every command: hardline blocklist (always), deny globs, allow globs, dangerous-command detection, then mode.'),
+  memory: z.object({
+    memoryCharLimit: z.number().int().min(100).max(100_000).optional().describe('Size of the agent\'s MEMORY notes (shared by all its users), in characters (default 2200).'),
+    userCharLimit: z.number().int().min(100).max(100_000).optional().describe('Size of each person\'s USER profile, in characters (default 1375).'),
+  }).optional().describe('Bounded memory (the memory toolset): the agent\'s notes and one profile per person, in the prompt as a snapshot taken when a conversation starts.'),
 }), [{
   rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
   message: 'set persona or personaFrom, not both',

@@ -16,7 +16,7 @@ export interface PromptInputs {
   agent: CompiledAgent;
   /** Names of the tools offered this session. */
   toolNames: readonly string[];
-  /** Memory / user snapshots (memory issue); empty today. */
+  /** The frozen MEMORY and USER blocks (memory/snapshot.ts), each with its own header. */
   memory?: string;
   user?: string;
   /** The conversation this prompt is for: when it started (not when the prompt was built) and where. */
@@ -112,8 +112,8 @@ export function buildPrompt(inputs: PromptInputs): BuiltPrompt {
   const stable = agent.persona.trim() || `You are ${agent.agent.name}, a helpful assistant.`;
   const context = contextLayer(agent.contextFiles ?? [], notices);
   const volatile = [
-    inputs.memory ? `# Memory\n\n${inputs.memory}` : '',
-    inputs.user ? `# About the user\n\n${inputs.user}` : '',
+    inputs.memory ?? '',
+    inputs.user ?? '',
     inputs.session ? sessionBlock(agent, inputs.session) : '',
   ].filter(Boolean).join('\n\n');
   return { layers: [stable, context, volatile].filter(Boolean), identity: promptIdentity(inputs), notices };

@@ -122,5 +122,7 @@ export const compiledAgentSchema = z.object({
   sandbox: compiledSandboxSchema.optional(),
   /** The command guard; absent = the defaults (manual, 60 s, no globs). */
   approvals: compiledApprovalsSchema.optional(),
+  /** Bounded memory sizes in characters; absent = Hermes' defaults (2200 / 1375). */
+  memory: z.object({ memoryCharLimit: z.number().int().positive().optional(), userCharLimit: z.number().int().positive().optional() }).optional(),
 });
 export type CompiledAgent = z.infer<typeof compiledAgentSchema>;

@@ -7,7 +7,7 @@ import {
   type TurnResult,
 } from '../core/index.js';
 import {
-  builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, promptMessages, runAgentLoop, CooldownBook, ModelRouter, ProviderConfigError,
+  builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter, ProviderConfigError,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
@@ -188,7 +188,8 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   if (compressed) return compressed;
   // Hygiene before the prompt is loaded: a compression here makes this turn rebuild the prompt.
   const history = await precompress(command, deps.log);
-  const prompt = sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name) }, ctx, history !== stored);
+  const memory = tools.some((t) => t.name === 'memory') ? toolContext.memory : undefined;
+  const prompt = await sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name) }, ctx, history !== stored, memory && (() => memorySnapshot(memory)));
   if (prompt.notices.length) deps.log.warn({ session: adm.sessionId, notices: prompt.notices }, 'Refused context files');
   // SPEC: a turn that keeps its lease but makes no progress for 600 s (polled every 15 s) ends.
   const watchdog = new ProgressWatchdog({

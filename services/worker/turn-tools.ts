@@ -1,8 +1,9 @@
 // What a turn's tools get: the tools of the agent's toolsets (the sandbox toolsets only when the
 // agent has a sandbox), and the context every call sees — the session's sandbox, the approval
-// guard, the checkpoint hook before file writes, and the Postgres todo list.
+// guard, the checkpoint hook before file writes, the Postgres todo list, and the memory stores of
+// this agent and this conversation's person.
 import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, pgTodoStore, type CommandGuard, type LoopInput, type Tool, type ToolRegistry } from '../agent/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, memoryLimits, pgMemoryStore, pgTodoStore, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
 
@@ -33,6 +34,14 @@ function checkpointHook(sandbox: SessionSandbox, log: Logger, adm: Admission) {
   };
 }
 
+/** The memory stores a turn reaches: this agent's MEMORY and, when the admission names a person, their USER. */
+export function turnMemory(db: Db, agent: CompiledAgent, adm: Admission): MemoryAccess {
+  return {
+    store: pgMemoryStore(db), agentId: adm.agentId, ...(adm.userId ? { userId: adm.userId } : {}),
+    sessionId: adm.sessionId, limits: memoryLimits(agent), failures: 0,
+  };
+}
+
 export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, guard?: CommandGuard): TurnTools {
   const sandbox = loop.sandboxes ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
@@ -40,6 +49,7 @@ export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: 
     tools: loop.tools.select(toolsets),
     context: {
       todos: pgTodoStore(deps.db),
+      memory: turnMemory(deps.db, agent, adm),
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
       ...(guard ? { guard } : {}),
     },

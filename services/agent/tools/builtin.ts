@@ -1,10 +1,11 @@
-// Built-in tools with no sandbox: the clock (read-only) and the session's todo list (writes,
-// kept in Postgres through ToolContext.todos: todo.ts).
+// Built-in tools with no sandbox: the clock (read-only), the session's todo list (writes, kept in
+// Postgres through ToolContext.todos: todo.ts) and bounded memory (ToolContext.memory: memory.ts).
 import { z } from 'zod';
 import { defineTool, ToolRegistry } from './registry.js';
+import { memoryTool } from './memory.js';
 import { todoTool } from './todo.js';
 
-export { todoTool };
+export { memoryTool, todoTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -24,7 +25,7 @@ export const getTimeTool = defineTool({
 export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 
 export function builtinRegistry(): ToolRegistry {
-  return new ToolRegistry().register(getTimeTool).register(todoTool);
+  return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool);
 }
 
 /** Not in any toolset: the loop offers it whenever the turn can store oversized results. */

@@ -5,6 +5,7 @@ import type { ToolSpec } from '../messages.js';
 import type { ToolResultStore } from './results.js';
 import type { SessionSandbox } from '../../sandbox/index.js';
 import type { TodoStore } from './todo-list.js';
+import type { MemoryAccess } from '../memory/access.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -26,6 +27,8 @@ export interface ToolContext {
   checkpoint?: (reason: string, signal: AbortSignal) => Promise<void>;
   /** The session todo lists (`todo`), in Postgres: pgTodoStore(db). Absent = `todo` refuses. */
   todos?: TodoStore;
+  /** This agent's MEMORY and this person's USER store (`memory`). Absent = `memory` refuses. */
+  memory?: MemoryAccess;
 }
 
 /**

@@ -67,6 +67,6 @@ describe('prompt pieces', () => {
     expect(promptIdentity({ agent: { ...agent, persona: 'changed' }, toolNames: ['get_time'] })).toBe(base);
     expect(promptIdentity({ agent: { ...agent, model: { ...agent.model, model: 'other' } }, toolNames: ['get_time'] })).not.toBe(base);
     expect(promptIdentity({ agent, toolNames: ['get_time', 'todo'] })).not.toBe(base);
-    expect(buildPrompt({ agent, toolNames: [], memory: 'likes tea' }).layers).toEqual(['You are the test agent.', '# Memory\n\nlikes tea']);
+    expect(buildPrompt({ agent, toolNames: [], memory: 'MEMORY block', user: 'USER block' }).layers).toEqual(['You are the test agent.', 'MEMORY block\n\nUSER block']);
   });
 });
