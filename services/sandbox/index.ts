@@ -15,3 +15,4 @@ export {
   sessionPoolName, sessionTemplate, sessionWarmPool, sessionClaimName, DEFAULT_IDLE_SECONDS, SANDBOX_GROUP, EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION,
   plural as agentSandboxPlural, type KubeObject, type SessionPoolInput,
 } from './agent-sandbox/resources.js';
+export { SESSION_CWD_DIR } from './agent-sandbox/pod-exec.js';

@@ -4,7 +4,7 @@
 // gets its SandboxTemplate and SandboxWarmPool from the operator; a new session claims the warm
 // sandbox (a pool hit), later commands of the session run in the same sandbox and keep their
 // working directory, another session gets its own; an idle session's sandbox is suspended and
-// the next command resumes it on the same workspace; a claim past its workspace TTL goes with
+// the next command resumes it on the same workspace, in the same working directory; a claim past its workspace TTL goes with
 // its Sandbox. A cluster without agent-sandbox says so in the status and runs a Pod per call.
 import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
@@ -173,10 +173,11 @@ describe('mode session on agent-sandbox', () => {
     expect((await sandboxOf(second))?.metadata.name).not.toBe((await sandboxOf(first))?.metadata.name);
   }, 120_000);
 
-  it('an idle sandbox is suspended (its Pod goes, its workspace stays) and the next command resumes it', async () => {
+  it('an idle sandbox is suspended (its Pod goes, its workspace stays) and the next command resumes it where the last one left off', async () => {
     printLogs();
     const idle = session();
-    expect((await backend.exec(inSession(idle, 'echo data > /workspace/f', { pod: { session: { profile: 'coder', idleSeconds: 1 } } }))).exitCode).toBe(0);
+    // It ends in a folder of its own: the working directory must outlive the Pod.
+    expect((await backend.exec(inSession(idle, 'mkdir -p /workspace/deep/er && cd /workspace/deep/er && echo data > /workspace/f', { pod: { session: { profile: 'coder', idleSeconds: 1 } } }))).exitCode).toBe(0);
     const sandbox = await sandboxOf(idle);
     const podName = sandbox!.metadata.name;
     const firstUid = (await podOf(podName))?.metadata?.uid;
@@ -185,7 +186,7 @@ describe('mode session on agent-sandbox', () => {
 
     const r = await backend.exec(inSession(idle, 'cat /workspace/f; pwd', { pod: { session: { profile: 'coder', idleSeconds: 3_600 } } }));
     expect(r).toMatchObject({ status: 'ok', exitCode: 0 });
-    expect(r.output).toBe('data\n/workspace\n');
+    expect(r.output).toBe('data\n/workspace/deep/er\n');
     expect(metrics.claims.at(-1)).toBe('resumed');
     expect((await podOf(podName))?.metadata?.uid).not.toBe(firstUid);
   }, 120_000);
