@@ -3,13 +3,15 @@
 // the claim's Sandbox is suspended (agent-sandbox deletes its Pod and keeps its workspace
 // volume; the next command resumes it on the same volume); past the workspace TTL the claim is
 // deleted (and with it the Sandbox and its volume). The sweep also counts session sandboxes by
-// state for hermes_session_sandboxes. Runs on the leader, as one work-queue key requeued every
+// state for hermes_session_sandboxes, and deletes the templates and pools of Profiles deleted while
+// no operator led (session-pool-cleanup.ts). Runs on the leader, as one work-queue key requeued every
 // resync; a failure is retried with the queue's backoff.
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { idleSecondsAnnotation, lastUsedAtAnnotation, sessionClaimSelector, ttlSecondsAnnotation } from '../../services/core/index.js';
 import { AGENT_SANDBOX_VERSION, agentSandboxPlural, DEFAULT_IDLE_SECONDS, EXTENSIONS_GROUP, SANDBOX_GROUP } from '../../services/sandbox/index.js';
 import type { ReconcileResult } from '../runtime/controller.js';
 import type { OperatorContext } from './context.js';
+import { deleteOrphanPools } from './session-pool-cleanup.js';
 
 export const SESSION_SWEEP_KEY = 'session-sandboxes';
 
@@ -117,5 +119,6 @@ export async function sweepSessionSandboxes(ctx: OperatorContext, o: SessionSwee
     if (state) counts[state]++;
   }
   o.report?.(counts);
+  await deleteOrphanPools(ctx);
   return { requeueAfterMs: o.resyncMs };
 }

@@ -46,6 +46,12 @@ export const sessionClaimComponent = 'session-claim';
 /** Label on session sandbox Pods, annotation on SandboxTemplates: the Profile whose template they come from. */
 export const profileKey = 'hermes.dev/profile';
 
+/**
+ * Label on a Profile's SandboxTemplate and SandboxWarmPool: the Profile's namespace (with
+ * `profileKey`, the label that finds what a Profile left in other namespaces).
+ */
+export const profileNamespaceKey = 'hermes.dev/profile-namespace';
+
 /** Annotation on session SandboxClaims: seconds of disuse after which the Sandbox is suspended (integer). */
 export const idleSecondsAnnotation = 'hermes.dev/idle-seconds';
 

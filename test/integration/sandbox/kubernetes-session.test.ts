@@ -203,6 +203,24 @@ describe('mode session on agent-sandbox', () => {
     await waitFor(async () => (await get(AGENTS, 'sandboxes', name) ? undefined : true), { what: 'its Sandbox to be deleted', timeoutMs: 30_000 });
   }, 120_000);
 
+  it('a Profile whose sandbox namespace changes leaves no template or pool behind, nor once it is deleted', async () => {
+    printLogs();
+    const first = await plane.cp.createNamespace('pool-a');
+    const second = await plane.cp.createNamespace('pool-b');
+    const has = (namespace: string, plural: string) => custom.getNamespacedCustomObject({ ...EXT, namespace, plural, name: sessionPoolName('mover') })
+      .then(() => true, (err: unknown) => { if ((err as { code?: number }).code === 404) return false; throw err; });
+    const both = async (namespace: string) => [await has(namespace, 'sandboxtemplates'), await has(namespace, 'sandboxwarmpools')];
+    const mover = (namespace: string) => profile('mover', { mode: 'session', namespace, warmPool: { size: 0 } });
+    await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], mover(first));
+    await waitFor(async () => ((await both(first)).every(Boolean) ? true : undefined), { what: `the template and pool in ${first}`, timeoutMs: 30_000 });
+    await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], mover(second));
+    await waitFor(async () => ((await both(second)).every(Boolean) ? true : undefined), { what: `the template and pool in ${second}`, timeoutMs: 30_000 });
+    await waitFor(async () => ((await both(first)).some(Boolean) ? undefined : true), { what: `the template and pool in ${first} to be deleted`, timeoutMs: 30_000 });
+    // In another namespace than the Profile's, no owner reference takes them with it: the operator must.
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'profiles.hermes.dev', 'mover']);
+    await waitFor(async () => ((await both(second)).some(Boolean) ? undefined : true), { what: `the template and pool in ${second} to be deleted`, timeoutMs: 30_000 });
+  }, 120_000);
+
   it('a Profile that leaves mode session has its template and pool deleted', async () => {
     printLogs();
     await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], profile('coder', { mode: 'call' }));

@@ -3,8 +3,8 @@
 // with an idle shell, never labelled as a per-call sandbox (the hygiene controller would delete
 // it), with a workspace volume per sandbox and deny-all networking; names are valid and stable.
 import { describe, expect, it } from 'vitest';
-import { componentLabel, idleSecondsAnnotation, lastUsedAtAnnotation, profileKey, sandboxComponent, ttlSecondsAnnotation, type CompiledSandbox } from '../../../services/core/index.js';
-import { defaultKubernetesSandboxSettings, sessionClaimName, sessionPoolName, sessionTemplate, sessionWarmPool } from '../../../services/sandbox/index.js';
+import { componentLabel, idleSecondsAnnotation, lastUsedAtAnnotation, profileKey, profileNamespaceKey, sandboxComponent, ttlSecondsAnnotation, type CompiledSandbox } from '../../../services/core/index.js';
+import { defaultKubernetesSandboxSettings, sessionClaimName, sessionPoolName, sessionPoolSelector, sessionTemplate, sessionWarmPool } from '../../../services/sandbox/index.js';
 import { claimVerdict } from '../../../operator/controllers/session-sweep.js';
 
 const sandbox: CompiledSandbox = {
@@ -12,7 +12,7 @@ const sandbox: CompiledSandbox = {
   network: { egress: 'none', allow: [] }, warmPool: { size: 3 }, image: 'example.org/tools:1', runtimeClassName: 'gvisor',
   resources: { limits: { memory: '4Gi' } },
 };
-const input = { profile: 'Coder.Profile', namespace: 'team-a', sandbox, settings: defaultKubernetesSandboxSettings };
+const input = { profile: 'Coder.Profile', profileNamespace: 'agents', namespace: 'team-a', sandbox, settings: defaultKubernetesSandboxSettings };
 import type { V1PersistentVolumeClaim, V1PodSpec } from '@kubernetes/client-node';
 type Spec = { podTemplate: { metadata: { labels: Record<string, string> }; spec: V1PodSpec }; volumeClaimTemplates: V1PersistentVolumeClaim[]; networkPolicy: unknown; networkPolicyManagement: string; service: boolean };
 
@@ -28,6 +28,9 @@ describe('a Profile\'s SandboxTemplate', () => {
     expect(t.metadata.name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
     expect(t.metadata.namespace).toBe('team-a');
     expect(t.metadata.annotations?.[profileKey]).toBe('Coder.Profile');
+    // Labelled with the Profile's name and namespace: what it leaves in other namespaces is found by them.
+    expect(t.metadata.labels).toMatchObject({ [profileKey]: 'Coder.Profile', [profileNamespaceKey]: 'agents' });
+    expect(sessionPoolSelector('agents', 'Coder.Profile')).toBe(`${profileKey}=Coder.Profile,${profileNamespaceKey}=agents,app.kubernetes.io/managed-by=hermes`);
   });
 
   it('runs the restricted sandbox Pod with the Profile\'s image, runtime class and resources, and an idle shell', () => {
