@@ -55,4 +55,13 @@ export const profileNamespaceKey = 'hermes.dev/profile-namespace';
 /** Annotation on session SandboxClaims: seconds of disuse after which the Sandbox is suspended (integer). */
 export const idleSecondsAnnotation = 'hermes.dev/idle-seconds';
 
+/**
+ * Annotation on a session's Sandbox (agent-sandbox): until when a command of a worker holds it
+ * (RFC 3339). A worker writes it before each command with the resourceVersion it found the
+ * Sandbox Ready at, and renews it while the command runs; the sweep never suspends a Sandbox
+ * whose lease has not run out, and writes its suspend with the resourceVersion it decided on, so
+ * of a suspend and a mark that race, the first write wins and the other fails (409).
+ */
+export const inUseUntilAnnotation = 'hermes.dev/in-use-until';
+
 export const sessionClaimSelector = `${componentLabel}=${sessionClaimComponent}`;

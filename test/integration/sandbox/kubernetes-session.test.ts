@@ -10,12 +10,13 @@ import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { stringify } from 'yaml';
-import { componentLabel, lastUsedAtAnnotation, sandboxComponent } from '../../../services/core/index.js';
+import { componentLabel, createLogger, lastUsedAtAnnotation, sandboxComponent } from '../../../services/core/index.js';
 import {
   kubernetesSandbox, sessionClaimName, sessionKubernetesSandbox, sessionPoolName,
-  type ExecRequest, type Sandbox, type SandboxSession, type SessionSandboxMetrics,
+  type ExecRequest, type RunningCommand, type Sandbox, type SandboxSession, type SessionSandboxMetrics,
 } from '../../../services/sandbox/index.js';
 import type { OperatorHandle } from '../../../operator/manager.js';
+import { suspendIdle, type Claim as SweptClaim, type Sandbox as SweptSandbox } from '../../../operator/controllers/session-sweep.js';
 import {
   pidsWithArg, startAgentSandboxController, startGarbageCollector, startKubelet, waitFor,
   type AgentSandboxController, type GarbageCollector, type TestKubelet,
@@ -189,6 +190,59 @@ describe('mode session on agent-sandbox', () => {
     expect(r.output).toBe('data\n/workspace/deep/er\n');
     expect(metrics.claims.at(-1)).toBe('resumed');
     expect((await podOf(podName))?.metadata?.uid).not.toBe(firstUid);
+  }, 120_000);
+
+  // The sweep's suspend and a command's lease race; each order is played out step by step.
+  // Sessions idle after a minute; the sweep is asked ten minutes on (idle, still within the 1 h workspace TTL).
+  const inIdling = (s: SandboxSession, command: string, over: Partial<ExecRequest> = {}): ExecRequest =>
+    inSession(s, command, { pod: { session: { profile: 'coder', idleSeconds: 60 } }, ...over });
+  const later = () => Date.now() + 600_000;
+  const sweepLog = createLogger('sweep', 'silent');
+
+  it('a command leased between the sweep\'s decision and its suspend wins: the suspend is refused, the command runs on', async () => {
+    printLogs();
+    const busy = session();
+    expect((await backend.exec(inIdling(busy, 'mkdir -p /workspace/busy'))).exitCode).toBe(0);
+    // What the sweep read: the claim, idle two hours from now, and its Sandbox.
+    const claim = (await claimOf(busy))!;
+    const sandbox = (await sandboxOf(busy))!;
+    let running: RunningCommand | undefined;
+    const suspended = await suspendIdle({ api: custom, log: sweepLog, beforeSuspend: async () => {
+      // The command starts (its lease written) after the decision, before the write: it waits for a file.
+      running = await backend.start(inIdling(busy, 'while [ ! -e /workspace/busy/go ]; do sleep 0.05; done; echo ran on', { timeoutMs: 60_000 }));
+    } }, claim as SweptClaim, sandbox as SweptSandbox, later());
+    expect(suspended).toBe(false);
+    expect((await sandboxOf(busy))?.spec?.operatingMode).toBe('Running');
+    expect((await backend.exec(inIdling(busy, 'touch /workspace/busy/go'))).exitCode).toBe(0);
+    expect(await running!.done).toMatchObject({ status: 'ok', exitCode: 0, output: 'ran on\n' });
+  }, 120_000);
+
+  it('a suspend between finding the sandbox Ready and leasing it is seen: the command resumes the sandbox and runs there', async () => {
+    printLogs();
+    const raced = session();
+    expect((await backend.exec(inIdling(raced, 'mkdir -p /workspace/here && cd /workspace/here'))).exitCode).toBe(0);
+    const podName = (await sandboxOf(raced))!.metadata.name;
+    const firstUid = (await podOf(podName))?.metadata?.uid;
+    const kc = plane.cp.kubeConfig();
+    const seen = new Recorded();
+    let once = true;
+    const racing = sessionKubernetesSandbox({ kubeConfig: kc, settings: { image: 'test/sandbox:1', pollMs: 200 }, metrics: seen,
+      perCall: kubernetesSandbox({ kubeConfig: kc, settings: { image: 'test/sandbox:1', pollMs: 200 } }),
+      beforeLease: async () => {
+        if (!once) return;
+        once = false;
+        // The sweep suspends it now, and its Pod goes before the worker goes on.
+        expect(await suspendIdle({ api: custom, log: sweepLog }, (await claimOf(raced)) as SweptClaim, (await sandboxOf(raced)) as SweptSandbox, later())).toBe(true);
+        await waitFor(async () => ((await podOf(podName))?.metadata?.uid === firstUid ? undefined : true), { what: 'the suspended sandbox\'s Pod to go', timeoutMs: 30_000 });
+      } });
+    try {
+      const r = await racing.exec(inIdling(raced, 'pwd'));
+      expect(r).toMatchObject({ status: 'ok', exitCode: 0, output: '/workspace/here\n' });
+      expect(once).toBe(false);
+      expect(seen.claims).toEqual(['resumed']);
+    } finally {
+      await racing.close();
+    }
   }, 120_000);
 
   it('a claim unused past its workspace TTL is deleted with its Sandbox', async () => {

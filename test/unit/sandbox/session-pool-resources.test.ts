@@ -3,9 +3,9 @@
 // with an idle shell, never labelled as a per-call sandbox (the hygiene controller would delete
 // it), with a workspace volume per sandbox and deny-all networking; names are valid and stable.
 import { describe, expect, it } from 'vitest';
-import { componentLabel, idleSecondsAnnotation, lastUsedAtAnnotation, profileKey, profileNamespaceKey, sandboxComponent, ttlSecondsAnnotation, type CompiledSandbox } from '../../../services/core/index.js';
+import { componentLabel, idleSecondsAnnotation, inUseUntilAnnotation, lastUsedAtAnnotation, profileKey, profileNamespaceKey, sandboxComponent, ttlSecondsAnnotation, type CompiledSandbox } from '../../../services/core/index.js';
 import { defaultKubernetesSandboxSettings, sessionClaimName, sessionPoolName, sessionPoolSelector, sessionTemplate, sessionWarmPool } from '../../../services/sandbox/index.js';
-import { claimVerdict } from '../../../operator/controllers/session-sweep.js';
+import { claimVerdict, leased } from '../../../operator/controllers/session-sweep.js';
 
 const sandbox: CompiledSandbox = {
   mode: 'session', timeoutSeconds: 180, workspace: { size: '7Gi', ttlSeconds: 3_600 },
@@ -106,5 +106,13 @@ describe('the idle and TTL verdict of a session claim', () => {
     expect(claimVerdict({ metadata: { annotations: { [lastUsedAtAnnotation]: new Date(now - 1_700_000).toISOString() } } }, now)).toBe('keep');
     expect(claimVerdict({ metadata: { annotations: { [lastUsedAtAnnotation]: new Date(now - 1_900_000).toISOString() } } }, now)).toBe('suspend');
     expect(claimVerdict({ metadata: { annotations: { [lastUsedAtAnnotation]: 'yesterday' } } }, now)).toBe('keep');
+  });
+
+  it('holds a Sandbox leased by a worker until the lease runs out', () => {
+    const until = (ms: number) => ({ metadata: { annotations: { [inUseUntilAnnotation]: new Date(now + ms).toISOString() } } });
+    expect(leased(until(1_000), now)).toBe(true);
+    expect(leased(until(0), now)).toBe(false);
+    expect(leased(until(-1_000), now)).toBe(false);
+    expect(leased({}, now)).toBe(false);
   });
 });
