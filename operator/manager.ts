@@ -30,7 +30,7 @@ import { sandboxPodSelector, workspacePvcSelector } from './api/sandbox-labels.j
 /** What every controller reads, from the options (defaults applied). */
 function contextOf(opts: OperatorOptions, caches: Caches, writer: OperatorContext['writer'], events: EventRecorder, log: Logger): OperatorContext {
   return { kc: opts.kc, runtime: opts.runtime ?? {}, caches, writer, events, db: opts.db, log, gatewayUrl: opts.gatewayUrl ?? 'http://hermes-gateway:8080', secretEnv: opts.secretEnv ?? {},
-    ...(opts.sandboxPod ? { sandboxPod: opts.sandboxPod } : {}) };
+    ...(opts.sandboxPod ? { sandboxPod: opts.sandboxPod } : {}), ...(opts.namespace ? { watchNamespace: opts.namespace } : {}) };
 }
 
 /** Options for {@link startOperator}. */

@@ -47,6 +47,8 @@ export interface OperatorContext {
   secretEnv: Readonly<Record<string, string>>;
   /** The install's sandbox defaults, for the Agents' SandboxReady condition. @defaultValue kubernetes, hermes-sandbox */
   sandbox?: { backend: 'kubernetes' | 'bubblewrap'; serviceAccountName: string };
+  /** The one namespace the operator watches (`--namespace`), where it lists what it wrote. @defaultValue all namespaces */
+  watchNamespace?: string;
   /** The install's sandbox Pod settings (HERMES_SANDBOX_*), for the SandboxTemplates of mode session. @defaultValue defaultKubernetesSandboxSettings */
   sandboxPod?: KubernetesSandboxSettings;
 }

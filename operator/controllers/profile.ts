@@ -10,6 +10,7 @@ import { profileTextProblem } from '../texts.js';
 import { prepare, writeStatus, zodMessage, type StatusDraft } from './status.js';
 import { compileSandbox } from '../compile-sandbox.js';
 import { poolCondition, reconcileSessionPool, SANDBOX_POOL_CONDITION, usesSessionPool } from './session-pool.js';
+import { deletePoolsOfGoneProfile } from './session-pool-cleanup.js';
 
 /** How soon a Profile whose warm pool is still filling is looked at again (its condition counts ready sandboxes). */
 const WARMING_RECHECK_MS = 5_000;
@@ -69,7 +70,8 @@ function draftFor(ctx: OperatorContext, obj: RawObject): StatusDraft {
 export async function reconcileProfile(ctx: OperatorContext, key: string): Promise<ReconcileResult | void> {
   const { namespace, name } = parseKey(key);
   const obj = ctx.caches.profiles.get(name, namespace);
-  if (!obj || obj.metadata.deletionTimestamp) return;
+  // Gone or going: the session pools it had in other namespaces have no owner reference to follow.
+  if (!obj || obj.metadata.deletionTimestamp) return deletePoolsOfGoneProfile(ctx, { namespace, name });
   if (!(await prepare(ctx, 'profiles', obj, profileConditions, false))) return;
   const draft = draftFor(ctx, obj);
   const ready = draft.conditions.find((c) => c.type === 'Ready')!;

@@ -1,7 +1,8 @@
 // Mode session: the operator owns one SandboxTemplate and one SandboxWarmPool per Profile
 // (kubernetes-sigs/agent-sandbox; services/sandbox/agent-sandbox/resources.ts builds them), in
-// the Profile's sandbox namespace, owned by the Profile when that is its own namespace. A Profile
-// that leaves mode session has both deleted. What it finds is the Profile's SandboxPool
+// the Profile's sandbox namespace, owned by the Profile when that is its own namespace. Those it
+// wrote in any other namespace (the sandbox namespace changed), and all of them once the Profile
+// leaves mode session, are deleted (session-pool-cleanup.ts). What it finds is the Profile's SandboxPool
 // condition: Ready with the pool's ready count, AgentSandboxMissing when the cluster does not
 // serve agent-sandbox's API (the workers then run a Pod per call), or the write's failure.
 import { CoreV1Api, CustomObjectsApi, type V1OwnerReference } from '@kubernetes/client-node';
@@ -10,9 +11,11 @@ import {
   AGENT_SANDBOX_VERSION, agentSandboxPlural, defaultKubernetesSandboxSettings, EXTENSIONS_GROUP, sessionPoolName, sessionTemplate, sessionWarmPool,
   type SessionPoolInput,
 } from '../../services/sandbox/index.js';
+import { profileNamespaceKey } from '../../services/core/index.js';
 import type { ConditionInput } from '../runtime/conditions.js';
 import type { OperatorContext, RawObject } from './context.js';
 import { sameJson } from './context.js';
+import { deleteStalePools } from './session-pool-cleanup.js';
 
 export const SANDBOX_POOL_CONDITION = 'SandboxPool';
 
@@ -37,6 +40,16 @@ function ownerOf(profile: RawObject): V1OwnerReference {
   return { apiVersion: profile.apiVersion, kind: profile.kind, name: profile.metadata.name, uid: profile.metadata.uid ?? '', controller: true, blockOwnerDeletion: false };
 }
 
+/** Throws when the stored object is not this Profile's to change (someone else's, or a same-named Profile's of another namespace). */
+function checkOwnership(body: ReturnType<typeof sessionTemplate>, labels: Record<string, string>): void {
+  const where = `${body.kind} ${body.metadata.namespace}/${body.metadata.name}`;
+  if (labels['app.kubernetes.io/managed-by'] !== 'hermes') throw new Error(`${where} exists and is not managed by hermes; rename or delete it`);
+  const owner = labels[profileNamespaceKey];
+  if (owner && owner !== body.metadata.labels?.[profileNamespaceKey]) {
+    throw new Error(`${where} belongs to the Profile of the same name in namespace ${owner}; give one of the two Profiles another spec.sandbox.namespace or name`);
+  }
+}
+
 async function apply(api: CustomObjectsApi, plural: string, body: ReturnType<typeof sessionTemplate>): Promise<Obj> {
   const where = { group: EXTENSIONS_GROUP, version: AGENT_SANDBOX_VERSION, namespace: body.metadata.namespace, plural };
   let current: Obj | undefined;
@@ -53,25 +66,14 @@ async function apply(api: CustomObjectsApi, plural: string, body: ReturnType<typ
       current = await api.getNamespacedCustomObject({ ...where, name: body.metadata.name }) as Obj;
     }
   }
-  if (current.metadata?.labels?.['app.kubernetes.io/managed-by'] !== 'hermes') {
-    throw new Error(`${body.kind} ${body.metadata.namespace}/${body.metadata.name} exists and is not managed by hermes; rename or delete it`);
-  }
+  const labels = current.metadata?.labels ?? {};
+  checkOwnership(body, labels);
   const wanted = { ...body.spec };
   const stored = Object.fromEntries(Object.keys(wanted).map((k) => [k, (current.spec as Record<string, unknown> | undefined)?.[k]]));
-  if (sameJson(stored, wanted)) return current;
+  // Labels too: the cleanup finds the objects by them (one written before they were there gets them).
+  const labelled = Object.entries(body.metadata.labels ?? {}).every(([k, v]) => labels[k] === v);
+  if (labelled && sameJson(stored, wanted)) return current;
   return await api.replaceNamespacedCustomObject({ ...where, name: body.metadata.name, body: { ...body, metadata: { ...body.metadata, resourceVersion: current.metadata?.resourceVersion } } }) as Obj;
-}
-
-async function remove(api: CustomObjectsApi, namespace: string, name: string): Promise<void> {
-  for (const plural of [agentSandboxPlural.warmPools, agentSandboxPlural.templates]) {
-    try {
-      const o = await api.getNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: AGENT_SANDBOX_VERSION, namespace, plural, name }) as Obj;
-      if (o.metadata?.labels?.['app.kubernetes.io/managed-by'] !== 'hermes') continue;
-      await api.deleteNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: AGENT_SANDBOX_VERSION, namespace, plural, name });
-    } catch (err) {
-      if (code(err) !== 404) throw err;
-    }
-  }
 }
 
 /** The sandbox ServiceAccount (no token) must exist before agent-sandbox creates the warm Pods: create it, an existing one is fine. */
@@ -85,12 +87,9 @@ async function ensureServiceAccount(ctx: OperatorContext, namespace: string, nam
   }
 }
 
-/** A Profile out of mode session: the pool it had is deleted. */
-async function leavePool(api: CustomObjectsApi, profile: RawObject, sandbox: CompiledSandbox | undefined, hadPool: boolean): Promise<PoolState> {
-  if (hadPool) {
-    await remove(api, sandbox?.namespace ?? profile.metadata.namespace, sessionPoolName(profile.metadata.name))
-      .catch((err: unknown) => { if (!notServed(err)) throw err; });
-  }
+/** A Profile out of mode session: the pools it had, in any namespace, are deleted. */
+async function leavePool(ctx: OperatorContext, profile: RawObject, hadPool: boolean): Promise<PoolState> {
+  if (hadPool) await deleteStalePools(ctx, profile.metadata);
   return { kind: 'notUsed' };
 }
 
@@ -98,16 +97,17 @@ async function leavePool(api: CustomObjectsApi, profile: RawObject, sandbox: Com
 export async function reconcileSessionPool(ctx: OperatorContext, profile: RawObject, sandbox: CompiledSandbox | undefined, hadPool: boolean): Promise<PoolState> {
   const api = ctx.kc.makeApiClient(CustomObjectsApi);
   const name = sessionPoolName(profile.metadata.name);
-  if (!sandbox || !usesSessionPool(ctx, sandbox)) return leavePool(api, profile, sandbox, hadPool);
+  if (!sandbox || !usesSessionPool(ctx, sandbox)) return leavePool(ctx, profile, hadPool);
   const namespace = sandbox.namespace ?? profile.metadata.namespace;
   const input: SessionPoolInput = {
-    profile: profile.metadata.name, namespace, sandbox, settings: ctx.sandboxPod ?? defaultKubernetesSandboxSettings,
+    profile: profile.metadata.name, profileNamespace: profile.metadata.namespace, namespace, sandbox, settings: ctx.sandboxPod ?? defaultKubernetesSandboxSettings,
     ...(namespace === profile.metadata.namespace && profile.metadata.uid ? { owner: ownerOf(profile) } : {}),
   };
   try {
     await ensureServiceAccount(ctx, namespace, input.settings.serviceAccountName);
     await apply(api, agentSandboxPlural.templates, sessionTemplate(input));
     const pool = await apply(api, agentSandboxPlural.warmPools, sessionWarmPool(input));
+    await deleteStalePools(ctx, profile.metadata, namespace);
     const desired = sandbox.warmPool?.size ?? 1;
     const ready = pool.status?.readyReplicas ?? 0;
     return { kind: ready >= desired ? 'ready' : 'warming', namespace, name, ready, desired };

@@ -1,25 +1,34 @@
 // Mode session, over time: every session's SandboxClaim carries when it was last used and the
 // Profile's idle and TTL seconds (stamped by the workers on every command). Past the idle time
 // the claim's Sandbox is suspended (agent-sandbox deletes its Pod and keeps its workspace
-// volume; the next command resumes it on the same volume); past the workspace TTL the claim is
+// volume; the next command resumes it on the same volume) — unless a worker's lease on it has
+// not run out, and only if no lease was written since the sweep read it (suspendIdle); past the workspace TTL the claim is
 // deleted (and with it the Sandbox and its volume). The sweep also counts session sandboxes by
-// state for hermes_session_sandboxes. Runs on the leader, as one work-queue key requeued every
+// state for hermes_session_sandboxes, and deletes the templates and pools of Profiles deleted while
+// no operator led (session-pool-cleanup.ts). Runs on the leader, as one work-queue key requeued every
 // resync; a failure is retried with the queue's backoff.
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { idleSecondsAnnotation, lastUsedAtAnnotation, sessionClaimSelector, ttlSecondsAnnotation } from '../../services/core/index.js';
+import {
+  idleSecondsAnnotation, inUseUntilAnnotation, lastUsedAtAnnotation, sessionClaimSelector, ttlSecondsAnnotation, type Logger,
+} from '../../services/core/index.js';
 import { AGENT_SANDBOX_VERSION, agentSandboxPlural, DEFAULT_IDLE_SECONDS, EXTENSIONS_GROUP, SANDBOX_GROUP } from '../../services/sandbox/index.js';
 import type { ReconcileResult } from '../runtime/controller.js';
 import type { OperatorContext } from './context.js';
+import { deleteOrphanPools } from './session-pool-cleanup.js';
 
 export const SESSION_SWEEP_KEY = 'session-sandboxes';
 
 export type SessionSandboxState = 'active' | 'suspended' | 'starting';
 
-interface Claim {
+export interface Claim {
   metadata?: { name?: string; namespace?: string; annotations?: Record<string, string>; creationTimestamp?: string; deletionTimestamp?: string; uid?: string };
   status?: { sandbox?: { name?: string } };
 }
-interface Sandbox { spec?: { operatingMode?: string }; status?: { conditions?: { type?: string; status?: string }[] } }
+export interface Sandbox {
+  metadata?: { name?: string; resourceVersion?: string; annotations?: Record<string, string> };
+  spec?: { operatingMode?: string };
+  status?: { conditions?: { type?: string; status?: string }[] };
+}
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const code = (err: unknown): number | undefined => (err as { code?: number }).code;
@@ -86,16 +95,44 @@ async function sweepClaim(ctx: OperatorContext, api: CustomObjectsApi, claim: Cl
   const sandbox = sandboxName ? await readSandbox(api, ns, sandboxName) : undefined;
   if (!sandbox || !sandboxName) return 'starting';
   if (sandbox.spec?.operatingMode === 'Suspended') return 'suspended';
-  if (verdict === 'suspend' && await stillIdle(api, ns, name, now)) return suspend(ctx, api, ns, name, sandboxName);
+  if (verdict === 'suspend' && await suspendIdle({ api, log: ctx.log }, claim, sandbox, now)) return 'suspended';
   return isReady(sandbox) ? 'active' : 'starting';
 }
 
 const isReady = (s: Sandbox): boolean => s.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
 
-async function suspend(ctx: OperatorContext, api: CustomObjectsApi, namespace: string, claim: string, sandbox: string): Promise<'suspended'> {
-  await api.patchNamespacedCustomObject({ ...sandboxes, namespace, name: sandbox, body: { spec: { operatingMode: 'Suspended' } } }, merge);
-  ctx.log.info({ claim: `${namespace}/${claim}`, sandbox }, 'Suspended an idle session sandbox (its workspace volume stays)');
-  return 'suspended';
+/** Whether a worker's lease on the Sandbox has not run out at `now`. */
+export function leased(sandbox: Sandbox, now: number): boolean {
+  const until = Date.parse(sandbox.metadata?.annotations?.[inUseUntilAnnotation] ?? '');
+  return Number.isFinite(until) && until > now;
+}
+
+export interface SuspendDeps {
+  api: CustomObjectsApi;
+  log: Logger;
+  /** Test seam: awaited between the decision and the write (a test starts a command there). */
+  beforeSuspend?: () => Promise<void>;
+}
+
+/**
+ * Suspends the idle claim's Sandbox as the sweep read it: not while leased, not when the claim
+ * was used since the list, and with the resourceVersion the decision read, so a worker's lease
+ * written in between wins (409) and the command it guards runs on. True when it suspended.
+ */
+export async function suspendIdle(d: SuspendDeps, claim: Claim, sandbox: Sandbox, now: number): Promise<boolean> {
+  const { namespace = 'default', name = '' } = claim.metadata ?? {};
+  const sandboxName = sandbox.metadata?.name ?? '';
+  if (leased(sandbox, now) || !(await stillIdle(d.api, namespace, name, now))) return false;
+  await d.beforeSuspend?.();
+  try {
+    await d.api.patchNamespacedCustomObject({ ...sandboxes, namespace, name: sandboxName,
+      body: { metadata: { resourceVersion: sandbox.metadata?.resourceVersion }, spec: { operatingMode: 'Suspended' } } }, merge);
+  } catch (err) {
+    if (code(err) === 409 || code(err) === 404) return false; // leased (or changed, or gone) since: the next sweep decides again
+    throw err;
+  }
+  d.log.info({ claim: `${namespace}/${name}`, sandbox: sandboxName }, 'Suspended an idle session sandbox (its workspace volume stays)');
+  return true;
 }
 
 export async function sweepSessionSandboxes(ctx: OperatorContext, o: SessionSweepOptions, namespace?: string): Promise<ReconcileResult> {
@@ -117,5 +154,6 @@ export async function sweepSessionSandboxes(ctx: OperatorContext, o: SessionSwee
     if (state) counts[state]++;
   }
   o.report?.(counts);
+  await deleteOrphanPools(ctx);
   return { requeueAfterMs: o.resyncMs };
 }

@@ -46,7 +46,22 @@ export const sessionClaimComponent = 'session-claim';
 /** Label on session sandbox Pods, annotation on SandboxTemplates: the Profile whose template they come from. */
 export const profileKey = 'hermes.dev/profile';
 
+/**
+ * Label on a Profile's SandboxTemplate and SandboxWarmPool: the Profile's namespace (with
+ * `profileKey`, the label that finds what a Profile left in other namespaces).
+ */
+export const profileNamespaceKey = 'hermes.dev/profile-namespace';
+
 /** Annotation on session SandboxClaims: seconds of disuse after which the Sandbox is suspended (integer). */
 export const idleSecondsAnnotation = 'hermes.dev/idle-seconds';
+
+/**
+ * Annotation on a session's Sandbox (agent-sandbox): until when a command of a worker holds it
+ * (RFC 3339). A worker writes it before each command with the resourceVersion it found the
+ * Sandbox Ready at, and renews it while the command runs; the sweep never suspends a Sandbox
+ * whose lease has not run out, and writes its suspend with the resourceVersion it decided on, so
+ * of a suspend and a mark that race, the first write wins and the other fails (409).
+ */
+export const inUseUntilAnnotation = 'hermes.dev/in-use-until';
 
 export const sessionClaimSelector = `${componentLabel}=${sessionClaimComponent}`;

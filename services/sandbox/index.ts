@@ -12,6 +12,7 @@ export { sandboxNamespaceProblems } from './kubernetes/readiness.js';
 export { apiNotServed } from './kubernetes/failures.js';
 export { sessionKubernetesSandbox, type SessionSandboxMetrics, type SessionSandboxOptions } from './agent-sandbox/backend.js';
 export {
-  sessionPoolName, sessionTemplate, sessionWarmPool, sessionClaimName, DEFAULT_IDLE_SECONDS, SANDBOX_GROUP, EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION,
+  sessionPoolName, sessionTemplate, sessionWarmPool, sessionClaimName, sessionPoolLabels, sessionPoolSelector, allSessionPoolsSelector, DEFAULT_IDLE_SECONDS, SANDBOX_GROUP, EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION,
   plural as agentSandboxPlural, type KubeObject, type SessionPoolInput,
 } from './agent-sandbox/resources.js';
+export { SESSION_CWD_DIR } from './agent-sandbox/pod-exec.js';

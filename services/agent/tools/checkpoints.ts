@@ -1,6 +1,6 @@
 // Checkpoints: before `write_file` or `patch` change the workspace, a snapshot of it in a git
-// object store beside the files (`/workspace/.hermes/checkpoints`, excluded from the snapshots
-// themselves); `/rollback` lists them, `/rollback N` restores the N-th newest and says which files
+// object store beside the files (`/workspace/.hermes/checkpoints`; all of `.hermes` is left out
+// of the snapshots); `/rollback` lists them, `/rollback N` restores the N-th newest and says which files
 // changed. Everything runs as commands in the session's sandbox, so it works the same on every
 // backend and never touches the host. The store is the agent's own undo history inside its own
 // workspace: a command that damages it only loses checkpoints, it crosses no boundary.
@@ -20,12 +20,13 @@ const ENV = {
   GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0',
 };
 
-// Creates the store on first use; the exclude list is rewritten each time (the store itself, and
-// files over the size limit). `git add -A` then records deletions too.
+// Creates the store on first use; the exclude list is rewritten each time (Hermes' reserved
+// folder /workspace/.hermes — the store itself, a session sandbox's working directory — and files
+// over the size limit). `git add -A` then records deletions too.
 const PREPARE = `set -e
 cd /workspace
 if [ ! -f "$GIT_DIR/HEAD" ]; then mkdir -p "$GIT_DIR" && git init -q && git config core.autocrlf false && git config gc.auto 0; fi
-{ echo '/.hermes/checkpoints/'; find . -path ./.hermes/checkpoints -prune -o -type f -size +${MAX_FILE_MB}M -print | sed 's|^\\./|/|'; } > "$GIT_DIR/info/exclude"
+{ echo '/.hermes/'; find . -path ./.hermes -prune -o -type f -size +${MAX_FILE_MB}M -print | sed 's|^\\./|/|'; } > "$GIT_DIR/info/exclude"
 git add -A -- . 2>/dev/null || git add -A -- .
 `;
 

@@ -34,10 +34,17 @@ export interface SessionSandboxOptions {
   resolver?: Resolver;
   /** Told once per namespace that agent-sandbox is not installed (the worker logs it). */
   onMissing?: (namespace: string) => void;
+  /** Test seam: awaited between finding a session's Sandbox Ready and leasing it for the command. */
+  beforeLease?: (sandbox: string) => Promise<void>;
 }
 
 /** How long calls go per call after agent-sandbox was found missing, before it is looked for again. */
 const MISSING_RECHECK_MS = 60_000;
+
+/** How often a running command stamps its claim and renews its lease: a third of the idle time, 1–60 s. */
+const heartbeatMs = (idleSeconds: number): number => Math.max(1_000, Math.min(60_000, (idleSeconds * 1_000) / 3));
+/** The lease on a session's Sandbox: three heartbeats, so one or two lost renewals do not let it be suspended. */
+const leaseMs = (idleSeconds: number): number => 3 * heartbeatMs(idleSeconds);
 
 
 class SessionKubernetesSandbox implements Sandbox {
@@ -51,7 +58,10 @@ class SessionKubernetesSandbox implements Sandbox {
 
   constructor(private readonly o: SessionSandboxOptions) {
     this.settings = { ...defaultKubernetesSandboxSettings, ...o.settings };
-    this.claims = new Claims(o.kubeConfig, { apiTimeoutMs: this.settings.apiTimeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: Math.min(this.settings.pollMs, 250) });
+    this.claims = new Claims(o.kubeConfig, {
+      apiTimeoutMs: this.settings.apiTimeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: Math.min(this.settings.pollMs, 250),
+      ...(o.beforeLease ? { beforeLease: o.beforeLease } : {}),
+    });
     this.prerequisites = new Prerequisites(o.kubeConfig, this.settings, o.resolver);
   }
 
@@ -103,7 +113,10 @@ class SessionKubernetesSandbox implements Sandbox {
     // Deny-all comes with the template; this opens the allowlist (or stays empty) for the Profile's sandboxes.
     await this.prerequisites.networkPolicy(namespace, req.session.agent, req.network, { name: sessionPolicyName(session.profile), podLabels: sessionPodLabels(session.profile) });
     try {
-      const ref = await this.claims.acquire({ session: req.session, namespace, idleSeconds: session.idleSeconds, ttlSeconds: req.workspace.ttlSeconds, pool: sessionPoolName(session.profile), signal });
+      const ref = await this.claims.acquire({
+        session: req.session, namespace, idleSeconds: session.idleSeconds, ttlSeconds: req.workspace.ttlSeconds, pool: sessionPoolName(session.profile),
+        leaseMs: leaseMs(session.idleSeconds), signal,
+      });
       this.o.metrics?.claimSeconds(ref.launch, ref.waitedMs / 1_000);
       if (ref.launch === 'warm' || ref.launch === 'cold') this.o.metrics?.poolClaim(ref.launch === 'warm' ? 'hit' : 'miss');
       return ref;
@@ -128,10 +141,12 @@ class SessionKubernetesSandbox implements Sandbox {
       throw err;
     }
     if (ref === 'missing') return ref;
-    // A long command keeps the sandbox from idling out under it.
+    // A long command keeps the sandbox from idling out under it: the claim's last use, and the Sandbox's lease.
     const claim = { session: req.session, namespace, idleSeconds: session.idleSeconds, ttlSeconds: req.workspace.ttlSeconds };
-    const every = Math.max(1_000, Math.min(60_000, (session.idleSeconds * 1_000) / 3));
-    const heartbeat = setInterval(() => { void this.claims.touch(claim).catch(() => undefined); }, every);
+    const heartbeat = setInterval(() => {
+      void this.claims.touch(claim).catch(() => undefined);
+      void this.claims.renew(namespace, ref.sandbox, leaseMs(session.idleSeconds)).catch(() => undefined);
+    }, heartbeatMs(session.idleSeconds));
     try {
       return await podExec({
         kc: this.o.kubeConfig, namespace, pod: ref.pod, callId: randomBytes(8).toString('hex'), command: req.command,

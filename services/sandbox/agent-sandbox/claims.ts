@@ -4,10 +4,12 @@
 // agent-sandbox cold-starts one from the template when the pool is empty. A Sandbox the operator
 // suspended after idling keeps its volume: resuming it (operatingMode Running) brings up a new
 // Pod on the same workspace. Every use stamps the claim's last-used-at, which the operator's
-// idle and TTL sweep reads.
+// idle and TTL sweep reads, and leases the Sandbox (inUseUntilAnnotation) before its command
+// runs: that write carries the resourceVersion the Sandbox was found Ready at, so a suspend
+// written in between makes it fail, and the claim is looked at again (and resumed).
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import {
-  agentKey, componentLabel, idleSecondsAnnotation, lastUsedAtAnnotation, sessionClaimComponent, sessionKey, ttlSecondsAnnotation,
+  agentKey, componentLabel, idleSecondsAnnotation, inUseUntilAnnotation, lastUsedAtAnnotation, sessionClaimComponent, sessionKey, ttlSecondsAnnotation,
 } from '../../core/index.js';
 import type { SandboxSession } from '../types.js';
 import { apiCode, apiFailure, apiNotServed, bounded, SandboxFailure } from '../kubernetes/failures.js';
@@ -37,6 +39,8 @@ export interface ClaimSettings {
   /** Longest wait for a claimed, cold-started or resumed sandbox to be Ready. */
   startTimeoutMs: number;
   pollMs: number;
+  /** Test seam: awaited between finding the Sandbox Ready and leasing it (a test races a suspend there). */
+  beforeLease?: (sandbox: string) => Promise<void>;
 }
 
 export interface ClaimRequest {
@@ -46,6 +50,8 @@ export interface ClaimRequest {
   pool: string;
   idleSeconds: number;
   ttlSeconds: number;
+  /** How long the lease on the Sandbox lasts unless renewed (the command's heartbeat renews it). */
+  leaseMs: number;
   signal: AbortSignal;
 }
 
@@ -54,7 +60,7 @@ type Stamped = Pick<ClaimRequest, 'session' | 'namespace' | 'idleSeconds' | 'ttl
 
 interface Condition { type?: string; status?: string; reason?: string; message?: string }
 interface Obj {
-  metadata?: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
+  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
   spec?: { operatingMode?: string };
   status?: { conditions?: Condition[]; sandbox?: { name?: string } };
 }
@@ -183,6 +189,29 @@ export class Claims {
     throw new SandboxFailure('Stopped before the session sandbox was ready.');
   }
 
+  /** Leases the Sandbox as it was read (its resourceVersion): false when it changed since, e.g. suspended. */
+  private async lease(r: ClaimRequest, sandbox: Obj, name: string): Promise<boolean> {
+    await this.s.beforeLease?.(name);
+    try {
+      await this.limit(this.api.patchNamespacedCustomObject({
+        group: SANDBOX_GROUP, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural.sandboxes, name,
+        body: { metadata: { resourceVersion: sandbox.metadata?.resourceVersion, annotations: { [inUseUntilAnnotation]: new Date(Date.now() + r.leaseMs).toISOString() } } },
+      }, merge), `leasing Sandbox ${r.namespace}/${name}`);
+      return true;
+    } catch (err) {
+      if (apiCode(err) === 409 || apiCode(err) === 404) return false;
+      throw apiFailure(err, `leasing Sandbox ${r.namespace}/${name}`);
+    }
+  }
+
+  /** Extends the lease of a Sandbox whose command still runs (it cannot have been suspended under a live lease). */
+  async renew(namespace: string, sandbox: string, leaseMs: number): Promise<void> {
+    await this.limit(this.api.patchNamespacedCustomObject({
+      group: SANDBOX_GROUP, version: AGENT_SANDBOX_VERSION, namespace, plural: plural.sandboxes, name: sandbox,
+      body: { metadata: { annotations: { [inUseUntilAnnotation]: new Date(Date.now() + leaseMs).toISOString() } } },
+    }, merge), `renewing the lease on Sandbox ${namespace}/${sandbox}`);
+  }
+
   private async resume(r: ClaimRequest, sandbox: string): Promise<void> {
     await this.limit(this.api.patchNamespacedCustomObject({
       group: SANDBOX_GROUP, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural.sandboxes, name: sandbox,
@@ -210,6 +239,10 @@ export class Claims {
     const ready = condition(sandbox, 'Ready');
     if (ready?.status !== 'True') {
       progress.why = notReadyWhy(sandboxName, ready);
+      return undefined;
+    }
+    if (!(await this.lease(r, sandbox, sandboxName))) {
+      progress.why = `Sandbox ${sandboxName} changed while it was being leased (suspended by the idle sweep?)`;
       return undefined;
     }
     return {

@@ -2,7 +2,7 @@
 // output streamed as it comes, the exit code from the exec's status channel. A wrapper shell in
 // the Pod gives what exec alone does not:
 // - the working directory a command ends in is remembered for the next command without a
-//   `cwd` (in /tmp/.hermes/cwd, inside the sandbox: any worker finds it);
+//   `cwd`, in SESSION_CWD_FILE on the workspace volume (see there for why);
 // - the command runs under coreutils `timeout -s KILL` in its own process group, so it dies at
 //   its deadline even when the worker is gone (closing an exec stream kills nothing in the Pod);
 // - its process group id is written to /tmp/.hermes/<call>.pid, so an interrupt (or our own
@@ -15,8 +15,20 @@ import { apiFailure, bounded } from '../kubernetes/failures.js';
 import { INTERRUPTED_EXIT_CODE, TIMEOUT_EXIT_CODE, type PodOutcome } from '../kubernetes/pod-run.js';
 import { SESSION_CONTAINER } from './resources.js';
 
-/** Where the wrapper keeps its state in the Pod (the writable /tmp). */
+/** Where the wrapper keeps what only this Pod needs (the calls' process groups): the writable /tmp. */
 export const STATE_DIR = '/tmp/.hermes';
+
+/**
+ * The folder, relative to the workspace, that keeps the session's working directory (file `cwd`).
+ * On the workspace volume, not in the Pod's /tmp: a suspend deletes the Pod and a resume starts a
+ * new one on the same volume, so the directory survives exactly as long as the files it names do
+ * (until the workspace TTL deletes both), every worker reads it where the command runs, and no
+ * extra API call or database row is needed per command. Postgres or an annotation on the claim
+ * would need the final directory carried out of the exec stream (no side channel but stdout and
+ * stderr) or a second exec per command. `.hermes` is the workspace's reserved folder (checkpoints
+ * live there too): file tools refuse it and search_files skips it.
+ */
+export const SESSION_CWD_DIR = '.hermes/session';
 
 /**
  * The wrapper shell. `$1` call id, `$2` working directory ('' = the remembered one, else the
@@ -24,11 +36,14 @@ export const STATE_DIR = '/tmp/.hermes';
  * run. `stateDir` and `workspace` are parameters for the wrapper's own tests only.
  */
 export function wrapper(stateDir = STATE_DIR, workspace = WORKSPACE_PATH): string {
+  const k = `${workspace}/${SESSION_CWD_DIR}`;
   return [
     `s=${stateDir}; mkdir -p "$s" || exit 125`,
     'if [ -n "$2" ]; then cd -- "$2" || exit 1; r=0',
-    `else d=$(cat "$s/cwd" 2>/dev/null); cd -- "\${d:-${workspace}}" 2>/dev/null || cd ${workspace} || exit 1; r=1; fi`,
-    `run='[ "$2" = 1 ] && trap "pwd > ${stateDir}/cwd" EXIT; eval "$1"'`,
+    `else d=$(cat ${k}/cwd 2>/dev/null); cd -- "\${d:-${workspace}}" 2>/dev/null || cd ${workspace} || exit 1; r=1; fi`,
+    // Written aside, then renamed: a concurrent command never reads half a path. A workspace that
+    // cannot take it (full, made read-only) only loses the directory, not the command.
+    `run='[ "$2" = 1 ] && trap "{ mkdir -p ${k} && pwd > ${k}/cwd.$$ && mv -f ${k}/cwd.$$ ${k}/cwd; } 2>/dev/null" EXIT; eval "$1"'`,
     // An async list's stdin is /dev/null unless redirected: keep the exec's stdin on fd 3 for it.
     'exec 3<&0',
     'if command -v timeout >/dev/null 2>&1; then timeout -s KILL "$3" /bin/sh -c "$run" sh "$4" "$r" <&3 3<&- &',

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import {
-  componentLabel, profileKey, sessionSandboxComponent, sessionWorkspaceComponent, type CompiledSandbox,
+  componentLabel, profileKey, profileNamespaceKey, sessionSandboxComponent, sessionWorkspaceComponent, type CompiledSandbox,
 } from '../../core/index.js';
 import { WORKSPACE_PATH } from '../types.js';
 import { dnsLabel, labelValue } from '../kubernetes/names.js';
@@ -55,9 +55,23 @@ export const sessionPodLabels = (profile: string): Record<string, string> => ({
   'app.kubernetes.io/managed-by': 'hermes',
 });
 
+/** The labels of a Profile's SandboxTemplate and SandboxWarmPool, wherever they are. */
+export const sessionPoolLabels = (profileNamespace: string, profile: string): Record<string, string> => ({
+  [profileKey]: labelValue(profile), [profileNamespaceKey]: profileNamespace, 'app.kubernetes.io/managed-by': 'hermes',
+});
+
+/** The label selector of a Profile's SandboxTemplates and SandboxWarmPools in every namespace. */
+export const sessionPoolSelector = (profileNamespace: string, profile: string): string =>
+  Object.entries(sessionPoolLabels(profileNamespace, profile)).map(([k, v]) => `${k}=${v}`).join(',');
+
+/** Every SandboxTemplate and SandboxWarmPool the operator wrote, for any Profile. */
+export const allSessionPoolsSelector = `app.kubernetes.io/managed-by=hermes,${profileNamespaceKey}`;
+
 export interface SessionPoolInput {
   /** The Profile's name (the pool's name follows from it). */
   profile: string;
+  /** The Profile's own namespace (labelled on both objects: what it left elsewhere is found by it). */
+  profileNamespace: string;
   /** Where the sandboxes run: the Profile's `spec.sandbox.namespace`, else its own. */
   namespace: string;
   sandbox: CompiledSandbox;
@@ -77,7 +91,7 @@ function meta(input: SessionPoolInput): KubeObject['metadata'] {
   return {
     name: sessionPoolName(input.profile),
     namespace: input.namespace,
-    labels: { [profileKey]: labelValue(input.profile), 'app.kubernetes.io/managed-by': 'hermes' },
+    labels: sessionPoolLabels(input.profileNamespace, input.profile),
     annotations: { [profileKey]: input.profile },
     ...(input.owner ? { ownerReferences: [input.owner] } : {}),
   };

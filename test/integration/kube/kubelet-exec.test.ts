@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoreV1Api, Exec, type KubeConfig, type V1Container, type V1Pod, type V1PodSpec, type V1Status } from '@kubernetes/client-node';
 import { WebSocket } from 'ws';
 import { pidsWithArg, startControlPlane, startKubelet, waitFor, type ControlPlane, type TestKubelet } from '../../support/kube/index.js';
+import { bytesOf } from '../../support/kube/execStream.js';
 
 interface ExecResult { stdout: string; stderr: string; status: V1Status | undefined }
 
@@ -141,7 +142,7 @@ describe('pods/exec into test-kubelet Pods through a real kube-apiserver', () =>
     const ws = new WebSocket(`${server}/api/v1/namespaces/${ns}/pods/p/exec?command=sh&command=-c&command=echo%20v4%3B%20exit%202&stdout=true&stderr=true`,
       ['v4.channel.k8s.io'], opts);
     const frames: Buffer[] = [];
-    ws.on('message', (data) => frames.push(data));
+    ws.on('message', (data) => frames.push(bytesOf(data)));
     await new Promise((resolve) => ws.on('close', resolve));
     expect(ws.protocol).toBe('v4.channel.k8s.io');
     const stdout = Buffer.concat(frames.filter((f) => f[0] === 1).map((f) => f.subarray(1))).toString();

@@ -4,18 +4,19 @@
 // gets its SandboxTemplate and SandboxWarmPool from the operator; a new session claims the warm
 // sandbox (a pool hit), later commands of the session run in the same sandbox and keep their
 // working directory, another session gets its own; an idle session's sandbox is suspended and
-// the next command resumes it on the same workspace; a claim past its workspace TTL goes with
+// the next command resumes it on the same workspace, in the same working directory; a claim past its workspace TTL goes with
 // its Sandbox. A cluster without agent-sandbox says so in the status and runs a Pod per call.
 import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { stringify } from 'yaml';
-import { componentLabel, lastUsedAtAnnotation, sandboxComponent } from '../../../services/core/index.js';
+import { componentLabel, createLogger, lastUsedAtAnnotation, sandboxComponent } from '../../../services/core/index.js';
 import {
   kubernetesSandbox, sessionClaimName, sessionKubernetesSandbox, sessionPoolName,
-  type ExecRequest, type Sandbox, type SandboxSession, type SessionSandboxMetrics,
+  type ExecRequest, type RunningCommand, type Sandbox, type SandboxSession, type SessionSandboxMetrics,
 } from '../../../services/sandbox/index.js';
 import type { OperatorHandle } from '../../../operator/manager.js';
+import { suspendIdle, type Claim as SweptClaim, type Sandbox as SweptSandbox } from '../../../operator/controllers/session-sweep.js';
 import {
   pidsWithArg, startAgentSandboxController, startGarbageCollector, startKubelet, waitFor,
   type AgentSandboxController, type GarbageCollector, type TestKubelet,
@@ -173,10 +174,11 @@ describe('mode session on agent-sandbox', () => {
     expect((await sandboxOf(second))?.metadata.name).not.toBe((await sandboxOf(first))?.metadata.name);
   }, 120_000);
 
-  it('an idle sandbox is suspended (its Pod goes, its workspace stays) and the next command resumes it', async () => {
+  it('an idle sandbox is suspended (its Pod goes, its workspace stays) and the next command resumes it where the last one left off', async () => {
     printLogs();
     const idle = session();
-    expect((await backend.exec(inSession(idle, 'echo data > /workspace/f', { pod: { session: { profile: 'coder', idleSeconds: 1 } } }))).exitCode).toBe(0);
+    // It ends in a folder of its own: the working directory must outlive the Pod.
+    expect((await backend.exec(inSession(idle, 'mkdir -p /workspace/deep/er && cd /workspace/deep/er && echo data > /workspace/f', { pod: { session: { profile: 'coder', idleSeconds: 1 } } }))).exitCode).toBe(0);
     const sandbox = await sandboxOf(idle);
     const podName = sandbox!.metadata.name;
     const firstUid = (await podOf(podName))?.metadata?.uid;
@@ -185,9 +187,62 @@ describe('mode session on agent-sandbox', () => {
 
     const r = await backend.exec(inSession(idle, 'cat /workspace/f; pwd', { pod: { session: { profile: 'coder', idleSeconds: 3_600 } } }));
     expect(r).toMatchObject({ status: 'ok', exitCode: 0 });
-    expect(r.output).toBe('data\n/workspace\n');
+    expect(r.output).toBe('data\n/workspace/deep/er\n');
     expect(metrics.claims.at(-1)).toBe('resumed');
     expect((await podOf(podName))?.metadata?.uid).not.toBe(firstUid);
+  }, 120_000);
+
+  // The sweep's suspend and a command's lease race; each order is played out step by step.
+  // Sessions idle after a minute; the sweep is asked ten minutes on (idle, still within the 1 h workspace TTL).
+  const inIdling = (s: SandboxSession, command: string, over: Partial<ExecRequest> = {}): ExecRequest =>
+    inSession(s, command, { pod: { session: { profile: 'coder', idleSeconds: 60 } }, ...over });
+  const later = () => Date.now() + 600_000;
+  const sweepLog = createLogger('sweep', 'silent');
+
+  it('a command leased between the sweep\'s decision and its suspend wins: the suspend is refused, the command runs on', async () => {
+    printLogs();
+    const busy = session();
+    expect((await backend.exec(inIdling(busy, 'mkdir -p /workspace/busy'))).exitCode).toBe(0);
+    // What the sweep read: the claim, idle two hours from now, and its Sandbox.
+    const claim = (await claimOf(busy))!;
+    const sandbox = (await sandboxOf(busy))!;
+    let running: RunningCommand | undefined;
+    const suspended = await suspendIdle({ api: custom, log: sweepLog, beforeSuspend: async () => {
+      // The command starts (its lease written) after the decision, before the write: it waits for a file.
+      running = await backend.start(inIdling(busy, 'while [ ! -e /workspace/busy/go ]; do sleep 0.05; done; echo ran on', { timeoutMs: 60_000 }));
+    } }, claim as SweptClaim, sandbox as SweptSandbox, later());
+    expect(suspended).toBe(false);
+    expect((await sandboxOf(busy))?.spec?.operatingMode).toBe('Running');
+    expect((await backend.exec(inIdling(busy, 'touch /workspace/busy/go'))).exitCode).toBe(0);
+    expect(await running!.done).toMatchObject({ status: 'ok', exitCode: 0, output: 'ran on\n' });
+  }, 120_000);
+
+  it('a suspend between finding the sandbox Ready and leasing it is seen: the command resumes the sandbox and runs there', async () => {
+    printLogs();
+    const raced = session();
+    expect((await backend.exec(inIdling(raced, 'mkdir -p /workspace/here && cd /workspace/here'))).exitCode).toBe(0);
+    const podName = (await sandboxOf(raced))!.metadata.name;
+    const firstUid = (await podOf(podName))?.metadata?.uid;
+    const kc = plane.cp.kubeConfig();
+    const seen = new Recorded();
+    let once = true;
+    const racing = sessionKubernetesSandbox({ kubeConfig: kc, settings: { image: 'test/sandbox:1', pollMs: 200 }, metrics: seen,
+      perCall: kubernetesSandbox({ kubeConfig: kc, settings: { image: 'test/sandbox:1', pollMs: 200 } }),
+      beforeLease: async () => {
+        if (!once) return;
+        once = false;
+        // The sweep suspends it now, and its Pod goes before the worker goes on.
+        expect(await suspendIdle({ api: custom, log: sweepLog }, (await claimOf(raced)) as SweptClaim, (await sandboxOf(raced)) as SweptSandbox, later())).toBe(true);
+        await waitFor(async () => ((await podOf(podName))?.metadata?.uid === firstUid ? undefined : true), { what: 'the suspended sandbox\'s Pod to go', timeoutMs: 30_000 });
+      } });
+    try {
+      const r = await racing.exec(inIdling(raced, 'pwd'));
+      expect(r).toMatchObject({ status: 'ok', exitCode: 0, output: '/workspace/here\n' });
+      expect(once).toBe(false);
+      expect(seen.claims).toEqual(['resumed']);
+    } finally {
+      await racing.close();
+    }
   }, 120_000);
 
   it('a claim unused past its workspace TTL is deleted with its Sandbox', async () => {
@@ -200,6 +255,24 @@ describe('mode session on agent-sandbox', () => {
       body: { metadata: { annotations: { [lastUsedAtAnnotation]: new Date(Date.now() - 7_200_000).toISOString() } } } }, merge);
     await waitFor(async () => (await claimOf(old) ? undefined : true), { what: 'the expired claim to be deleted', timeoutMs: 30_000 });
     await waitFor(async () => (await get(AGENTS, 'sandboxes', name) ? undefined : true), { what: 'its Sandbox to be deleted', timeoutMs: 30_000 });
+  }, 120_000);
+
+  it('a Profile whose sandbox namespace changes leaves no template or pool behind, nor once it is deleted', async () => {
+    printLogs();
+    const first = await plane.cp.createNamespace('pool-a');
+    const second = await plane.cp.createNamespace('pool-b');
+    const has = (namespace: string, plural: string) => custom.getNamespacedCustomObject({ ...EXT, namespace, plural, name: sessionPoolName('mover') })
+      .then(() => true, (err: unknown) => { if ((err as { code?: number }).code === 404) return false; throw err; });
+    const both = async (namespace: string) => [await has(namespace, 'sandboxtemplates'), await has(namespace, 'sandboxwarmpools')];
+    const mover = (namespace: string) => profile('mover', { mode: 'session', namespace, warmPool: { size: 0 } });
+    await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], mover(first));
+    await waitFor(async () => ((await both(first)).every(Boolean) ? true : undefined), { what: `the template and pool in ${first}`, timeoutMs: 30_000 });
+    await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], mover(second));
+    await waitFor(async () => ((await both(second)).every(Boolean) ? true : undefined), { what: `the template and pool in ${second}`, timeoutMs: 30_000 });
+    await waitFor(async () => ((await both(first)).some(Boolean) ? undefined : true), { what: `the template and pool in ${first} to be deleted`, timeoutMs: 30_000 });
+    // In another namespace than the Profile's, no owner reference takes them with it: the operator must.
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'profiles.hermes.dev', 'mover']);
+    await waitFor(async () => ((await both(second)).some(Boolean) ? undefined : true), { what: `the template and pool in ${second} to be deleted`, timeoutMs: 30_000 });
   }, 120_000);
 
   it('a Profile that leaves mode session has its template and pool deleted', async () => {

@@ -1,13 +1,13 @@
 // Sandboxed tools through the whole path (ledger → worker → loop → bubblewrap): the agent's
 // Profile decides whether file tools are offered, each session has its own workspace, writes
 // take checkpoints, and `/rollback` lists and restores them without a model call.
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompiledAgent } from '../../../services/core/index.js';
-import { bubblewrapSandbox, workspaceDir, type Sandbox } from '../../../services/sandbox/index.js';
+import { bubblewrapSandbox, SESSION_CWD_DIR, workspaceDir, type Sandbox } from '../../../services/sandbox/index.js';
 import { openSandboxBackends } from '../../../services/worker/sandboxes.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../../support/fake-openai.js';
@@ -75,9 +75,14 @@ describe('sandboxed turns', () => {
     expect(first.reply).toContain('"created":true');
     const file = notes(first.a.sessionId);
     expect(await readFile(file, 'utf8')).toBe('alpha\n');
+    // Hermes' own state in the workspace (a session sandbox's working directory) is no checkpoint's business.
+    const cwdFile = join(file, '..', SESSION_CWD_DIR, 'cwd');
+    await mkdir(join(cwdFile, '..'), { recursive: true });
+    await writeFile(cwdFile, '/workspace/before\n');
     const patched = await runTurn(rt, { agentId: sandboxed, sessionKey: 'coder:s1', content: 'change alpha to beta' });
     expect(patched.reply).toContain('+beta');
     expect(await readFile(file, 'utf8')).toBe('beta\n');
+    await writeFile(cwdFile, '/workspace/after\n');
 
     const other = await runTurn(rt, { agentId: sandboxed, sessionKey: 'coder:s2', content: 'write gamma' });
     expect(other.a.sessionId).not.toBe(first.a.sessionId);
@@ -91,6 +96,8 @@ describe('sandboxed turns', () => {
     const restored = await runTurn(rt, { agentId: sandboxed, sessionKey: 'coder:s1', content: '/rollback 1' });
     expect(restored.reply).toMatch(/^Restored checkpoint 1 .*Files: reverted notes\.txt\./);
     expect(await readFile(file, 'utf8')).toBe('alpha\n');
+    expect(restored.reply).not.toContain('.hermes');
+    expect(await readFile(cwdFile, 'utf8')).toBe('/workspace/after\n');
     const oldest = await runTurn(rt, { agentId: sandboxed, sessionKey: 'coder:s1', content: '/rollback 3' });
     expect(oldest.reply).toContain('removed notes.txt');
     expect(existsSync(file)).toBe(false);

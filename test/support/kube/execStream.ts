@@ -3,7 +3,7 @@
 // every message starts with a channel byte — 0 stdin, 1 stdout, 2 stderr, 3 error (a JSON
 // metav1.Status when the command ends), 4 resize. v5 adds 255 <channel>: the client closed that
 // stream (e.g. [255, 0] = stdin EOF). The base64 variant sends text frames, '0'+channel then base64.
-import type { WebSocket } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 
 /** Sub-protocols the test kubelet accepts, in no particular order (the client's order wins). */
 export const EXEC_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v4.base64.channel.k8s.io'] as const;
@@ -18,6 +18,12 @@ const CLOSE = 255;
 export function pickProtocol(offered: Iterable<string>): string | false {
   for (const protocol of offered) if ((EXEC_PROTOCOLS as readonly string[]).includes(protocol)) return protocol;
   return false;
+}
+
+/** A received message as one Buffer: ws hands a Buffer (its default binaryType), but types it as any of its forms. */
+export function bytesOf(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  return Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
 }
 
 /** What the client sent: data for a channel, or (v5) the close of one. */
@@ -40,7 +46,8 @@ export class ChannelStream {
     else this.ws.send(Buffer.concat([Buffer.from([channel]), data]));
   }
 
-  decode(message: Buffer): Incoming | undefined {
+  decode(data: RawData): Incoming | undefined {
+    const message = bytesOf(data);
     if (message.length === 0) return undefined;
     if (this.supportsClose && message[0] === CLOSE) return message.length === 2 ? { closed: message[1] ?? -1 } : undefined;
     if (this.base64) return { channel: (message[0] ?? 0) - 48, data: Buffer.from(message.subarray(1).toString(), 'base64') };

@@ -3,16 +3,16 @@
 // with an idle shell, never labelled as a per-call sandbox (the hygiene controller would delete
 // it), with a workspace volume per sandbox and deny-all networking; names are valid and stable.
 import { describe, expect, it } from 'vitest';
-import { componentLabel, idleSecondsAnnotation, lastUsedAtAnnotation, profileKey, sandboxComponent, ttlSecondsAnnotation, type CompiledSandbox } from '../../../services/core/index.js';
-import { defaultKubernetesSandboxSettings, sessionClaimName, sessionPoolName, sessionTemplate, sessionWarmPool } from '../../../services/sandbox/index.js';
-import { claimVerdict } from '../../../operator/controllers/session-sweep.js';
+import { componentLabel, idleSecondsAnnotation, inUseUntilAnnotation, lastUsedAtAnnotation, profileKey, profileNamespaceKey, sandboxComponent, ttlSecondsAnnotation, type CompiledSandbox } from '../../../services/core/index.js';
+import { defaultKubernetesSandboxSettings, sessionClaimName, sessionPoolName, sessionPoolSelector, sessionTemplate, sessionWarmPool } from '../../../services/sandbox/index.js';
+import { claimVerdict, leased } from '../../../operator/controllers/session-sweep.js';
 
 const sandbox: CompiledSandbox = {
   mode: 'session', timeoutSeconds: 180, workspace: { size: '7Gi', ttlSeconds: 3_600 },
   network: { egress: 'none', allow: [] }, warmPool: { size: 3 }, image: 'example.org/tools:1', runtimeClassName: 'gvisor',
   resources: { limits: { memory: '4Gi' } },
 };
-const input = { profile: 'Coder.Profile', namespace: 'team-a', sandbox, settings: defaultKubernetesSandboxSettings };
+const input = { profile: 'Coder.Profile', profileNamespace: 'agents', namespace: 'team-a', sandbox, settings: defaultKubernetesSandboxSettings };
 import type { V1PersistentVolumeClaim, V1PodSpec } from '@kubernetes/client-node';
 type Spec = { podTemplate: { metadata: { labels: Record<string, string> }; spec: V1PodSpec }; volumeClaimTemplates: V1PersistentVolumeClaim[]; networkPolicy: unknown; networkPolicyManagement: string; service: boolean };
 
@@ -28,6 +28,9 @@ describe('a Profile\'s SandboxTemplate', () => {
     expect(t.metadata.name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
     expect(t.metadata.namespace).toBe('team-a');
     expect(t.metadata.annotations?.[profileKey]).toBe('Coder.Profile');
+    // Labelled with the Profile's name and namespace: what it leaves in other namespaces is found by them.
+    expect(t.metadata.labels).toMatchObject({ [profileKey]: 'Coder.Profile', [profileNamespaceKey]: 'agents' });
+    expect(sessionPoolSelector('agents', 'Coder.Profile')).toBe(`${profileKey}=Coder.Profile,${profileNamespaceKey}=agents,app.kubernetes.io/managed-by=hermes`);
   });
 
   it('runs the restricted sandbox Pod with the Profile\'s image, runtime class and resources, and an idle shell', () => {
@@ -103,5 +106,13 @@ describe('the idle and TTL verdict of a session claim', () => {
     expect(claimVerdict({ metadata: { annotations: { [lastUsedAtAnnotation]: new Date(now - 1_700_000).toISOString() } } }, now)).toBe('keep');
     expect(claimVerdict({ metadata: { annotations: { [lastUsedAtAnnotation]: new Date(now - 1_900_000).toISOString() } } }, now)).toBe('suspend');
     expect(claimVerdict({ metadata: { annotations: { [lastUsedAtAnnotation]: 'yesterday' } } }, now)).toBe('keep');
+  });
+
+  it('holds a Sandbox leased by a worker until the lease runs out', () => {
+    const until = (ms: number) => ({ metadata: { annotations: { [inUseUntilAnnotation]: new Date(now + ms).toISOString() } } });
+    expect(leased(until(1_000), now)).toBe(true);
+    expect(leased(until(0), now)).toBe(false);
+    expect(leased(until(-1_000), now)).toBe(false);
+    expect(leased({}, now)).toBe(false);
   });
 });

@@ -1,14 +1,14 @@
 // The wrapper shell of mode session (services/sandbox/agent-sandbox/pod-exec.ts), run by the real
 // /bin/sh on this machine with its state folder and workspace in a temporary folder: the working
-// directory a command ends in is the next command's, an explicit cwd is neither used nor kept
-// for later, stdin reaches the command, the exit code is the command's, the deadline kills the
+// directory a command ends in is the next command's (kept on the workspace, so a new Pod's empty
+// /tmp loses nothing), an explicit cwd is neither used nor kept for later, stdin reaches the command, the exit code is the command's, the deadline kills the
 // whole process group, and the killer ends a running call's tree.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killer, wrapper } from '../../../services/sandbox/agent-sandbox/pod-exec.js';
+import { killer, SESSION_CWD_DIR, wrapper } from '../../../services/sandbox/agent-sandbox/pod-exec.js';
 
 const root = mkdtempSync(join(tmpdir(), 'hermes-session-wrapper-'));
 const state = join(root, 'state');
@@ -46,6 +46,10 @@ describe('the session wrapper', () => {
     // A command that exits still leaves its directory.
     expect((await run('f', 'cd .. && exit 3')).code).toBe(3);
     expect((await run('g', 'pwd')).out.trim()).toBe(join(workspace, 'sub'));
+    // A resume is a new Pod with an empty /tmp on the same workspace volume: the folder is kept there.
+    rmSync(state, { recursive: true, force: true });
+    expect((await run('g2', 'pwd')).out.trim()).toBe(join(workspace, 'sub'));
+    expect(readFileSync(join(workspace, SESSION_CWD_DIR, 'cwd'), 'utf8').trim()).toBe(join(workspace, 'sub'));
     // A remembered folder that is gone falls back to the workspace.
     rmSync(join(workspace, 'sub'), { recursive: true });
     expect((await run('h', 'pwd')).out.trim()).toBe(workspace);
