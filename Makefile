@@ -99,6 +99,11 @@ bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against
 .PHONY: bench-sandbox-kubernetes
 bench-sandbox-kubernetes: deps kube ## Kubernetes sandbox benchmark: per-call overhead of a Pod per call vs the raw Pod create→Succeeded→delete
 	@npm run --silent bench:sandbox-kubernetes
+
+.PHONY: bench-sandbox-session
+bench-sandbox-session: deps kube ## Mode session benchmark: a new session's first command, warm pool vs cold start, vs a raw Pod and raw pods/exec
+	@node --import tsx bench/sandbox-session.ts
+
 .PHONY: bench-sandbox
 bench-sandbox: deps ## Sandbox benchmark: the bubblewrap backend's per-call overhead on `true` next to raw spawn and raw bwrap
 	@npm run --silent bench:sandbox
