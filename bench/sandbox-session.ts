@@ -7,7 +7,9 @@
 // create → Running and Ready (+ a bare `pods/exec true`), and a bare `pods/exec true` into a
 // running Pod. The backend's own claim metric (hermes_sandbox_claim_seconds) splits each first
 // command into the wait for a Ready claim and the rest (pods/exec under the wrapper shell).
-// BENCH_SCALE scales N (default 15).
+// BENCH_SCALE scales N (default 20). BENCH_POLL_MS sets the backend's `pollMs` option (default
+// the install's 1 000, which makes the claim poll 250 ms; tests pass 200; not an install setting)
+// to see what the claim poll costs.
 import { randomUUID } from 'node:crypto';
 import {
   bindSession, DEFAULT_IDLE_SECONDS, kubernetesSandbox, sessionClaimName, sessionKubernetesSandbox,
@@ -20,10 +22,13 @@ import { rawPodSample, type RawSample } from './session-raw.js';
 import { benchSettings, COLD_PROFILE, sessionSandbox, startSessionPlane, WARM_PROFILE, type SessionPlane } from './session-plane.js';
 
 const progress = (s: string) => process.stderr.write(`[bench:sandbox-session] ${s}\n`);
-const N = Math.max(3, Math.round(15 * Number(process.env.BENCH_SCALE ?? '1')));
+const N = Math.max(3, Math.round(20 * Number(process.env.BENCH_SCALE ?? '1')));
+const pollMs = Number(process.env.BENCH_POLL_MS ?? benchSettings.pollMs);
+if (!Number.isInteger(pollMs) || pollMs < 1) throw new Error(`BENCH_POLL_MS must be a whole number of milliseconds ≥ 1, not "${process.env.BENCH_POLL_MS}"`);
+const settings = { ...benchSettings, pollMs };
 
-/** The backend polls its claim every min(pollMs, 250) ms (agent-sandbox/backend.ts); pollMs is 1 000 by default. */
-const CLAIM_POLL_MS = Math.min(benchSettings.pollMs, 250);
+/** The backend polls its claim every min(pollMs, 250) ms (agent-sandbox/backend.ts). */
+const CLAIM_POLL_MS = Math.min(settings.pollMs, 250);
 
 type Launch = Parameters<SessionSandboxMetrics['claimSeconds']>[0];
 
@@ -126,7 +131,8 @@ function print(r: Results): void {
     return s;
   };
   console.log(`\nmode session (agent-sandbox), a new session's first command \`true\`: ${N} sessions each, one at a time,`);
-  console.log('same apiserver, test kubelet, agent-sandbox controller; every sample starts with the warm pool full and no Pod starting');
+  console.log('same apiserver, test kubelet, agent-sandbox controller; every sample starts with the warm pool full and no Pod starting;');
+  console.log(`the backend's pollMs ${settings.pollMs} (its claim poll every ${CLAIM_POLL_MS} ms)`);
   console.log(`  ${''.padEnd(62)}${'p50'.padStart(7)}${'p95'.padStart(7)}${'mean'.padStart(7)}  (ms)`);
   const podReady = row('raw Pod create → Running and Ready', r.raw.map((x) => x.podReadyMs));
   const podExec = row('raw Pod create → Running and Ready → pods/exec true', r.raw.map((x) => x.podReadyExecMs));
@@ -157,8 +163,8 @@ async function main(): Promise<void> {
   const kubeConfig = plane.cp.kubeConfig();
   const waits = new ClaimWaits();
   // As the worker builds it (services/worker/sandboxes.ts), with the install's default settings.
-  const perCall = kubernetesSandbox({ kubeConfig, settings: benchSettings });
-  const sandbox = sessionKubernetesSandbox({ kubeConfig, settings: benchSettings, perCall, metrics: waits });
+  const perCall = kubernetesSandbox({ kubeConfig, settings });
+  const sandbox = sessionKubernetesSandbox({ kubeConfig, settings, perCall, metrics: waits });
   let claims: ClaimsWatch | undefined;
   try {
     claims = await watchClaims(kubeConfig, plane.namespace);
