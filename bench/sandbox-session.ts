@@ -150,7 +150,7 @@ function print(r: Results): void {
   console.log(`  first session of the namespace (NetworkPolicy written): warm ${r.firstOfNamespace.warm.toFixed(0)} ms, cold ${r.firstOfNamespace.cold.toFixed(0)} ms`);
   const x = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
   console.log('\nRatios (this run\'s own baselines)');
-  console.log(`  warm / cold: ${x(warm.p50, cold.p50)} at p50, ${x(warm.p95, cold.p95)} at p95 (cold − warm = ${(cold.p50 - warm.p50).toFixed(0)} ms at p50)`);
+  console.log(`  warm / cold: ${x(warm.p50, cold.p50)} at p50, ${x(warm.p95, cold.p95)} at p95 (cold − warm = ${Math.round(cold.p50 - warm.p50) || 0} ms at p50)`);
   console.log(`  agent-sandbox alone (watch), warm / cold: ${x(warmController.p50, coldController.p50)} at p50; the backend's wait beyond it`
     + ` (its own requests and its claim poll, every ${CLAIM_POLL_MS} ms): warm +${(warmClaim.p50 - warmController.p50).toFixed(0)} ms, cold +${(coldClaim.p50 - coldController.p50).toFixed(0)} ms at p50`);
   console.log(`  cold vs raw Pod → Ready → exec: ${x(cold.p50, podExec.p50)} at p50 (+${(cold.p50 - podExec.p50).toFixed(0)} ms); raw Pod → Ready alone ${podReady.p50.toFixed(0)} ms`);
