@@ -1,4 +1,4 @@
-// `npm run bench:sandbox-session` / `make bench-sandbox-session`: mode session (agent-sandbox),
+// `make bench-sandbox-session` (node --import tsx bench/sandbox-session.ts): mode session (agent-sandbox),
 // warm vs cold session start. For N new sessions, one at a time, the time from a session's first
 // command (`true`, through the worker's session backend as the terminal tool calls it:
 // bindSession → sessionKubernetesSandbox) to its result, (a) claimed from a warm pool of one that
@@ -68,7 +68,7 @@ interface Probes {
 
 /** A new session of `profile`: its first command and its second, timed; its sandbox stays up. */
 async function sessionSample(p: Probes, namespace: string, profile: string, want: Launch): Promise<SessionSample> {
-  const sandboxSettings = sessionSandbox(0);
+  const sandboxSettings = sessionSandbox(0); // the Profile's workspace, network and timeout (the pool size plays no part here)
   const id: SandboxSession = { namespace, agent: 'bench', sessionId: randomUUID(), admissionId: randomUUID() };
   const session = bindSession(p.sandbox, {
     session: id,
@@ -101,7 +101,7 @@ interface Results {
 async function measure(plane: SessionPlane, p: Probes): Promise<Results> {
   const kc = plane.cp.kubeConfig();
   const ns = plane.namespace;
-  progress('warm-up: one session of each Profile (the first writes the ServiceAccount check and NetworkPolicy), one raw Pod…');
+  progress('warm-up: one session of each Profile (each Profile\'s first writes its NetworkPolicy), one raw Pod…');
   const firstWarm = await sessionSample(p, ns, WARM_PROFILE, 'warm');
   await plane.quiet();
   const firstCold = await sessionSample(p, ns, COLD_PROFILE, 'cold');
