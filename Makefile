@@ -93,15 +93,24 @@ chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKI
 	@$(SERVICES); node --import tsx test/chaos/run.ts --scale $(or $(SCALE),full) $(if $(ONLY),--only $(ONLY)) $(if $(SEED),--seed $(SEED))
 
 .PHONY: bench
-bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against raw Postgres/BullMQ baselines
+bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold
+	@$(SERVICES); hack/bench.sh
+
+.PHONY: bench-turns
+bench-turns: deps ## Turn benchmark only: turns/s and latency against raw Postgres/BullMQ baselines, the agent loop
 	@$(SERVICES); npm run --silent bench
+
+.PHONY: bench-sandbox
+bench-sandbox: deps ## Sandbox benchmark: the bubblewrap backend's per-call overhead on `true` next to raw spawn and raw bwrap
+	@npm run --silent bench:sandbox
 
 .PHONY: bench-sandbox-kubernetes
 bench-sandbox-kubernetes: deps kube ## Kubernetes sandbox benchmark: per-call overhead of a Pod per call vs the raw Pod create→Succeeded→delete
 	@npm run --silent bench:sandbox-kubernetes
-.PHONY: bench-sandbox
-bench-sandbox: deps ## Sandbox benchmark: the bubblewrap backend's per-call overhead on `true` next to raw spawn and raw bwrap
-	@npm run --silent bench:sandbox
+
+.PHONY: bench-sandbox-session
+bench-sandbox-session: deps kube ## Mode session benchmark: a new session's first command, warm pool vs cold start, vs a raw Pod and raw pods/exec
+	@node --import tsx bench/sandbox-session.ts
 
 .PHONY: bench-operator
 bench-operator: deps kube ## Operator benchmark: 1000 Agents + 1000 Skills on a real kube-apiserver (BENCH_SCALE scales it)
