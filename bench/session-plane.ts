@@ -43,7 +43,7 @@ export function sessionSandbox(warmPoolSize: number): CompiledSandbox {
 }
 
 async function applyPool(custom: CustomObjectsApi, namespace: string, profile: string, warmPoolSize: number): Promise<void> {
-  const input = { profile, namespace, sandbox: sessionSandbox(warmPoolSize), settings: benchSettings };
+  const input = { profile, profileNamespace: namespace, namespace, sandbox: sessionSandbox(warmPoolSize), settings: benchSettings };
   const create = (plural: string, body: KubeObject) =>
     custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: AGENT_SANDBOX_VERSION, namespace, plural, body });
   await create(agentSandboxPlural.templates, sessionTemplate(input));
