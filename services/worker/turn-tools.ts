@@ -1,7 +1,7 @@
 // What a turn's tools get: the tools of the agent's toolsets (the sandbox toolsets only when the
 // agent has a sandbox), and the context every call sees — the session's sandbox, the approval
-// guard, the checkpoint hook before file writes, the Postgres todo list, and the memory stores of
-// this agent and this conversation's person.
+// guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
+// this agent and this conversation's person, and the past conversations session_search reads.
 import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
 import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, memoryLimits, pgMemoryStore, pgTodoStore, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
@@ -50,6 +50,7 @@ export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: 
     context: {
       todos: pgTodoStore(deps.db),
       memory: turnMemory(deps.db, agent, adm),
+      recall: { db: deps.db, agentId: adm.agentId, userId: adm.userId, admins: agent.admins ?? [], sessionId: adm.sessionId },
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
       ...(guard ? { guard } : {}),
     },

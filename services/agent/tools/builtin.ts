@@ -1,11 +1,13 @@
 // Built-in tools with no sandbox: the clock (read-only), the session's todo list (writes, kept in
-// Postgres through ToolContext.todos: todo.ts) and bounded memory (ToolContext.memory: memory.ts).
+// Postgres through ToolContext.todos: todo.ts), bounded memory (ToolContext.memory: memory.ts) and
+// recall from past conversations (ToolContext.recall: session-search.ts).
 import { z } from 'zod';
 import { defineTool, ToolRegistry } from './registry.js';
 import { memoryTool } from './memory.js';
+import { sessionSearchTool } from './session-search.js';
 import { todoTool } from './todo.js';
 
-export { memoryTool, todoTool };
+export { memoryTool, sessionSearchTool, todoTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -25,7 +27,7 @@ export const getTimeTool = defineTool({
 export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 
 export function builtinRegistry(): ToolRegistry {
-  return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool);
+  return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool);
 }
 
 /** Not in any toolset: the loop offers it whenever the turn can store oversized results. */

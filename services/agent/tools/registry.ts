@@ -6,6 +6,7 @@ import type { ToolResultStore } from './results.js';
 import type { SessionSandbox } from '../../sandbox/index.js';
 import type { TodoStore } from './todo-list.js';
 import type { MemoryAccess } from '../memory/access.js';
+import type { RecallAccess } from '../recall/access.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -29,6 +30,8 @@ export interface ToolContext {
   todos?: TodoStore;
   /** This agent's MEMORY and this person's USER store (`memory`). Absent = `memory` refuses. */
   memory?: MemoryAccess;
+  /** The past conversations `session_search` may read (this person's; an admin's: all). Absent = it refuses. */
+  recall?: RecallAccess;
 }
 
 /**
