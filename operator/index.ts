@@ -8,3 +8,4 @@ export * from './compile.js';
 export * from './compile-sandbox.js';
 export * from './manifests.js';
 export * from './texts.js';
+export * from './skills/bundled.js';

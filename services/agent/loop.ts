@@ -49,7 +49,7 @@ export interface LoopInput {
   history: ChatMessage[];
   tools: Tool[];
   /** What the tools act through (sandbox, guard, checkpoint, todos), passed into every ToolContext. */
-  toolContext?: Pick<ToolContext, 'sandbox' | 'guard' | 'checkpoint' | 'todos' | 'memory' | 'recall'>;
+  toolContext?: Pick<ToolContext, 'sandbox' | 'guard' | 'checkpoint' | 'todos' | 'memory' | 'recall' | 'skills'>;
   signal: AbortSignal;
   persist: LoopPersistence;
   /** Iteration budget (model calls per turn); undefined = unlimited. */

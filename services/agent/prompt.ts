@@ -1,4 +1,4 @@
-// The session prompt in three layers — stable (identity/persona, tool guidance) → context
+// The session prompt in three layers — stable (identity/persona, the skills index) → context
 // (project context files) → volatile (memory and user snapshots; when the conversation started,
 // on which platform, with which model) — built once per session and
 // stored with a prompt identity, so every turn sends a byte-identical prefix and the provider's
@@ -19,6 +19,8 @@ export interface PromptInputs {
   /** The frozen MEMORY and USER blocks (memory/snapshot.ts), each with its own header. */
   memory?: string;
   user?: string;
+  /** The skills index (skills/catalog.ts skillsIndexBlock), part of the stable layer. */
+  skillsIndex?: string;
   /** The conversation this prompt is for: when it started (not when the prompt was built) and where. */
   session?: { startedAt: Date; platform: string };
 }
@@ -109,7 +111,8 @@ function sessionBlock(agent: CompiledAgent, session: NonNullable<PromptInputs['s
 export function buildPrompt(inputs: PromptInputs): BuiltPrompt {
   const { agent } = inputs;
   const notices: string[] = [];
-  const stable = agent.persona.trim() || `You are ${agent.agent.name}, a helpful assistant.`;
+  const persona = agent.persona.trim() || `You are ${agent.agent.name}, a helpful assistant.`;
+  const stable = inputs.skillsIndex ? `${persona}\n\n${inputs.skillsIndex}` : persona;
   const context = contextLayer(agent.contextFiles ?? [], notices);
   const volatile = [
     inputs.memory ?? '',

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError, DEV_SECRET_ENV, findAgent, publishRevision, registerInstance, sandboxPodSelector, sha256, type Config } from '../core/index.js';
-import { CompileError, compileAgent, loadManifests, staticConfigMaps, type ManifestSet, type Profile } from '../../operator/index.js';
+import { CompileError, compileAgent, loadManifests, publishBundledSkillsAtStart, staticConfigMaps, type ManifestSet, type Profile } from '../../operator/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
@@ -129,6 +129,7 @@ export const devCommand = new Command('dev')
       }
       throw err;
     }
+    await publishBundledSkillsAtStart(rt.db, rt.log);
     const instance = await registerInstance(rt.db.pool, 'dev');
     // Profiles whose sandbox is `kubernetes` (all, with --k8s) run their Pods in KUBECONFIG's cluster.
     const worker = await startWorker({ ...rt, secrets, instance, kubeConfig: clusterKubeConfig });

@@ -9,6 +9,7 @@ import { allowedSecretEnv, ConfigError, createLogger, loadConfig, openDb } from 
 import { startOperator, type OperatorHandle, type OperatorOptions } from '../../operator/manager.js';
 import { createOperatorMetrics } from '../../operator/runtime/metrics.js';
 import { startOperatorProbes } from '../../operator/probes.js';
+import { publishBundledSkillsAtStart } from '../../operator/skills/bundled.js';
 import type { SandboxHygieneOptions } from '../../operator/controllers/sandbox-policy.js';
 import { onShutdown } from './runtime.js';
 import { kubernetesSandboxSettings } from '../sandbox/index.js';
@@ -93,6 +94,7 @@ export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessE
   const log = createLogger('operator', config.HERMES_LOG_LEVEL);
   const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator', queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000, max: config.HERMES_DB_POOL_SIZE });
   const metrics = createOperatorMetrics();
+  await publishBundledSkillsAtStart(db, log);
   const handle = await startOperator({ kc, db, log, metrics, ...managed, secretEnv: allowedSecretEnv(config, env), sandboxPod: kubernetesSandboxSettings(config) });
   const probes = opts.http === false ? undefined : await startOperatorProbes({ handle, db, metrics, log, host: opts.httpHost ?? '0.0.0.0', port });
   if (probes) log.info({ url: probes.url }, 'Operator probes and metrics listening');

@@ -9,6 +9,7 @@ export * from './queues.js';
 export * from './events.js';
 export * from './compiled.js';
 export * from './sandbox-labels.js';
+export * from './skills.js';
 export * from './config-listener.js';
 export * from './agents.js';
 export * from './sweeper.js';

@@ -44,16 +44,17 @@ export interface SessionPrompt {
  * The session's stored prompt: built once (three layers) and reused while its identity
  * (model/provider/toolset) matches, so the provider's prefix cache stays warm across turns.
  * `stale`: the turn compressed the history first, so the stored prompt must be rebuilt.
- * `snapshot`: the memory blocks, read only when the prompt is built (a frozen snapshot).
+ * `snapshot`: the memory blocks and the skills index, read only when the prompt is built (frozen
+ * for the session after that).
  */
 export async function sessionPrompt(adm: Admission, inputs: PromptInputs, ctx: TurnContext, stale: boolean,
-  snapshot?: () => Promise<Pick<PromptInputs, 'memory' | 'user'>>): Promise<SessionPrompt> {
+  snapshot?: () => Promise<Pick<PromptInputs, 'memory' | 'user' | 'skillsIndex'>>): Promise<SessionPrompt> {
   const identity = promptIdentity(inputs);
   const { text, identity: storedIdentity, sessionStartedAt } = ctx.prompt;
   if (!stale && text !== null && storedIdentity === identity) return { stored: text, notices: [] };
-  // The memory snapshot is read only when the prompt is built: frozen for the session after that.
-  const memory = snapshot ? await snapshot() : {};
-  const built = buildPrompt({ ...inputs, ...memory, session: { startedAt: sessionStartedAt, platform: adm.platform } });
+  // Memory and skills are read only when the prompt is built: frozen for the session after that.
+  const parts = snapshot ? await snapshot() : {};
+  const built = buildPrompt({ ...inputs, ...parts, session: { startedAt: sessionStartedAt, platform: adm.platform } });
   const stored = storePrompt(built.layers);
   return { stored, notices: built.notices, store: { text: stored, identity } };
 }

@@ -8,6 +8,7 @@ import {
 } from '../core/index.js';
 import {
   builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter, ProviderConfigError,
+  skillInvocation, skillRequestText, skillsIndexBlock, type PromptInputs, type Tool,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
@@ -16,7 +17,7 @@ import { compressReply, precompress, recordCompression, tailOptions } from './co
 import { recoveryCommand } from './recovery-commands.js';
 import { rollbackReply } from './rollback-command.js';
 import type { SandboxBackends } from './sandboxes.js';
-import { turnTools, type ToolDeps } from './turn-tools.js';
+import { turnTools, type ToolDeps, type TurnTools } from './turn-tools.js';
 import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
@@ -176,6 +177,24 @@ interface LoopSetup {
   durable: <T>(write: () => Promise<T>) => Promise<T>;
 }
 
+const offers = (tools: readonly Tool[], name: string): boolean => tools.some((t) => t.name === name);
+
+/** What a prompt being built now takes from storage: the memory snapshot and the skills index (each when its tools are offered). */
+async function promptParts(tools: readonly Tool[], context: TurnTools['context']): Promise<Pick<PromptInputs, 'memory' | 'user' | 'skillsIndex'>> {
+  const memory = offers(tools, 'memory') && context.memory ? await memorySnapshot(context.memory) : {};
+  const skills = offers(tools, 'skill_view') && context.skills ? skillsIndexBlock(await context.skills.offered()) : '';
+  return { ...memory, ...(skills ? { skillsIndex: skills } : {}) };
+}
+
+/** `/<skill-name> request`: the model gets the skill's instructions with the request (the transcript keeps the command). */
+async function withSkillCommand(history: ChatMessage[], adm: Admission, tools: readonly Tool[], context: TurnTools['context']): Promise<ChatMessage[]> {
+  if (!adm.content.startsWith('/') || !offers(tools, 'skill_view') || !context.skills) return history;
+  const invocation = skillInvocation(adm.content, await context.skills.offered());
+  const last = history.at(-1);
+  if (!invocation || last?.role !== 'user') return history;
+  return [...history.slice(0, -1), { ...last, content: skillRequestText(invocation) }];
+}
+
 /** `/compress`, hygiene compression, the session prompt, then the agent loop, on the turn's context. */
 async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   const { deps, lease, adm, agent, loop, routes, control, durable } = s;
@@ -188,8 +207,8 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   if (compressed) return compressed;
   // Hygiene before the prompt is loaded: a compression here makes this turn rebuild the prompt.
   const history = await precompress(command, deps.log);
-  const memory = tools.some((t) => t.name === 'memory') ? toolContext.memory : undefined;
-  const prompt = await sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name) }, ctx, history !== stored, memory && (() => memorySnapshot(memory)));
+  const prompt = await sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name) }, ctx, history !== stored, () => promptParts(tools, toolContext));
+  const request = await withSkillCommand(history, adm, tools, toolContext);
   if (prompt.notices.length) deps.log.warn({ session: adm.sessionId, notices: prompt.notices }, 'Refused context files');
   // SPEC: a turn that keeps its lease but makes no progress for 600 s (polled every 15 s) ends.
   const watchdog = new ProgressWatchdog({
@@ -201,7 +220,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     sessionId: adm.sessionId,
     routes,
     system: [...promptMessages(prompt.stored), ...callerSystem(adm)],
-    history,
+    history: request,
     tools,
     toolContext,
     signal: AbortSignal.any([s.fence.signal, control.signal, watchdog.signal]),

@@ -1,9 +1,10 @@
 // What a turn's tools get: the tools of the agent's toolsets (the sandbox toolsets only when the
 // agent has a sandbox), and the context every call sees — the session's sandbox, the approval
 // guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
-// this agent and this conversation's person, and the past conversations session_search reads.
+// this agent and this conversation's person, the past conversations session_search reads, and
+// the skills the agent offers.
 import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, memoryLimits, pgMemoryStore, pgTodoStore, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, memoryLimits, offeredSkills, pgMemoryStore, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
 
@@ -45,9 +46,12 @@ export function turnMemory(db: Db, agent: CompiledAgent, adm: Admission): Memory
 export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, guard?: CommandGuard): TurnTools {
   const sandbox = loop.sandboxes ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
+  const tools = loop.tools.select(toolsets);
+  const enabled = { toolsets, tools: tools.map((t) => t.name) };
   return {
-    tools: loop.tools.select(toolsets),
+    tools,
     context: {
+      skills: { offered: async () => offeredSkills(await readSkillCatalog(deps.db, agent), enabled) },
       todos: pgTodoStore(deps.db),
       memory: turnMemory(deps.db, agent, adm),
       recall: { db: deps.db, agentId: adm.agentId, userId: adm.userId, admins: agent.admins ?? [], sessionId: adm.sessionId },

@@ -1,13 +1,15 @@
 // Built-in tools with no sandbox: the clock (read-only), the session's todo list (writes, kept in
 // Postgres through ToolContext.todos: todo.ts), bounded memory (ToolContext.memory: memory.ts) and
-// recall from past conversations (ToolContext.recall: session-search.ts).
+// recall from past conversations (ToolContext.recall: session-search.ts) and the skills an agent
+// offers (ToolContext.skills: skills.ts).
 import { z } from 'zod';
 import { defineTool, ToolRegistry } from './registry.js';
 import { memoryTool } from './memory.js';
 import { sessionSearchTool } from './session-search.js';
+import { skillsListTool, skillViewTool } from './skills.js';
 import { todoTool } from './todo.js';
 
-export { memoryTool, sessionSearchTool, todoTool };
+export { memoryTool, sessionSearchTool, skillsListTool, skillViewTool, todoTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -27,7 +29,8 @@ export const getTimeTool = defineTool({
 export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 
 export function builtinRegistry(): ToolRegistry {
-  return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool);
+  return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
+    .register(skillsListTool).register(skillViewTool);
 }
 
 /** Not in any toolset: the loop offers it whenever the turn can store oversized results. */

@@ -7,6 +7,7 @@ import type { SessionSandbox } from '../../sandbox/index.js';
 import type { TodoStore } from './todo-list.js';
 import type { MemoryAccess } from '../memory/access.js';
 import type { RecallAccess } from '../recall/access.js';
+import type { SkillAccess } from '../skills/access.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -32,6 +33,8 @@ export interface ToolContext {
   memory?: MemoryAccess;
   /** The past conversations `session_search` may read (this person's; an admin's: all). Absent = it refuses. */
   recall?: RecallAccess;
+  /** The skills this agent offers (`skills_list`, `skill_view`). Absent = they refuse. */
+  skills?: SkillAccess;
 }
 
 /**
