@@ -33,6 +33,8 @@ export { NO_RECALL } from './tools/session-search.js';
 export * from './skills/access.js';
 export * from './skills/catalog.js';
 export * from './skills/command.js';
+export * from './skills/learned.js';
+export * from './skills/skill-md.js';
 export { NO_SKILLS } from './tools/skills.js';
 export * from './tools/workspace-paths.js';
 export * from './tools/shell-quote.js';

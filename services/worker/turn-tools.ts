@@ -4,7 +4,7 @@
 // this agent and this conversation's person, the past conversations session_search reads, and
 // the skills the agent offers.
 import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, memoryLimits, offeredSkills, pgMemoryStore, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
 
@@ -51,7 +51,10 @@ export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: 
   return {
     tools,
     context: {
-      skills: { offered: async () => offeredSkills(await readSkillCatalog(deps.db, agent), enabled) },
+      skills: {
+        offered: async () => offeredSkills(await readSkillCatalog(deps.db, adm.agentId, agent), enabled),
+        manage: { store: pgLearnedSkills(deps.db), agentId: adm.agentId, sessionId: adm.sessionId, all: () => readSkillCatalog(deps.db, adm.agentId, agent) },
+      },
       todos: pgTodoStore(deps.db),
       memory: turnMemory(deps.db, agent, adm),
       recall: { db: deps.db, agentId: adm.agentId, userId: adm.userId, admins: agent.admins ?? [], sessionId: adm.sessionId },

@@ -1,7 +1,20 @@
-// What a turn's skill tools may reach: the skills this agent offers now (bound by the worker).
+// What a turn's skill tools may reach: the skills this agent offers now, and its own learned
+// skills to write (bound by the worker to the agent and the session — never named by the model).
 import type { CatalogSkill } from './catalog.js';
+import type { LearnedSkillStore } from './learned.js';
+
+export interface SkillManageAccess {
+  store: LearnedSkillStore;
+  agentId: string;
+  /** The session the writes come from (their provenance). */
+  sessionId: string;
+  /** Every skill of the agent before requirements (who owns a name). */
+  all(): Promise<CatalogSkill[]>;
+}
 
 export interface SkillAccess {
   /** The skills offered to this agent with this turn's toolsets (read from Postgres on each call). */
   offered(): Promise<CatalogSkill[]>;
+  /** Writing learned skills (skill_manage); absent = refused. */
+  manage?: SkillManageAccess;
 }

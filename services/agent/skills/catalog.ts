@@ -1,13 +1,14 @@
 // The skills an agent offers: the bundled ones (skills/ in the image, published under
-// BUNDLED_SKILLS_NAMESPACE), the Skill resources its Agent selects (GitOps), each at its current
-// version in Postgres — filtered by Hermes' requirements (metadata.hermes.requires_toolsets /
+// BUNDLED_SKILLS_NAMESPACE), the Skill resources its Agent selects (GitOps) and the skills it
+// learned (skill_manage, learned.ts), each at its current version in Postgres — filtered by Hermes' requirements (metadata.hermes.requires_toolsets /
 // requires_tools: hidden unless all are enabled; fallback_for_toolsets / fallback_for_tools:
 // hidden when any is; platforms: hidden unless linux, where commands run). A selected Skill wins
 // over a bundled one of the same name. Read when a session's prompt is built (the index) and
 // when skills_list / skill_view run — never cached across turns, so an edit reaches the next use.
 import { BUNDLED_SKILLS_NAMESPACE, type CompiledAgent, type Db } from '../../core/index.js';
+import { learnedNamespace } from './learned.js';
 
-export type SkillSource = 'gitops' | 'bundled';
+export type SkillSource = 'gitops' | 'learned' | 'bundled';
 
 export interface SkillFile { path: string; content: string }
 
@@ -31,15 +32,23 @@ export interface Enabled { toolsets: readonly string[]; tools: readonly string[]
 
 interface Row { namespace: string; content: Omit<CatalogSkill, 'source'> }
 
-/** Every skill the agent may be offered, before requirements: GitOps first, then bundled, one per name. */
-export async function readSkillCatalog(db: Pick<Db, 'pool'>, agent: Pick<CompiledAgent, 'agent' | 'skills'>): Promise<CatalogSkill[]> {
+const RANK: Record<SkillSource, number> = { gitops: 0, learned: 1, bundled: 2 };
+
+/**
+ * Every skill the agent may be offered, before requirements, one per name: a selected GitOps
+ * Skill first (it supersedes a learned copy), then the agent's learned skills, then bundled ones.
+ */
+export async function readSkillCatalog(db: Pick<Db, 'pool'>, agentId: string, agent: Pick<CompiledAgent, 'agent' | 'skills'>): Promise<CatalogSkill[]> {
   const objects = (agent.skills ?? []).map((s) => s.object);
+  const learned = learnedNamespace(agentId);
   const { rows } = await db.pool.query<Row>(`
     SELECT s.namespace, v.content FROM skills s JOIN skill_versions v ON v.skill_id = s.id AND v.version = s.current_version
-    WHERE s.namespace = $1 OR (s.namespace = $2 AND s.name = ANY($3::text[]))`, [BUNDLED_SKILLS_NAMESPACE, agent.agent.namespace, objects]);
+    WHERE (s.namespace = $1 OR s.namespace = $4 OR (s.namespace = $2 AND s.name = ANY($3::text[]))) AND NOT (v.content ? 'deleted')`,
+  [BUNDLED_SKILLS_NAMESPACE, agent.agent.namespace, objects, learned]);
   const byName = new Map<string, CatalogSkill>();
-  const ranked = rows.map((r) => ({ ...r.content, tags: r.content.tags ?? [], relatedSkills: r.content.relatedSkills ?? [], requiredEnvironmentVariables: r.content.requiredEnvironmentVariables ?? [], files: r.content.files ?? [], source: (r.namespace === BUNDLED_SKILLS_NAMESPACE ? 'bundled' : 'gitops') as SkillSource }))
-    .sort((a, b) => (a.source === b.source ? 0 : a.source === 'gitops' ? -1 : 1));
+  const sourceOf = (ns: string): SkillSource => (ns === BUNDLED_SKILLS_NAMESPACE ? 'bundled' : ns === learned ? 'learned' : 'gitops');
+  const ranked = rows.map((r) => ({ ...r.content, tags: r.content.tags ?? [], relatedSkills: r.content.relatedSkills ?? [], requiredEnvironmentVariables: r.content.requiredEnvironmentVariables ?? [], files: r.content.files ?? [], source: sourceOf(r.namespace) }))
+    .sort((a, b) => RANK[a.source] - RANK[b.source]);
   for (const skill of ranked) if (!byName.has(skill.name)) byName.set(skill.name, skill);
   return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
 }

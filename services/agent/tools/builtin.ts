@@ -6,10 +6,11 @@ import { z } from 'zod';
 import { defineTool, ToolRegistry } from './registry.js';
 import { memoryTool } from './memory.js';
 import { sessionSearchTool } from './session-search.js';
+import { skillManageTool } from './skill-manage.js';
 import { skillsListTool, skillViewTool } from './skills.js';
 import { todoTool } from './todo.js';
 
-export { memoryTool, sessionSearchTool, skillsListTool, skillViewTool, todoTool };
+export { memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -30,7 +31,7 @@ export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 
 export function builtinRegistry(): ToolRegistry {
   return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
-    .register(skillsListTool).register(skillViewTool);
+    .register(skillsListTool).register(skillViewTool).register(skillManageTool);
 }
 
 /** Not in any toolset: the loop offers it whenever the turn can store oversized results. */

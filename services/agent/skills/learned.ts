@@ -1,0 +1,77 @@
+// Learned skills: the ones an agent writes itself (skill_manage), in the same versioned skill
+// rows as GitOps and bundled skills, under the agent's own reserved namespace
+// `hermes:agent:<agentId>` — no other agent reads or writes them. Every change is a new version
+// with its provenance (author 'agent', the source session, the content hash); nothing is
+// overwritten, and a delete is a tombstone version, so any version can be restored later.
+// A write takes the skill's transaction-scoped advisory lock and works on its current version.
+import { sha256, canonicalJson, type Db } from '../../core/index.js';
+
+export const learnedNamespace = (agentId: string): string => `hermes:agent:${agentId}`;
+
+/** A learned skill's content: the Skill spec fields (Hermes' front matter camelCased). */
+export interface LearnedSkill {
+  name: string;
+  description: string;
+  version?: string;
+  tags: string[];
+  relatedSkills: string[];
+  requiredEnvironmentVariables: { name: string; prompt?: string; help?: string; requiredFor?: string }[];
+  platforms?: string[];
+  hermes?: Record<string, unknown>;
+  body: string;
+  files: { path: string; content: string }[];
+}
+
+/** The content stored for a deleted skill (its last version). */
+interface Tombstone { deleted: true; name: string }
+
+export interface LearnedState { skill: LearnedSkill | undefined; version: number; pinned: boolean }
+
+const isTombstone = (c: unknown): c is Tombstone => typeof c === 'object' && c !== null && (c as Tombstone).deleted === true;
+
+async function current(sql: Pick<Db['pool'], 'query'>, agentId: string, name: string): Promise<LearnedState & { id?: string }> {
+  const { rows } = await sql.query<{ id: string; version: number; pinned: boolean; content: unknown }>(`
+    SELECT s.id, s.current_version AS version, s.pinned, v.content FROM skills s
+    LEFT JOIN skill_versions v ON v.skill_id = s.id AND v.version = s.current_version
+    WHERE s.namespace = $1 AND s.name = $2`, [learnedNamespace(agentId), name]);
+  const row = rows[0];
+  if (!row) return { skill: undefined, version: 0, pinned: false };
+  return { id: row.id, skill: isTombstone(row.content) ? undefined : (row.content as LearnedSkill), version: row.version, pinned: row.pinned };
+}
+
+export interface LearnedSkillStore {
+  read(agentId: string, name: string): Promise<LearnedState>;
+  /**
+   * Writes the next version of `name` from its current state (`change` returns the new content,
+   * `null` to delete, or an error string to refuse); returns the new version or the refusal.
+   */
+  change(agentId: string, name: string, sessionId: string, change: (state: LearnedState) => LearnedSkill | null | string): Promise<{ ok: true; version: number } | { ok: false; error: string }>;
+}
+
+/** The Postgres LearnedSkillStore over the process's pool. */
+export function pgLearnedSkills(db: Pick<Db, 'pool' | 'tx'>): LearnedSkillStore {
+  return {
+    read: (agentId, name) => current(db.pool, agentId, name),
+    change(agentId, name, sessionId, change) {
+      return db.tx(async (sql) => {
+        await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`hermes-skill:${learnedNamespace(agentId)}:${name}`]);
+        const state = await current(sql, agentId, name);
+        const next = change(state);
+        if (typeof next === 'string') return { ok: false as const, error: next };
+        const content: LearnedSkill | Tombstone = next ?? { deleted: true, name };
+        const hash = sha256(canonicalJson(content));
+        const { rows: [skill] } = await sql.query<{ id: string }>(
+          `INSERT INTO skills (id, namespace, name, skill_name, current_version, hash, trust) VALUES (gen_random_uuid(), $1, $2, $2, 0, '', 'agent')
+           ON CONFLICT (namespace, name) DO UPDATE SET skill_name = EXCLUDED.skill_name RETURNING id`, [learnedNamespace(agentId), name]);
+        // Content seen before (e.g. written back after a delete) is that version again: versions are unique by hash.
+        const { rows: [seen] } = await sql.query<{ version: number }>('SELECT version FROM skill_versions WHERE skill_id = $1 AND hash = $2', [skill!.id, hash]);
+        const version = seen?.version ?? (await sql.query<{ version: number }>(
+          `INSERT INTO skill_versions (id, skill_id, version, hash, content, author, source_session_id)
+           SELECT gen_random_uuid(), $1, COALESCE(MAX(version), 0) + 1, $2, $3, 'agent', $4 FROM skill_versions WHERE skill_id = $1 RETURNING version`,
+          [skill!.id, hash, JSON.stringify(content), sessionId])).rows[0]!.version;
+        await sql.query('UPDATE skills SET current_version = $2, hash = $3, updated_at = now() WHERE id = $1', [skill!.id, version, hash]);
+        return { ok: true as const, version };
+      });
+    },
+  };
+}

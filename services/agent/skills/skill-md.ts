@@ -1,0 +1,53 @@
+// Hermes' SKILL.md: YAML front matter between --- lines, then the Markdown body. The snake_case
+// front matter maps to the Skill spec's camelCase fields (operator/api/skill.ts); used by
+// `hermes skills import`, the bundled skills and the agent's own skill_manage.
+import { parse, stringify } from 'yaml';
+
+type Front = Record<string, unknown>;
+
+/** Front-matter keys the spec has a field for; others are kept aside by the importer. */
+export const KNOWN_FRONT_MATTER = new Set(['name', 'description', 'version', 'author', 'license', 'platforms', 'tags', 'related_skills', 'required_environment_variables', 'metadata']);
+
+/** Splits SKILL.md into front matter and body; throws when the front matter is missing. */
+export function splitSkillMd(text: string): { front: Front; body: string } {
+  const m = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text);
+  if (!m) throw new Error('SKILL.md must start with YAML front matter between --- lines');
+  const front = (parse(m[1]!) ?? {}) as Front;
+  if (typeof front !== 'object' || Array.isArray(front)) throw new Error('the front matter of SKILL.md must be a YAML mapping');
+  return { front, body: m[2]!.replace(/^\s*\n/, '') };
+}
+
+const list = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.map(String) : undefined);
+
+function hermesMeta(front: Front): Record<string, unknown> | undefined {
+  const h = ((front.metadata as Front | undefined)?.hermes ?? undefined) as Front | undefined;
+  if (!h) return undefined;
+  return Object.fromEntries(Object.entries({
+    tags: list(h.tags), relatedSkills: list(h.related_skills),
+    requiresToolsets: list(h.requires_toolsets), requiresTools: list(h.requires_tools),
+    fallbackForToolsets: list(h.fallback_for_toolsets), fallbackForTools: list(h.fallback_for_tools),
+    config: Array.isArray(h.config) ? h.config.map((c: Front) => ({ key: String(c.key), ...(c.description ? { description: String(c.description) } : {}), ...(c.default !== undefined ? { default: String(c.default) } : {}), ...(c.prompt ? { prompt: String(c.prompt) } : {}) })) : undefined,
+  }).filter(([, v]) => v !== undefined));
+}
+
+/** The Skill spec fields (all but `trust`) of a parsed SKILL.md and its files. */
+export function skillFieldsFrom(front: Front, body: string, files: { path: string; content: string }[]): Record<string, unknown> {
+  const env = Array.isArray(front.required_environment_variables) ? front.required_environment_variables.map((e: Front) => ({
+    name: String(e.name), ...(e.prompt ? { prompt: String(e.prompt) } : {}), ...(e.help ? { help: String(e.help) } : {}), ...(e.required_for ? { requiredFor: String(e.required_for) } : {}),
+  })) : [];
+  const hermes = hermesMeta(front);
+  return Object.fromEntries(Object.entries({
+    name: String(front.name ?? ''), description: String(front.description ?? '').trim(),
+    version: front.version === undefined ? undefined : String(front.version),
+    author: front.author === undefined ? undefined : String(front.author),
+    license: front.license === undefined ? undefined : String(front.license),
+    platforms: list(front.platforms), tags: list(front.tags) ?? [], relatedSkills: list(front.related_skills) ?? [],
+    requiredEnvironmentVariables: env, ...(hermes ? { hermes } : {}), body, files,
+  }).filter(([, v]) => v !== undefined));
+}
+
+/** SKILL.md text for stored fields (what skill_view shows as the whole document for edits). */
+export function skillMdText(fields: { name: string; description: string; body: string; version?: string; tags?: string[] }): string {
+  const front: Front = { name: fields.name, description: fields.description, ...(fields.version ? { version: fields.version } : {}), ...(fields.tags?.length ? { tags: fields.tags } : {}) };
+  return `---\n${stringify(front, { lineWidth: 0 }).trimEnd()}\n---\n${fields.body}`;
+}
