@@ -38,7 +38,7 @@ export async function importSkillDir(dir: string, namespace?: string): Promise<S
       ...(namespace ? { namespace } : {}),
       ...(extra.length ? { annotations: { 'hermes.dev/extra-front-matter': JSON.stringify(Object.fromEntries(extra.map((k) => [k, front[k]]))) } } : {}),
     },
-    spec: { ...skillFieldsFrom(front, body, await extraFiles(dir)), trust: 'community' },
+    spec: skillFieldsFrom(front, body, await extraFiles(dir), 'community'),
   };
   const parsed = skillSchema.safeParse(manifest);
   if (!parsed.success) throw new Error(`${dir}: not a valid skill: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);

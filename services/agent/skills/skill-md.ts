@@ -30,8 +30,8 @@ function hermesMeta(front: Front): Record<string, unknown> | undefined {
   }).filter(([, v]) => v !== undefined));
 }
 
-/** The Skill spec fields (all but `trust`) of a parsed SKILL.md and its files. */
-export function skillFieldsFrom(front: Front, body: string, files: { path: string; content: string }[]): Record<string, unknown> {
+/** The Skill spec fields of a parsed SKILL.md and its files (`trust` only when given), in the spec's order. */
+export function skillFieldsFrom(front: Front, body: string, files: { path: string; content: string }[], trust?: string): Record<string, unknown> {
   const env = Array.isArray(front.required_environment_variables) ? front.required_environment_variables.map((e: Front) => ({
     name: String(e.name), ...(e.prompt ? { prompt: String(e.prompt) } : {}), ...(e.help ? { help: String(e.help) } : {}), ...(e.required_for ? { requiredFor: String(e.required_for) } : {}),
   })) : [];
@@ -42,7 +42,7 @@ export function skillFieldsFrom(front: Front, body: string, files: { path: strin
     author: front.author === undefined ? undefined : String(front.author),
     license: front.license === undefined ? undefined : String(front.license),
     platforms: list(front.platforms), tags: list(front.tags) ?? [], relatedSkills: list(front.related_skills) ?? [],
-    requiredEnvironmentVariables: env, ...(hermes ? { hermes } : {}), body, files,
+    requiredEnvironmentVariables: env, ...(hermes ? { hermes } : {}), trust, body, files,
   }).filter(([, v]) => v !== undefined));
 }
 
