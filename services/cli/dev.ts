@@ -93,6 +93,17 @@ const devOverrides = (port: string | undefined, env: NodeJS.ProcessEnv = process
   ...(port ? { HERMES_PORT: port } : {}),
 });
 
+/** `/hooks/slack/<ns>/<name>` of the loaded agents that have a slack platform. */
+async function slackHookPaths(rt: Runtime, agents: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const key of agents) {
+    const [ns, name] = key.split('/') as [string, string];
+    const found = await findAgent(rt.db.pool, ns, name);
+    if (found?.compiled.platforms?.some((p) => p.type === 'slack')) out.push(`/hooks/slack/${ns}/${name}`);
+  }
+  return out;
+}
+
 export const devCommand = new Command('dev')
   .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
   .option('-m, --manifests <dir>', 'folder of Agent/Profile (and ConfigMap) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
@@ -128,8 +139,9 @@ export const devCommand = new Command('dev')
     }
     const instance = await registerInstance(rt.db.pool, 'dev');
     const worker = await startWorker({ ...rt, secrets, instance });
-    const gw = await startGatewayOn(rt);
+    const gw = await startGatewayOn(rt, secrets);
     const first = agents[0] ?? 'default/hermes';
+    const slackHooks = await slackHookPaths(rt, agents);
     say('');
     say(`Hermes is running. Agents: ${agents.join(', ') || '(none)'}`);
     say(`  gateway:        ${gw.url}`);
@@ -138,6 +150,7 @@ export const devCommand = new Command('dev')
     say(`  models:         curl -H "Authorization: Bearer ${apiKey}" ${gw.url}/v1/models`);
     say(`  send a message: curl -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' -d '{"content":"hello"}' ${gw.url}/v1/agents/${first}/messages`);
     say(`  metrics:        ${gw.metricsUrl ?? gw.url}/metrics     health: ${gw.url}/readyz`);
+    for (const hook of slackHooks) say(`  Slack events:   ${gw.url}${hook}   (Request URL of the Slack app; see README "Connect Slack")`);
     for (const name of keyless) {
       say(`  note: ${name} does not take this API key (its spec.api has no key from HERMES_DEV_API_KEY); add \`keys: [{ env: HERMES_DEV_API_KEY }]\` under spec.api to call it over HTTP.`);
     }

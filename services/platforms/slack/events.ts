@@ -1,0 +1,99 @@
+// Slack Events API envelopes → one InboundEvent, or an answer / an ignore with its reason.
+//   url_verification → answer the challenge.
+//   event_callback:
+//     message in an `im` (a DM) → a message;
+//     app_mention in a channel → a message when groupPolicy is `mention` (Slack sends the same
+//       text as a `message` too when the app subscribes to channel messages: that copy is ignored);
+//     message in a channel/group → a message only when groupPolicy is `all`;
+//     bot messages, our own echoes (bot_id / the app's own user) and subtypes other than plain
+//     user text (edits, deletions, joins, topic changes, …) → ignored.
+// A thread (thread_ts) is one session and the reply goes into it; a top-level channel mention
+// gets its reply in a new thread under the message (Slack's threading convention).
+import { z } from 'zod';
+import type { InboundEvent, Normalised, PlatformSettings } from '../adapter.js';
+
+const text = z.string().max(40_000);
+const id = z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/);
+
+const messageEvent = z.object({
+  type: z.enum(['message', 'app_mention']),
+  subtype: z.string().optional(),
+  user: id.optional(),
+  bot_id: z.string().optional(),
+  app_id: z.string().optional(),
+  text: text.optional(),
+  channel: id.optional(),
+  channel_type: z.string().optional(),
+  ts: id.optional(),
+  thread_ts: id.optional(),
+}).passthrough();
+
+const envelope = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('url_verification'), challenge: z.string().min(1).max(1_000), token: z.string().optional() }),
+  z.object({
+    type: z.literal('event_callback'),
+    event_id: id,
+    team_id: id.optional(),
+    api_app_id: z.string().optional(),
+    authorizations: z.array(z.object({ user_id: z.string().optional(), is_bot: z.boolean().optional() }).passthrough()).optional(),
+    event: z.object({ type: z.string() }).passthrough(),
+  }).passthrough(),
+]);
+
+export type SlackEnvelope = z.infer<typeof envelope>;
+
+/** Parses a body already proven to come from Slack; throws ZodError for a shape we do not know. */
+export const parseSlackEnvelope = (body: unknown): SlackEnvelope => envelope.parse(body);
+
+/** Subtypes that are a person writing (file shares and thread broadcasts carry text too). */
+const userSubtypes = new Set(['file_share', 'thread_broadcast']);
+
+type MessageEvent = z.infer<typeof messageEvent>;
+
+/** Why a message event is not someone talking to us, or undefined when it is. */
+function notUserText(ev: MessageEvent, botUsers: ReadonlySet<string>): string | undefined {
+  if (ev.bot_id !== undefined || ev.subtype === 'bot_message') return 'a bot message';
+  if (ev.user !== undefined && botUsers.has(ev.user)) return 'our own message';
+  if (ev.subtype !== undefined && !userSubtypes.has(ev.subtype)) return `a ${ev.subtype} event`;
+  if (ev.user === undefined || ev.channel === undefined || ev.ts === undefined) return 'a message without user, channel or ts';
+  if (!ev.text?.trim()) return 'a message without text';
+  return undefined;
+}
+
+/** Removes mentions of our bot user from the text (the model needs the request, not `<@U…>`). */
+function withoutOwnMentions(value: string, botUsers: ReadonlySet<string>): string {
+  let out = value;
+  for (const u of botUsers) out = out.replaceAll(new RegExp(`<@${u}(\\|[^>]*)?>`, 'g'), '');
+  return out.trim();
+}
+
+function toInbound(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: MessageEvent, dm: boolean, botUsers: ReadonlySet<string>): InboundEvent {
+  const channel = ev.channel!;
+  // In a channel, a top-level mention opens a thread under itself; in a DM a thread only if the user made one.
+  const threadTs = ev.thread_ts ?? (dm ? undefined : ev.ts!);
+  return {
+    platform: 'slack',
+    eventId: env.event_id,
+    chat: { type: dm ? 'dm' : 'group', id: channel, ...(threadTs !== undefined ? { threadId: threadTs } : {}) },
+    user: { id: ev.user! },
+    text: withoutOwnMentions(ev.text ?? '', botUsers) || (ev.text ?? '').trim(),
+    replyTarget: { kind: 'slack', channel, ...(threadTs !== undefined ? { threadTs } : {}), ...(env.team_id ? { team: env.team_id } : {}) },
+  };
+}
+
+/** The envelope as the gateway acts on it, for an agent's slack platform settings. */
+export function normaliseSlack(env: SlackEnvelope, settings: PlatformSettings): Normalised {
+  if (env.type === 'url_verification') return { kind: 'answer', body: { challenge: env.challenge } };
+  const parsed = messageEvent.safeParse(env.event);
+  if (!parsed.success) return { kind: 'ignore', reason: `event type ${env.event.type} is not handled` };
+  const ev = parsed.data;
+  const botUsers = new Set((env.authorizations ?? []).filter((a) => a.is_bot && a.user_id).map((a) => a.user_id!));
+  const why = notUserText(ev, botUsers);
+  if (why) return { kind: 'ignore', reason: why };
+  const dm = ev.channel_type === 'im' || (ev.channel_type === undefined && ev.channel!.startsWith('D'));
+  if (dm) return ev.type === 'message' ? { kind: 'message', event: toInbound(env, ev, true, botUsers) } : { kind: 'ignore', reason: 'an app_mention in a DM (its message event is handled)' };
+  if (settings.groupPolicy === 'off') return { kind: 'ignore', reason: 'groupPolicy is off' };
+  if (settings.groupPolicy === 'mention' && ev.type !== 'app_mention') return { kind: 'ignore', reason: 'a channel message without a mention (groupPolicy: mention)' };
+  if (settings.groupPolicy === 'all' && ev.type !== 'message') return { kind: 'ignore', reason: 'an app_mention (groupPolicy: all handles its message event)' };
+  return { kind: 'message', event: toInbound(env, ev, false, botUsers) };
+}
