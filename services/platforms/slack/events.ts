@@ -7,8 +7,9 @@
 //     message in a channel/group → a message only when groupPolicy is `all`;
 //     bot messages, our own echoes (bot_id / the app's own user) and subtypes other than plain
 //     user text (edits, deletions, joins, topic changes, …) → ignored.
-// A thread (thread_ts) is one session and the reply goes into it; a top-level channel mention
-// gets its reply in a new thread under the message (Slack's threading convention).
+// A thread (thread_ts) is one session and the reply goes into it; a top-level channel message
+// gets its reply in a new thread under the message (Slack's threading convention), and that thread
+// is its session. DMs are one session per DM; group DMs (mpim) one per participant.
 import { z } from 'zod';
 import type { InboundEvent, Normalised, PlatformSettings } from '../adapter.js';
 
@@ -69,8 +70,10 @@ function withoutOwnMentions(value: string, botUsers: ReadonlySet<string>): strin
 
 function toInbound(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: MessageEvent, dm: boolean, botUsers: ReadonlySet<string>): InboundEvent {
   const channel = ev.channel!;
-  // In a channel, a top-level mention opens a thread under itself; in a DM a thread only if the user made one.
-  const threadTs = ev.thread_ts ?? (dm ? undefined : ev.ts!);
+  // In a channel a top-level message opens a thread under itself (so its follow-ups in the thread are
+  // the same session); in a DM or a group DM (mpim) only a thread the user made counts, and group
+  // DMs keep SPEC's one session per participant.
+  const threadTs = ev.thread_ts ?? (dm || ev.channel_type === 'mpim' ? undefined : ev.ts!);
   return {
     platform: 'slack',
     eventId: env.event_id,
