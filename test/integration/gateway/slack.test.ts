@@ -235,8 +235,8 @@ describe('Slack conversations', () => {
       const p = fakeSlack.posts().filter((c) => c.args.channel === 'CLONG');
       return p.length === 3 ? p : undefined;
     }, 'three pieces');
-    expect(pieces.map((p) => p.args.text.length).every((n) => n <= 4_000)).toBe(true);
-    expect(pieces.map((p) => p.args.text[0])).toEqual(['a', 'b', 'c']);
+    expect(pieces.map((p) => (p.args.text ?? '').length).every((n) => n <= 4_000)).toBe(true);
+    expect(pieces.map((p) => (p.args.text ?? '')[0])).toEqual(['a', 'b', 'c']);
     expect(pieces.every((p) => p.args.thread_ts === m.ts)).toBe(true);
   });
 
