@@ -24,8 +24,10 @@ export interface FakeSlack {
   calls: SlackCall[];
   /** Successful chat.postMessage calls, in order. */
   posts(): SlackCall[];
-  /** The next `times` calls answer 429 with `Retry-After: retryAfterSeconds`. */
-  rateLimitNext(times: number, retryAfterSeconds: number): void;
+  /** The next `times` calls (after `skip` calls answered as usual) answer 429 with `Retry-After: retryAfterSeconds`. */
+  rateLimitNext(times: number, retryAfterSeconds: number, skip?: number): void;
+  /** The next `times` calls answer HTTP `status` (a 5xx outage). */
+  failNext(times: number, status: number): void;
   close(): Promise<void>;
 }
 
@@ -39,7 +41,8 @@ async function readArgs(req: IncomingMessage): Promise<Record<string, string>> {
 
 export async function startFakeSlack(botToken: string): Promise<FakeSlack> {
   const calls: SlackCall[] = [];
-  let limited = { times: 0, retryAfter: 1 };
+  let limited = { times: 0, retryAfter: 1, skip: 0 };
+  let failing = { times: 0, status: 503 };
   let ts = 1_700_000_000;
   const server: Server = createServer((req, res) => {
     void (async () => {
@@ -51,10 +54,18 @@ export async function startFakeSlack(botToken: string): Promise<FakeSlack> {
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(body));
       };
-      if (limited.times > 0) {
+      if (failing.times > 0) {
+        failing.times--;
+        answer(failing.status, { ok: false, error: 'fatal_error' });
+        return;
+      }
+      if (limited.times > 0 && limited.skip > 0) limited.skip--;
+      else if (limited.times > 0) {
         limited.times--;
         answer(429, { ok: false, error: 'ratelimited' }, { 'retry-after': String(limited.retryAfter) });
-      } else if (token !== botToken) answer(200, { ok: false, error: 'invalid_auth' });
+        return;
+      }
+      if (token !== botToken) answer(200, { ok: false, error: 'invalid_auth' });
       else if (method === 'chat.postMessage') {
         if (!args.channel || !args.text) answer(200, { ok: false, error: args.channel ? 'no_text' : 'channel_not_found' });
         else answer(200, { ok: true, channel: args.channel, ts: `${ts++}.000100`, message: { text: args.text } });
@@ -69,7 +80,8 @@ export async function startFakeSlack(botToken: string): Promise<FakeSlack> {
     apiUrl: `${url}/api/`,
     calls,
     posts: () => calls.filter((c) => c.method === 'chat.postMessage' && c.ok),
-    rateLimitNext: (times, retryAfterSeconds) => { limited = { times, retryAfter: retryAfterSeconds }; },
+    rateLimitNext: (times, retryAfterSeconds, skip = 0) => { limited = { times, retryAfter: retryAfterSeconds, skip }; },
+    failNext: (times, status) => { failing = { times, status }; },
     close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
 }

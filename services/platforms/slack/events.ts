@@ -64,7 +64,7 @@ function notUserText(ev: MessageEvent, botUsers: ReadonlySet<string>): string | 
 /** Removes mentions of our bot user from the text (the model needs the request, not `<@U…>`). */
 function withoutOwnMentions(value: string, botUsers: ReadonlySet<string>): string {
   let out = value;
-  for (const u of botUsers) out = out.replaceAll(new RegExp(`<@${u}(\\|[^>]*)?>`, 'g'), '');
+  for (const u of botUsers) out = out.replaceAll(new RegExp(`<@${u.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(\\|[^>]*)?>`, 'g'), '');
   return out.trim();
 }
 
