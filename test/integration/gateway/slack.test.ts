@@ -2,7 +2,9 @@
 // Postgres, run by the real worker against a fake model, and delivered through the delivery ledger
 // to a fake Slack Web API (the real @slack/web-api client talks to it over HTTP).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObligationForAdmission, type CompiledAgent } from '../../../services/core/index.js';
+import {
+  admitAnswered, claimDelivery, duplicateMarker, getObligationForAdmission, markStopped, registerInstance, type CompiledAgent,
+} from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
@@ -30,6 +32,7 @@ let rt: TestRuntime;
 let worker: RunningWorker;
 let gw: RunningGateway;
 let hook: string;
+let agentId: string;
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -40,7 +43,7 @@ beforeAll(async () => {
   });
   fakeSlack = await startFakeSlack(BOT_TOKEN);
   rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fakeSlack.apiUrl, HERMES_MAX_BODY_BYTES: MAX_BODY }), 'slack');
-  await createTestAgent(rt, model.baseURL, { platforms: [slackPlatform] });
+  agentId = await createTestAgent(rt, model.baseURL, { platforms: [slackPlatform] });
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'team' }, platforms: [{ ...slackPlatform, allowlist: [], allowAll: true, groupPolicy: 'all' }] });
   worker = await startTestWorker(rt, { secrets: [slackSecret] });
   gw = await startGateway({ ...rt, secrets: staticSecrets([testModelSecret, slackSecret]) });
@@ -254,5 +257,25 @@ describe('Slack conversations', () => {
     const toChannel = fakeSlack.calls.filter((c) => c.args.channel === 'DRATE');
     expect(toChannel.map((c) => c.status)).toEqual([429, 200]);
     expect(postsWith('answer to: rate limited please')).toHaveLength(1);
+  });
+
+  it('re-sends a reply whose delivering worker died mid-send, marked as a possible duplicate', async () => {
+    // A reply obligation another worker had claimed (attempting) when it died.
+    const dead = await registerInstance(rt.db.pool, 'worker');
+    const answered = await admitAnswered(rt.db, {
+      agentId, platform: 'slack', sessionKey: 'agent:default/demo:slack:dm:DDEAD', user: { platformUserId: ALLOWED }, eventId: 'dead-owner-1',
+      content: 'question', replyTarget: { kind: 'slack', channel: 'DDEAD' },
+    }, 'the reply that was being sent');
+    const claimed = await claimDelivery(rt.db.pool, answered.obligationId!, dead, { instanceTtlSeconds: 3, steady: false }, 600);
+    expect(claimed?.state).toBe('attempting');
+    await markStopped(rt.db.pool, dead.id);
+    const resent = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DDEAD'), 'the re-send');
+    expect(resent.args.text).toBe(`♻️ (${duplicateMarker})\n\nthe reply that was being sent`);
+    const ob = await eventually(async () => {
+      const o = await getObligationForAdmission(rt.db.pool, answered.admissionId);
+      return o?.state === 'delivered' ? o : undefined;
+    }, 'delivered');
+    expect(ob.possibleDuplicate).toBe(true);
+    expect(fakeSlack.posts().filter((c) => c.args.channel === 'DDEAD')).toHaveLength(1);
   });
 });
