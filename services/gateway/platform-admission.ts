@@ -3,7 +3,7 @@
 // only after this returns (the admission, or the refusal, is committed); the model is never awaited.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, admitAnswered, enqueueDelivery, getAdmissionStatus, type AgentRecord, type TraceCarrier,
+  admit, admitAnswered, enqueueDelivery, getAdmissionStatus, hasSessionKey, type AgentRecord, type TraceCarrier,
 } from '../core/index.js';
 import { authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
 import { enqueueSoon, recordApprovalDecision, signalRunningTurn } from './admission.js';
@@ -43,6 +43,10 @@ async function refuse(ctx: GatewayContext, agent: AgentRecord, event: InboundEve
 
 /** The request an event came in: its trace context and logger. */
 export interface Via { trace: TraceCarrier; log: FastifyBaseLogger }
+
+/** A follow-up (a thread message that did not address us) is a turn only in a thread that is already a session of ours. */
+export const threadIsOurs = (ctx: GatewayContext, agent: AgentRecord, event: InboundEvent) =>
+  hasSessionKey(ctx.deps.db.pool, agent.agentId, platformSessionKey(agent.compiled.agent, event));
 
 export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, event: InboundEvent, via: Via): Promise<PlatformAdmission> {
   const { trace, log } = via;

@@ -39,6 +39,11 @@ export type Normalised =
   | { kind: 'message'; event: InboundEvent }
   /** Answer the platform directly, admit nothing (Slack url_verification). */
   | { kind: 'answer'; body: unknown }
+  /**
+   * A group message inside a thread that did not address us: a turn only when that thread is
+   * already one of the agent's sessions (the bot took part in it), as Hermes follows its threads.
+   */
+  | { kind: 'follow-up'; event: InboundEvent }
   /** Acknowledge and drop: bot messages, our own echoes, edits, joins, unaddressed group chatter. */
   | { kind: 'ignore'; reason: string };
 

@@ -113,6 +113,12 @@ export async function startNextTurn(db: Db, lease: Lease): Promise<Admission | u
   return adm ? admissionFromRow(adm) : undefined;
 }
 
+/** True when `key` is bound to a session of the agent (a conversation it already took part in). */
+export async function hasSessionKey(sql: Sql, agentId: string, key: string): Promise<boolean> {
+  const { rowCount } = await sql.query(`SELECT 1 FROM session_keys WHERE agent_id = $1 AND key = $2`, [agentId, key]);
+  return (rowCount ?? 0) > 0;
+}
+
 /** The session's oldest queued admission (id and trace context), if any. */
 export async function nextQueued(sql: Sql, sessionId: string): Promise<Pick<Admission, 'id' | 'traceContext'> | undefined> {
   const { rows } = await sql.query<Pick<Admission, 'id' | 'traceContext'>>(

@@ -6,7 +6,8 @@
 //       the raw bytes (one answer for all, so it tells nobody which agents exist);
 //   503 secrets unreadable / Postgres down (Slack retries);
 //   400 malformed JSON or an envelope we do not know (only for requests Slack signed);
-//   200 url_verification's challenge; 200 for everything admitted, deduplicated, refused or ignored.
+//   200 url_verification's challenge; 200 for everything admitted, deduplicated, refused or ignored
+//       (a thread message without a mention is admitted only in a thread that is already a session).
 // A retry (X-Slack-Retry-Num) carries the same event_id: the dedupe row makes it a no-op 200.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ZodError } from 'zod';
@@ -14,7 +15,7 @@ import { HermesError, injectTraceContext, type AgentRecord } from '../../core/in
 import { platformOf, slack, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
 import { describeIssues } from '../errors.js';
-import { admitPlatformEvent } from '../platform-admission.js';
+import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
 import { agentParams, parseInput } from '../validation.js';
 
 const unverified = (reason: string) => new HermesError('HERMES_SIGNATURE_INVALID', `(${reason})`);
@@ -81,9 +82,12 @@ export function registerSlackRoutes(app: FastifyInstance, ctx: GatewayContext): 
       const verified = slack.verifySlackRequest(secret, { timestamp: request.headers['x-slack-request-timestamp'], signature: request.headers['x-slack-signature'] }, raw, nowSeconds);
       if (!verified.ok) throw unverified(verified.reason);
 
-      const normalised = slack.normaliseSlack(parseEnvelope(raw), settings);
+      let normalised = slack.normaliseSlack(parseEnvelope(raw), settings);
       const retry = request.headers['x-slack-retry-num'];
       if (normalised.kind === 'answer') return reply.code(200).send(normalised.body);
+      if (normalised.kind === 'follow-up') {
+        normalised = (await threadIsOurs(ctx, agent, normalised.event)) ? { kind: 'message', event: normalised.event } : { kind: 'ignore', reason: 'a thread message without a mention, in a thread we did not take part in' };
+      }
       if (normalised.kind === 'ignore') {
         request.log.debug({ agent: `${namespace}/${name}`, reason: normalised.reason }, 'Ignored a Slack event');
         return reply.code(200).send({ ok: true });

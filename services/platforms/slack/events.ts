@@ -4,6 +4,7 @@
 //     message in an `im` (a DM) → a message;
 //     app_mention in a channel → a message when groupPolicy is `mention` (Slack sends the same
 //       text as a `message` too when the app subscribes to channel messages: that copy is ignored);
+//       a plain message in a thread is a follow-up: a turn when the thread is already ours;
 //     message in a channel/group → a message only when groupPolicy is `all`;
 //     bot messages, our own echoes (bot_id / the app's own user) and subtypes other than plain
 //     user text (edits, deletions, joins, topic changes, …) → ignored.
@@ -84,6 +85,25 @@ function toInbound(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: 
   };
 }
 
+const mentions = (value: string | undefined, botUsers: ReadonlySet<string>) => [...botUsers].some((u) => (value ?? '').includes(`<@${u}`));
+
+/**
+ * A channel message (not a DM) under the platform's groupPolicy. With `mention`, a plain message
+ * inside a thread is a follow-up (a turn if the thread is ours), unless it mentions us: then its
+ * app_mention copy is the turn. Without our bot's identity in the envelope we cannot tell, and
+ * take no follow-ups.
+ */
+function channelMessage(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: MessageEvent, settings: PlatformSettings, botUsers: ReadonlySet<string>): Normalised {
+  if (settings.groupPolicy === 'off') return { kind: 'ignore', reason: 'groupPolicy is off' };
+  if (settings.groupPolicy === 'all') {
+    return ev.type === 'message' ? { kind: 'message', event: toInbound(env, ev, false, botUsers) } : { kind: 'ignore', reason: 'an app_mention (groupPolicy: all handles its message event)' };
+  }
+  if (ev.type === 'app_mention') return { kind: 'message', event: toInbound(env, ev, false, botUsers) };
+  if (ev.thread_ts === undefined || ev.thread_ts === ev.ts) return { kind: 'ignore', reason: 'a channel message without a mention (groupPolicy: mention)' };
+  if (botUsers.size === 0 || mentions(ev.text, botUsers)) return { kind: 'ignore', reason: 'a thread message that mentions us (its app_mention is the turn) or an envelope without our bot user' };
+  return { kind: 'follow-up', event: toInbound(env, ev, false, botUsers) };
+}
+
 /** The envelope as the gateway acts on it, for an agent's slack platform settings. */
 export function normaliseSlack(env: SlackEnvelope, settings: PlatformSettings): Normalised {
   if (env.type === 'url_verification') return { kind: 'answer', body: { challenge: env.challenge } };
@@ -94,9 +114,6 @@ export function normaliseSlack(env: SlackEnvelope, settings: PlatformSettings): 
   const why = notUserText(ev, botUsers);
   if (why) return { kind: 'ignore', reason: why };
   const dm = ev.channel_type === 'im' || (ev.channel_type === undefined && ev.channel!.startsWith('D'));
-  if (dm) return ev.type === 'message' ? { kind: 'message', event: toInbound(env, ev, true, botUsers) } : { kind: 'ignore', reason: 'an app_mention in a DM (its message event is handled)' };
-  if (settings.groupPolicy === 'off') return { kind: 'ignore', reason: 'groupPolicy is off' };
-  if (settings.groupPolicy === 'mention' && ev.type !== 'app_mention') return { kind: 'ignore', reason: 'a channel message without a mention (groupPolicy: mention)' };
-  if (settings.groupPolicy === 'all' && ev.type !== 'message') return { kind: 'ignore', reason: 'an app_mention (groupPolicy: all handles its message event)' };
-  return { kind: 'message', event: toInbound(env, ev, false, botUsers) };
+  if (!dm) return channelMessage(env, ev, settings, botUsers);
+  return ev.type === 'message' ? { kind: 'message', event: toInbound(env, ev, true, botUsers) } : { kind: 'ignore', reason: 'an app_mention in a DM (its message event is handled)' };
 }

@@ -167,7 +167,7 @@ describe('Slack conversations', () => {
     expect(postsWith('answer to: what is in my DM?')).toHaveLength(1);
   });
 
-  it('answers a channel mention in its thread, and the next mention in that thread continues the session', async () => {
+  it('answers a channel mention in its thread; later messages in that thread (mentioned or not) continue the session', async () => {
     const opening = send({ type: 'app_mention', user: ALLOWED, text: '<@UBOT> first question', channel: 'CTEAM' });
     // Slack also sends the same text as a plain message event (channel subscription): not a second turn.
     const copy = send({ user: ALLOWED, text: '<@UBOT> first question', channel: 'CTEAM', channelType: 'channel', ts: opening.ts });
@@ -178,7 +178,9 @@ describe('Slack conversations', () => {
 
     // Bob follows up in the thread: a thread is one session, shared by everyone in it.
     const followUp = send({ type: 'app_mention', user: ALSO_ALLOWED, text: '<@UBOT> second question', channel: 'CTEAM', threadTs: opening.ts });
+    const followUpCopy = send({ user: ALSO_ALLOWED, text: '<@UBOT> second question', channel: 'CTEAM', channelType: 'channel', threadTs: opening.ts, ts: followUp.ts });
     expect((await followUp.res).status).toBe(200);
+    expect((await followUpCopy.res).status).toBe(200);
     const reply2 = await delivered('answer to: second question');
     expect(reply2.args).toMatchObject({ channel: 'CTEAM', thread_ts: opening.ts });
     expect((await admissionOf(followUp.eventId)).sessionId).toBe((await admissionOf(opening.eventId)).sessionId);
@@ -186,6 +188,18 @@ describe('Slack conversations', () => {
     const second = model.requests.find((r) => lastUser(r.body) === 'second question')!;
     expect(second.body.messages.map((m) => m.content)).toContain('first question');
     expect(model.requests.filter((r) => lastUser(r.body) === 'first question')).toHaveLength(1);
+    expect(model.requests.filter((r) => lastUser(r.body) === 'second question')).toHaveLength(1);
+
+    // In a thread the bot took part in, a reply needs no mention (Hermes follows its threads)…
+    const plain = send({ user: ALLOWED, text: 'third, without a mention', channel: 'CTEAM', channelType: 'channel', threadTs: opening.ts });
+    expect((await plain.res).status).toBe(200);
+    expect((await delivered('answer to: third, without a mention')).args.thread_ts).toBe(opening.ts);
+    expect((await admissionOf(plain.eventId)).sessionId).toBe((await admissionOf(opening.eventId)).sessionId);
+    // …but in someone else's thread it does.
+    const elsewhere = send({ user: ALLOWED, text: 'not for the bot', channel: 'CTEAM', channelType: 'channel', threadTs: '1700000000.000001' });
+    expect((await elsewhere.res).status).toBe(200);
+    const { rows } = await rt.db.pool.query(`SELECT 1 FROM inbound_events WHERE event_id = $1`, [elsewhere.eventId]);
+    expect(rows).toHaveLength(0);
   });
 
   it('keeps one session per participant in a group DM, and one per thread in a channel (groupPolicy all, allow-all)', async () => {
