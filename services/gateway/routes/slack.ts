@@ -18,17 +18,28 @@ import { describeIssues } from '../errors.js';
 import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
 import { agentParams, parseInput } from '../validation.js';
 
+/** Before any lookup (the timestamp): the reason may be told, it depends on nothing of ours. */
 const unverified = (reason: string) => new HermesError('HERMES_SIGNATURE_INVALID', `(${reason})`);
 
-/** The agent and its slack settings, or the same 401 whatever is missing. */
-async function slackAgent(ctx: GatewayContext, namespace: string, name: string): Promise<{ agent: AgentRecord; settings: PlatformSettings }> {
-  const agent = await ctx.deps.agents.get(namespace, name);
-  const settings = agent ? platformOf(agent.compiled, 'slack') : undefined;
-  if (!agent || !settings) throw unverified('no Agent with a slack platform at this URL');
-  return { agent, settings };
+/**
+ * After the lookup: one answer whether the agent is missing, has no slack platform, has no
+ * signing secret or the signature is wrong, so refusals tell nobody which agents exist. The
+ * reason goes to the log.
+ */
+function notVerified(request: FastifyRequest, namespace: string, name: string, reason: string): HermesError {
+  request.log.info({ agent: `${namespace}/${name}`, reason }, 'Refused a Slack request');
+  return new HermesError('HERMES_SIGNATURE_INVALID');
 }
 
-async function signingSecret(ctx: GatewayContext, request: FastifyRequest, namespace: string, settings: PlatformSettings): Promise<string> {
+/** The agent and its slack settings, when the URL names one. */
+async function slackAgent(ctx: GatewayContext, namespace: string, name: string): Promise<{ agent: AgentRecord; settings: PlatformSettings } | undefined> {
+  const agent = await ctx.deps.agents.get(namespace, name);
+  const settings = agent ? platformOf(agent.compiled, 'slack') : undefined;
+  return agent && settings ? { agent, settings } : undefined;
+}
+
+/** The agent's signing secret; undefined when it is not configured (logged: the agent cannot be reached). */
+async function signingSecret(ctx: GatewayContext, request: FastifyRequest, namespace: string, settings: PlatformSettings): Promise<string | undefined> {
   const { secrets } = ctx.deps;
   if (!secrets) throw new HermesError('HERMES_PLATFORM_SECRETS_UNAVAILABLE', 'This gateway was started without a secret source (HERMES_SECRETS_SOURCE).');
   const ref = { name: settings.credentialsSecret, key: slack.SLACK_KEYS.signingSecret };
@@ -39,11 +50,8 @@ async function signingSecret(ctx: GatewayContext, request: FastifyRequest, names
     request.log.warn({ err, namespace, secret: ref.name }, 'Could not read the Slack signing secret');
     throw new HermesError('HERMES_PLATFORM_SECRETS_UNAVAILABLE');
   }
-  if (!value) {
-    request.log.warn({ namespace, secret: ref.name, key: ref.key }, 'The Slack signing secret is missing: requests to this agent cannot be verified');
-    throw unverified('the signing secret is not configured');
-  }
-  return value;
+  if (!value) request.log.warn({ namespace, secret: ref.name, key: ref.key }, 'The Slack signing secret is missing: requests to this agent cannot be verified');
+  return value || undefined;
 }
 
 function parseJson(raw: Buffer): unknown {
@@ -76,11 +84,14 @@ export function registerSlackRoutes(app: FastifyInstance, ctx: GatewayContext): 
       const nowSeconds = Math.floor(now() / 1_000);
       const fresh = slack.checkTimestamp(request.headers['x-slack-request-timestamp'], nowSeconds);
       if (!fresh.ok) throw unverified(fresh.reason);
-      const { agent, settings } = await slackAgent(ctx, namespace, name);
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const found = await slackAgent(ctx, namespace, name);
+      if (!found) throw notVerified(request, namespace, name, 'no Agent with a slack platform at this URL');
+      const { agent, settings } = found;
       const secret = await signingSecret(ctx, request, namespace, settings);
+      if (!secret) throw notVerified(request, namespace, name, 'the signing secret is not configured');
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
       const verified = slack.verifySlackRequest(secret, { timestamp: request.headers['x-slack-request-timestamp'], signature: request.headers['x-slack-signature'] }, raw, nowSeconds);
-      if (!verified.ok) throw unverified(verified.reason);
+      if (!verified.ok) throw notVerified(request, namespace, name, verified.reason);
 
       let normalised = slack.normaliseSlack(parseEnvelope(raw), settings);
       const retry = request.headers['x-slack-retry-num'];

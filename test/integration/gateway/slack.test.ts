@@ -115,8 +115,11 @@ describe('Slack requests the gateway refuses, touching nothing', () => {
       expect(res.status, what).toBe(401);
       expect(((await res.json()) as { error: { code: string } }).error.code, what).toBe('HERMES_SIGNATURE_INVALID');
     }
-    // A valid signature for an agent that does not exist, or has no Slack platform: the same 401.
-    expect((await signedPost(body, {}, `${gw.url}/hooks/slack/default/nobody`)).status).toBe(401);
+    // A valid signature for an agent that does not exist: the same 401, word for word, as a bad signature.
+    const nobody = await signedPost(body, {}, `${gw.url}/hooks/slack/default/nobody`);
+    const wrong = await post(raw, slackSignedHeaders('not-the-secret', raw));
+    expect(nobody.status).toBe(401);
+    expect(await nobody.text()).toBe(await wrong.text());
     expect(await count('admissions')).toBe(0);
     expect(await count('inbound_events')).toBe(0);
     expect(model.requests).toHaveLength(0);
