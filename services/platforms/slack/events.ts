@@ -11,7 +11,7 @@
 // A thread (thread_ts) is one session and the reply goes into it; a top-level channel message
 // gets its reply in a new thread under the message (Slack's threading convention), and that thread
 // is its session. DMs are one session per DM; group DMs (mpim) one per participant.
-import { z } from 'zod';
+import { z, ZodError } from 'zod';
 import type { InboundEvent, Normalised, PlatformSettings } from '../adapter.js';
 
 const text = z.string().max(40_000);
@@ -44,8 +44,19 @@ const envelope = z.discriminatedUnion('type', [
 
 export type SlackEnvelope = z.infer<typeof envelope>;
 
-/** Parses a body already proven to come from Slack; throws ZodError for a shape we do not know. */
-export const parseSlackEnvelope = (body: unknown): SlackEnvelope => envelope.parse(body);
+const messageTypes: ReadonlySet<string> = new Set(['message', 'app_mention']);
+
+/**
+ * Parses a body already proven to come from Slack; throws ZodError (paths from the body's root)
+ * for a shape we do not know, a message event's fields included. Other event types pass as they are.
+ */
+export function parseSlackEnvelope(body: unknown): SlackEnvelope {
+  const env = envelope.parse(body);
+  if (env.type !== 'event_callback' || !messageTypes.has(env.event.type)) return env;
+  const checked = messageEvent.safeParse(env.event);
+  if (!checked.success) throw new ZodError(checked.error.issues.map((i) => ({ ...i, path: ['event', ...i.path] })));
+  return env;
+}
 
 /** Subtypes that are a person writing (file shares and thread broadcasts carry text too). */
 const userSubtypes = new Set(['file_share', 'thread_broadcast']);

@@ -131,6 +131,9 @@ describe('Slack requests the gateway refuses, touching nothing', () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('HERMES_BAD_JSON');
     expect((await signedPost({ type: 'event_callback', event: { type: 'message' } })).status).toBe(400); // no event_id
+    const tooLong = await signedPost(slackEvent({ user: ALLOWED, text: 'x'.repeat(40_001), channel: 'DLONG', channelType: 'im' }).body);
+    expect(tooLong.status).toBe(400); // longer than Slack itself allows
+    expect(((await tooLong.json()) as { error: { message: string } }).error.message).toContain('body.event.text');
     const huge = JSON.stringify({ type: 'event_callback', padding: 'x'.repeat(MAX_BODY) });
     expect((await post(huge, slackSignedHeaders(SIGNING_SECRET, huge))).status).toBe(413);
     expect((await post('a=b', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(415);
