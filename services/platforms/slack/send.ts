@@ -62,6 +62,8 @@ export class SlackSender implements PlatformSender {
    */
   async send(target: ReplyTarget, text: string, signal: AbortSignal): Promise<SentMessage[]> {
     const t = slackTargetSchema.parse(target);
+    // Slack refuses an empty text (no_text): a blank reply has nothing to deliver.
+    if (!text.trim()) return [];
     const client = this.client(signal);
     const sent: SentMessage[] = [];
     for (const piece of splitMessage(text, this.maxMessageChars)) {

@@ -21,6 +21,11 @@ describe('SlackSender', () => {
     expect(to('C1').map((c) => [c.method, c.args.text, c.args.thread_ts ?? c.args.ts])).toEqual([['chat.postMessage', 'working…', '1.5'], ['chat.update', 'done', sent!.id]]);
   });
 
+  it('sends nothing for a blank reply (Slack would refuse it as no_text)', async () => {
+    expect(await sender().send({ kind: 'slack', channel: 'C7' }, ' \n ', never())).toEqual([]);
+    expect(to('C7')).toHaveLength(0);
+  });
+
   it('a 429 on the first piece is RateLimited with Slack\'s Retry-After, nothing sent', async () => {
     fake.rateLimitNext(1, 7);
     const err = await sender().send({ kind: 'slack', channel: 'C2' }, 'hello', never()).catch((e: unknown) => e);
