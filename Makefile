@@ -96,6 +96,10 @@ chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKI
 bench: deps ## Benchmarks (not part of `make test`): turns/s and latency against raw Postgres/BullMQ baselines
 	@$(SERVICES); npm run --silent bench
 
+.PHONY: bench-slack
+bench-slack: deps ## Slack ingress benchmark: signed events at increasing rates to one gateway, accepted rate and p50/p99 ack latency next to the raw Postgres commit
+	@$(SERVICES); npm run --silent bench:slack
+
 .PHONY: bench-sandbox-kubernetes
 bench-sandbox-kubernetes: deps kube ## Kubernetes sandbox benchmark: per-call overhead of a Pod per call vs the raw Pod create→Succeeded→delete
 	@npm run --silent bench:sandbox-kubernetes
