@@ -45,7 +45,7 @@ export type Normalised =
    */
   | { kind: 'follow-up'; event: InboundEvent }
   /** Acknowledge and drop: bot messages, our own echoes, edits, joins, unaddressed group chatter. */
-  | { kind: 'ignore'; reason: string };
+  | { kind: 'ignore'; reason: string; /** Worth an operator's attention (logged as a warning). */ warn?: boolean };
 
 /** The outcome of verification: a reason when the request is refused (always a 401, nothing touched). */
 export type Verified = { ok: true } | { ok: false; reason: string };

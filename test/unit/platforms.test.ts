@@ -87,5 +87,7 @@ describe('Slack envelopes', () => {
     expect(slack.normaliseSlack(envelope({ type: 'app_mention', user: 'U1', text: '<@UBOT> hi', channel: 'C1', ts: '1.1' }), s).kind).toBe('ignore');
     expect(slack.normaliseSlack(envelope({ type: 'message', subtype: 'message_deleted', channel_type: 'im', channel: 'D1', ts: '1.2' }), settings({})).kind).toBe('ignore');
     expect(slack.normaliseSlack(envelope({ type: 'reaction_added', user: 'U1' }), settings({})).kind).toBe('ignore');
+    expect(slack.normaliseSlack(slack.parseSlackEnvelope({ type: 'app_rate_limited', team_id: 'T1', minute_rate_limited: 1_518_467_820 }), settings({}))).toMatchObject({ kind: 'ignore', warn: true });
+    expect(() => slack.parseSlackEnvelope({ type: 'something_new' })).toThrow();
   });
 });

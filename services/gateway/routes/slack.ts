@@ -100,7 +100,7 @@ export function registerSlackRoutes(app: FastifyInstance, ctx: GatewayContext): 
         normalised = (await threadIsOurs(ctx, agent, normalised.event)) ? { kind: 'message', event: normalised.event } : { kind: 'ignore', reason: 'a thread message without a mention, in a thread we did not take part in' };
       }
       if (normalised.kind === 'ignore') {
-        request.log.debug({ agent: `${namespace}/${name}`, reason: normalised.reason }, 'Ignored a Slack event');
+        request.log[normalised.warn ? 'warn' : 'debug']({ agent: `${namespace}/${name}`, reason: normalised.reason }, 'Ignored a Slack event');
         return reply.code(200).send({ ok: true });
       }
       const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;

@@ -1,5 +1,5 @@
 // Slack Events API envelopes → one InboundEvent, or an answer / an ignore with its reason.
-//   url_verification → answer the challenge.
+//   url_verification → answer the challenge; app_rate_limited → acknowledged.
 //   event_callback:
 //     message in an `im` (a DM) → a message;
 //     app_mention in a channel → a message when groupPolicy is `mention` (Slack sends the same
@@ -32,6 +32,8 @@ const messageEvent = z.object({
 
 const envelope = z.discriminatedUnion('type', [
   z.object({ type: z.literal('url_verification'), challenge: z.string().min(1).max(1_000), token: z.string().optional() }),
+  // Slack telling us it dropped events for an hour (the app passed 30 000 events/hour): ack it.
+  z.object({ type: z.literal('app_rate_limited'), minute_rate_limited: z.number().optional() }).passthrough(),
   z.object({
     type: z.literal('event_callback'),
     event_id: id,
@@ -118,6 +120,7 @@ function channelMessage(env: Extract<SlackEnvelope, { type: 'event_callback' }>,
 /** The envelope as the gateway acts on it, for an agent's slack platform settings. */
 export function normaliseSlack(env: SlackEnvelope, settings: PlatformSettings): Normalised {
   if (env.type === 'url_verification') return { kind: 'answer', body: { challenge: env.challenge } };
+  if (env.type === 'app_rate_limited') return { kind: 'ignore', reason: 'Slack is dropping this app\'s events for the rest of the hour (app_rate_limited)', warn: true };
   const parsed = messageEvent.safeParse(env.event);
   if (!parsed.success) return { kind: 'ignore', reason: `event type ${env.event.type} is not handled` };
   const ev = parsed.data;
