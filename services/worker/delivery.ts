@@ -29,6 +29,10 @@ export interface DeliveryDeps {
 
 const retryAfterSeconds = (attempt: number) => (attempt <= 1 ? 30 : 120);
 
+/** A final reply that is exactly one of these is stored but never sent (Hermes: `[SILENT]`, `SILENT`, `NO_REPLY`, `NO REPLY`). */
+const SILENCE = /^\s*(\[SILENT\]|SILENT|NO_REPLY|NO REPLY)\s*$/;
+export const isSilence = (content: string) => SILENCE.test(content);
+
 /** Flood control honours the platform's wait up to this (Hermes: 15 min). */
 const MAX_FLOOD_WAIT_SECONDS = 900;
 
@@ -80,7 +84,9 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
   const log = deps.log.child({ obligation: ob.id, admission: ob.admissionId, platform: ob.platform });
   const text = ob.possibleDuplicate ? `♻️ (${duplicateMarker})\n\n${ob.content}` : ob.content;
   try {
-    await sendWithin(deps.adapters.get(ob.platform), ob, text, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
+    // The agent chose to say nothing (Hermes' silence tokens): the reply stays in the transcript, nothing is sent.
+    if (isSilence(ob.content)) log.info('Reply is a silence token; recorded, not sent');
+    else await sendWithin(deps.adapters.get(ob.platform), ob, text, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
   } catch (err) {
     if (err instanceof RateLimited) return defer(deps, ob, err, log);
     // If even this write fails, the attempt deadline makes the row claimable again (as a possible duplicate).
@@ -97,7 +103,7 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
     log.error({ err: e }, 'Delivered, but recording it failed');
     return false;
   });
-  deps.metrics.deliveries.inc({ platform: ob.platform, outcome: 'delivered' });
+  deps.metrics.deliveries.inc({ platform: ob.platform, outcome: isSilence(ob.content) ? 'silent' : 'delivered' });
   if (ok) log.info('Delivered reply');
   return 'delivered';
 }

@@ -38,6 +38,7 @@ beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI((body) => {
     const q = lastUser(body);
+    if (q === 'say nothing') return { text: 'NO_REPLY' };
     if (q.startsWith('long ')) return { text: `${'a'.repeat(3_990)} ${'b'.repeat(3_990)} ${'c'.repeat(100)}` };
     return { text: `answer to: ${q}` };
   });
@@ -297,5 +298,21 @@ describe('Slack conversations', () => {
     }, 'delivered');
     expect(ob.possibleDuplicate).toBe(true);
     expect(fakeSlack.posts().filter((c) => c.args.channel === 'DDEAD')).toHaveLength(1);
+  });
+
+  it('stores a silence token as the reply and sends nothing', async () => {
+    const m = send({ user: ALLOWED, text: 'say nothing', channel: 'DSILENT', channelType: 'im' });
+    await m.res;
+    const adm = await admissionOf(m.eventId);
+    const ob = await eventually(async () => {
+      const o = await getObligationForAdmission(rt.db.pool, adm.id);
+      return o?.state === 'delivered' ? o : undefined;
+    }, 'the silent reply settled');
+    expect(ob.content).toBe('NO_REPLY');
+    // Something sent after it arrives; nothing for the silent one.
+    const after = send({ user: ALLOWED, text: 'and now speak', channel: 'DSILENT', channelType: 'im' });
+    await after.res;
+    await delivered('answer to: and now speak');
+    expect(fakeSlack.calls.filter((c) => c.args.channel === 'DSILENT').map((c) => c.args.text)).toEqual(['answer to: and now speak']);
   });
 });
