@@ -82,6 +82,15 @@ describe('Slack envelopes', () => {
     expect((dm as { event: InboundEvent }).event.chat.threadId).toBeUndefined();
   });
 
+  it('turns `!command` into the agent\'s `/command` (Slack keeps `/…` for itself), and only known commands', () => {
+    const text = (t: string) => (slack.normaliseSlack(envelope({ type: 'message', channel_type: 'im', user: 'U1', text: t, channel: 'D1', ts: '12.1' }), settings({})) as { event: InboundEvent }).event.text;
+    expect(text('!retry')).toBe('/retry');
+    expect(text('!steer use the other file')).toBe('/steer use the other file');
+    expect(text('<@UBOT> !stop')).toBe('/stop');
+    expect(text('!important: read this')).toBe('!important: read this');
+    expect(text('wow!stop')).toBe('wow!stop');
+  });
+
   it('ignores what is not a person talking to us', () => {
     const s = settings({ groupPolicy: 'off' });
     expect(slack.normaliseSlack(envelope({ type: 'app_mention', user: 'U1', text: '<@UBOT> hi', channel: 'C1', ts: '1.1' }), s).kind).toBe('ignore');

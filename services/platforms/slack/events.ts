@@ -10,7 +10,8 @@
 //     user text (edits, deletions, joins, topic changes, …) → ignored.
 // A thread (thread_ts) is one session and the reply goes into it; a top-level channel message
 // gets its reply in a new thread under the message (Slack's threading convention), and that thread
-// is its session. DMs are one session per DM; group DMs (mpim) one per participant.
+// is its session. DMs are one session per DM; group DMs (mpim) one per participant. Commands are
+// written `!stop`, `!retry`, … (Slack owns `/…`) and reach the agent as `/stop`, `/retry`, ….
 import { z, ZodError } from 'zod';
 import type { InboundEvent, Normalised, PlatformSettings } from '../adapter.js';
 
@@ -82,6 +83,13 @@ function withoutOwnMentions(value: string, botUsers: ReadonlySet<string>): strin
   return out.trim();
 }
 
+/**
+ * Slack keeps `/word` for its own slash commands and refuses them inside threads, so on Slack our
+ * commands are written `!word …` (as Hermes' Slack adapter does); they reach the agent as `/word …`.
+ */
+const BANG_COMMAND = /^!(stop|steer|redirect|approve|deny|retry|discard|usage|compress|rollback|new|reset|status|help|whoami|queue|model)(?=\s|$)/i;
+const asCommand = (value: string) => value.replace(BANG_COMMAND, '/$1');
+
 function toInbound(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: MessageEvent, dm: boolean, botUsers: ReadonlySet<string>): InboundEvent {
   const channel = ev.channel!;
   // In a channel a top-level message opens a thread under itself (so its follow-ups in the thread are
@@ -93,7 +101,7 @@ function toInbound(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: 
     eventId: env.event_id,
     chat: { type: dm ? 'dm' : 'group', id: channel, ...(threadTs !== undefined ? { threadId: threadTs } : {}) },
     user: { id: ev.user! },
-    text: withoutOwnMentions(ev.text ?? '', botUsers) || (ev.text ?? '').trim(),
+    text: asCommand(withoutOwnMentions(ev.text ?? '', botUsers) || (ev.text ?? '').trim()),
     replyTarget: { kind: 'slack', channel, ...(threadTs !== undefined ? { threadTs } : {}), ...(env.team_id ? { team: env.team_id } : {}) },
   };
 }

@@ -315,4 +315,15 @@ describe('Slack conversations', () => {
     await delivered('answer to: and now speak');
     expect(fakeSlack.calls.filter((c) => c.args.channel === 'DSILENT').map((c) => c.args.text)).toEqual(['answer to: and now speak']);
   });
+
+  it('takes `!usage` as the /usage command: answered without the model', async () => {
+    const calls = model.requests.length;
+    const m = send({ user: ALLOWED, text: '!usage', channel: 'DCMD', channelType: 'im' });
+    await m.res;
+    const reply = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DCMD'), 'the /usage reply');
+    const { rows } = await rt.db.pool.query<{ content: string }>(`SELECT content FROM admissions WHERE id = $1`, [(await admissionOf(m.eventId)).id]);
+    expect(rows[0]!.content).toBe('/usage');
+    expect(reply.args.text).not.toMatch(/^answer to:/);
+    expect(model.requests.length).toBe(calls);
+  });
 });
