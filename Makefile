@@ -100,6 +100,10 @@ bench: deps system-deps kube ## Every benchmark (not part of `make test`), each 
 bench-turns: deps ## Turn benchmark only: turns/s and latency against raw Postgres/BullMQ baselines, the agent loop
 	@$(SERVICES); npm run --silent bench
 
+.PHONY: bench-slack
+bench-slack: deps ## Slack ingress benchmark: signed events at increasing rates to one gateway, accepted rate and p50/p99 ack latency next to the raw Postgres commit
+	@$(SERVICES); npm run --silent bench:slack
+
 .PHONY: bench-sandbox
 bench-sandbox: deps ## Sandbox benchmark: the bubblewrap backend's per-call overhead on `true` next to raw spawn and raw bwrap
 	@npm run --silent bench:sandbox

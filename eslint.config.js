@@ -1,5 +1,5 @@
 // Lint keeps code small and dependencies pointing one way:
-// cli → (operator, gateway, worker) → (agent, sandbox) → core. Nothing imports upward.
+// cli → (operator, gateway, worker) → (agent, sandbox, platforms) → core. Nothing imports upward.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -31,6 +31,7 @@ export default tseslint.config(
   { files: ['**/*.js'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
   layer(['services/core/**/*.ts'], ['gateway', 'worker', 'agent', 'sandbox', 'cli', 'operator']),
   layer(['services/agent/**/*.ts', 'services/sandbox/**/*.ts'], ['gateway', 'worker', 'cli', 'operator']),
+  layer(['services/platforms/**/*.ts'], ['gateway', 'worker', 'agent', 'sandbox', 'cli', 'operator']),
   layer(['services/gateway/**/*.ts', 'services/worker/**/*.ts', 'operator/**/*.ts'], ['cli']),
   { files: ['test/**/*.ts', 'bench/**/*.ts'], rules: { complexity: 'off', 'max-params': 'off' } },
 );

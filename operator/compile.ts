@@ -86,7 +86,10 @@ function compileModel(m: ModelSpec): CompiledAgent['model'] {
 }
 
 function compilePlatform(p: Agent['spec']['platforms'][number]): NonNullable<CompiledAgent['platforms']>[number] {
-  return { type: p.type, credentialsSecret: p.credentials.secretRef.name, allowlist: p.allowlist, allowAll: p.allowAll, dmPairing: p.dmPairing, groupPolicy: p.groupPolicy };
+  return {
+    type: p.type, credentialsSecret: p.credentials.secretRef.name, allowlist: p.allowlist, allowAll: p.allowAll, dmPairing: p.dmPairing, groupPolicy: p.groupPolicy,
+    ...(p.apiUrl ? { apiUrl: p.apiUrl } : {}),
+  };
 }
 
 async function hashApiKeys(agent: Agent, secrets: SecretLookup): Promise<string[]> {

@@ -78,12 +78,14 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   const dedicated = agent.spec.runtime.mode === 'dedicated';
   const base = dedicated ? `http://${childName(name)}.${namespace}.svc:8080` : ctx.gatewayUrl;
   const url = `${base}/v1/agents/${namespace}/${name}/messages`;
+  // Platforms that receive webhooks (today Slack's Events API): the URL to paste into the app's settings.
+  const hooks = agent.spec.platforms.filter((p) => p.type === 'slack').map((p) => `${base}/hooks/${p.type}/${namespace}/${name}`);
   const sandbox = await sandboxCondition(ctx, compiled);
   return {
     applied: true,
     conditions: [profileOk, cond('CredentialsResolved', 'True', 'Resolved', 'Every referenced Secret and key exists.'), sandbox,
       cond('Ready', 'True', 'Published', `Revision ${hash.slice(0, 12)} is live${dedicated ? ` on dedicated Deployments ${childName(name, 'gateway')} and ${childName(name, 'worker')}` : ''}; send messages to ${url}.`)],
-    fields: { profile: profile.metadata.name, platforms, revision: hash, url, openaiModel: `${namespace}/${name}` },
+    fields: { profile: profile.metadata.name, platforms, revision: hash, url, openaiModel: `${namespace}/${name}`, ...(hooks.length ? { hooks } : {}) },
   };
 }
 

@@ -96,6 +96,17 @@ export const devOverrides = (port: string | undefined, k8s: boolean, env: NodeJS
   ...(port ? { HERMES_PORT: port } : {}),
 });
 
+/** `/hooks/slack/<ns>/<name>` of the loaded agents that have a slack platform. */
+async function slackHookPaths(rt: Runtime, agents: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const key of agents) {
+    const [ns, name] = key.split('/') as [string, string];
+    const found = await findAgent(rt.db.pool, ns, name);
+    if (found?.compiled.platforms?.some((p) => p.type === 'slack')) out.push(`/hooks/slack/${ns}/${name}`);
+  }
+  return out;
+}
+
 export const devCommand = new Command('dev')
   .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
   .option('-m, --manifests <dir>', 'folder of Agent/Profile (and ConfigMap) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
@@ -133,8 +144,9 @@ export const devCommand = new Command('dev')
     const instance = await registerInstance(rt.db.pool, 'dev');
     // Profiles whose sandbox is `kubernetes` (all, with --k8s) run their Pods in KUBECONFIG's cluster.
     const worker = await startWorker({ ...rt, secrets, instance, kubeConfig: clusterKubeConfig });
-    const gw = await startGatewayOn(rt);
+    const gw = await startGatewayOn(rt, secrets);
     const first = agents[0] ?? 'default/hermes';
+    const slackHooks = await slackHookPaths(rt, agents);
     say('');
     say(`Hermes is running. Agents: ${agents.join(', ') || '(none)'}`);
     say(`  gateway:        ${gw.url}`);
@@ -146,6 +158,7 @@ export const devCommand = new Command('dev')
     if (opts.k8s && rt.config.HERMES_SANDBOX_BACKEND === 'kubernetes') {
       say(`  sandboxes:      one Pod per command on the dev cluster: kubectl get pods -A -l ${sandboxPodSelector} -w`);
     }
+    for (const hook of slackHooks) say(`  Slack events:   ${gw.url}${hook}   (Request URL of the Slack app; see README "Connect Slack")`);
     for (const name of keyless) {
       say(`  note: ${name} does not take this API key (its spec.api has no key from HERMES_DEV_API_KEY); add \`keys: [{ env: HERMES_DEV_API_KEY }]\` under spec.api to call it over HTTP.`);
     }

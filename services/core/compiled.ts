@@ -96,6 +96,8 @@ export const compiledAgentSchema = z.object({
     allowAll: z.boolean(),
     dmPairing: z.boolean(),
     groupPolicy: z.enum(['mention', 'all', 'off']),
+    /** The platform's API base URL for this agent (absent: the install's, e.g. HERMES_SLACK_API_URL). */
+    apiUrl: z.string().url().optional(),
   })).optional(),
   admins: z.array(z.string()).optional(),
   /**

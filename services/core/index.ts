@@ -19,6 +19,7 @@ export * from './ledger/instances.js';
 export * from './ledger/leases.js';
 export * from './ledger/messages.js';
 export * from './ledger/admissions.js';
+export * from './ledger/refusals.js';
 export * from './ledger/admission-status.js';
 export * from './ledger/turns.js';
 export * from './ledger/deliveries.js';

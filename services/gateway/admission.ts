@@ -81,7 +81,7 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
  * row (Postgres) and a pub/sub announcement. The admission itself stays durable and gets a reply.
  * A failed announcement only costs latency for steer/redirect; it is logged, never fatal.
  */
-async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
+export async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
   const command = parseControlCommand(content);
   if (!command) return;
   const signal = await recordSignal(ctx.deps.db.pool, { sessionId: admitted.sessionId, admissionId: admitted.admissionId, ...command });
@@ -94,7 +94,7 @@ async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, conten
  * now, for the session's oldest pending approval of this same user, and the waiting guard reads
  * it; the admission itself is answered after that turn, without the model.
  */
-async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
+export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
   const command = parseApprovalCommand(content);
   if (!command) return;
   const decided = await decideApproval(ctx.deps.db.pool, { decidingAdmissionId: admitted.admissionId, ...command });

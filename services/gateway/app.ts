@@ -12,6 +12,7 @@ import { registerAdmissionRoutes } from './routes/admissions.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerMessageRoutes } from './routes/messages.js';
 import { registerOpenAiRoutes } from './routes/openai.js';
+import { registerSlackRoutes } from './routes/slack.js';
 import { registerTracing } from './tracing.js';
 
 export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
@@ -47,6 +48,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   registerAdmissionRoutes(app, ctx);
   registerAdmissionEventRoutes(app, ctx);
   registerOpenAiRoutes(app, ctx);
+  registerSlackRoutes(app, ctx);
 
   // Closing: stop taking requests (fastify answers 503), end waits and streams, drop subscriptions.
   app.addHook('preClose', (done) => {

@@ -5,6 +5,7 @@ import {
   AgentCache, connectRedis, createLogger, createMetrics, openDb, openQueues,
   type Config, type Db, type Logger, type Metrics, type Queues,
 } from '../core/index.js';
+import type { SecretReader } from '../platforms/index.js';
 
 export interface GatewayTuning {
   /** Postgres poll interval of waiters. @defaultValue 500 */
@@ -15,6 +16,8 @@ export interface GatewayTuning {
   enqueueTimeoutMs?: number;
   /** Timeout of each /readyz check. @defaultValue 1500 */
   readinessTimeoutMs?: number;
+  /** The clock platform signatures are checked against (Unix ms). @defaultValue Date.now */
+  now?: () => number;
 }
 
 export interface GatewayDeps {
@@ -32,6 +35,11 @@ export interface GatewayDeps {
   agents: AgentCache;
   log: Logger;
   metrics: Metrics;
+  /**
+   * Reads platform secrets (Slack's signing secret) by reference, in the Agent's namespace (ADR
+   * 0001). Without one, platform webhooks answer 503 and admit nothing.
+   */
+  secrets?: SecretReader;
   tuning?: GatewayTuning;
 }
 

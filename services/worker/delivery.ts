@@ -1,10 +1,12 @@
-// Delivers final replies recorded as obligations. One adapter per platform sends; the ledger
-// records attempting before the send and delivered only after it succeeded. Chat platforms add
-// their adapters in their own issue; `api` replies are read by the caller from the gateway, so
-// their obligations are delivered when written (core ledger/deliveries.ts pulledPlatforms).
+// Delivers final replies recorded as obligations. One adapter per platform sends (chat platforms:
+// platform-delivery.ts); the ledger records attempting before the send and delivered only after
+// it succeeded; a platform rate limit (RateLimited) defers the row to `not_before` without spending
+// an attempt. `api` replies are read by the caller from the gateway, so their obligations are
+// delivered when written (core ledger/deliveries.ts pulledPlatforms).
 import type { Redis } from 'ioredis';
+import { RateLimited } from '../platforms/index.js';
 import {
-  claimDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed,
+  claimDelivery, deferDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed,
   type Config, type Db, type Instance, type Judge, type Logger, type Metrics, type Obligation,
 } from '../core/index.js';
 
@@ -26,6 +28,13 @@ export interface DeliveryDeps {
 }
 
 const retryAfterSeconds = (attempt: number) => (attempt <= 1 ? 30 : 120);
+
+/** A final reply that is exactly one of these is stored but never sent (Hermes: `[SILENT]`, `SILENT`, `NO_REPLY`, `NO REPLY`). */
+const SILENCE = /^\s*(\[SILENT\]|SILENT|NO_REPLY|NO REPLY)\s*$/;
+export const isSilence = (content: string) => SILENCE.test(content);
+
+/** Flood control honours the platform's wait up to this (Hermes: 15 min). */
+const MAX_FLOOD_WAIT_SECONDS = 900;
 
 /** A few quick tries of a ledger write (a Postgres blip); the attempt deadline covers what they miss. */
 async function retried<T>(write: () => Promise<T>): Promise<T> {
@@ -54,7 +63,20 @@ async function sendWithin(adapter: DeliveryAdapter | undefined, ob: Obligation, 
   }
 }
 
-export async function deliver(deps: DeliveryDeps, obligationId: string): Promise<'delivered' | 'skipped' | 'failed' | 'abandoned'> {
+/**
+ * Flood control (SPEC): the platform said "not before N s": the row goes back to pending with
+ * `not_before`, the attempt given back; the sweeper enqueues it when due.
+ */
+async function defer(deps: DeliveryDeps, ob: Obligation, err: RateLimited, log: Logger): Promise<'deferred'> {
+  const seconds = Math.min(err.retryAfterSeconds, MAX_FLOOD_WAIT_SECONDS);
+  await retried(() => deferDelivery(deps.db.pool, ob.id, deps.instance, new Date(Date.now() + seconds * 1_000)))
+    .catch((e: unknown) => { deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_deferred' }); throw e; });
+  deps.metrics.deliveries.inc({ platform: ob.platform, outcome: 'deferred' });
+  log.info({ retryAfterSeconds: seconds }, 'Delivery rate-limited by the platform; deferred without spending an attempt');
+  return 'deferred';
+}
+
+export async function deliver(deps: DeliveryDeps, obligationId: string): Promise<'delivered' | 'deferred' | 'skipped' | 'failed' | 'abandoned'> {
   const { config, db, instance } = deps;
   const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: deps.judge?.steady() ?? false };
   const ob = await claimDelivery(db.pool, obligationId, instance, rule, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
@@ -62,8 +84,11 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
   const log = deps.log.child({ obligation: ob.id, admission: ob.admissionId, platform: ob.platform });
   const text = ob.possibleDuplicate ? `♻️ (${duplicateMarker})\n\n${ob.content}` : ob.content;
   try {
-    await sendWithin(deps.adapters.get(ob.platform), ob, text, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
+    // The agent chose to say nothing (Hermes' silence tokens): the reply stays in the transcript, nothing is sent.
+    if (isSilence(ob.content)) log.info('Reply is a silence token; recorded, not sent');
+    else await sendWithin(deps.adapters.get(ob.platform), ob, text, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
   } catch (err) {
+    if (err instanceof RateLimited) return defer(deps, ob, err, log);
     // If even this write fails, the attempt deadline makes the row claimable again (as a possible duplicate).
     const state = await retried(() => markFailed(db.pool, ob.id, instance, (err as Error).message, {
       maxAttempts: config.HERMES_DELIVERY_MAX_ATTEMPTS, maxAgeSeconds: config.HERMES_DELIVERY_MAX_AGE_SECONDS, retryAfterSeconds: retryAfterSeconds(ob.attempts),
@@ -78,7 +103,7 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
     log.error({ err: e }, 'Delivered, but recording it failed');
     return false;
   });
-  deps.metrics.deliveries.inc({ platform: ob.platform, outcome: 'delivered' });
+  deps.metrics.deliveries.inc({ platform: ob.platform, outcome: isSilence(ob.content) ? 'silent' : 'delivered' });
   if (ok) log.info('Delivered reply');
   return 'delivered';
 }

@@ -13,18 +13,21 @@ import { startLiveness } from './liveness.js';
 import { drainSession } from './session-drainer.js';
 import { ShutdownCut } from './settle.js';
 import { deliver, type DeliveryAdapter } from './delivery.js';
+import { platformAdapters } from './platform-delivery.js';
 import { createLoopDeps, type LoopOptions, type TurnDeps } from './turn-runner.js';
 import { startControlHub } from './control.js';
 import { openSandboxBackends } from './sandboxes.js';
 
 export { drainSession } from './session-drainer.js';
 export { deliver, type DeliveryAdapter } from './delivery.js';
+export { platformAdapters, slackDelivery } from './platform-delivery.js';
 export { createLoopDeps, type LoopDeps, type LoopOptions } from './turn-runner.js';
 export { startWorkerProbes, type RunningProbes } from './probes.js';
 
 /** A turn's dependencies (its `redis` is the producer/publisher connection; BullMQ consumers make their own). */
 export interface WorkerDeps extends Omit<TurnDeps, 'loop' | 'control'> {
   instance?: Instance;
+  /** Delivery adapters by platform; the chat platforms' (Slack) are added unless given here. */
   adapters?: Map<string, DeliveryAdapter>;
   /** Run the outbox sweeper in this process (default true). */
   sweeper?: boolean;
@@ -55,7 +58,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const shutdown = new AbortController();
   const running = new Set<string>();
   const liveness = startLiveness({ databaseUrl: config.DATABASE_URL, instanceId: instance.id, everySeconds: config.HERMES_HEARTBEAT_SECONDS, ttlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, log });
-  const adapters = deps.adapters ?? new Map<string, DeliveryAdapter>();
+  const adapters = new Map([...platformAdapters(deps), ...(deps.adapters ?? [])]);
   const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
   const sandboxes = deps.loop?.sandboxes ?? openSandboxBackends(config, log, { metrics: deps.metrics, ...(deps.kubeConfig ? { kubeConfig: deps.kubeConfig } : {}) });
   const loop = createLoopDeps(config, deps.secrets, { ...deps.loop, sandboxes });

@@ -71,7 +71,12 @@ const admissionColumns = `id, seq, agent_id AS "agentId", session_id AS "session
  * the caller acknowledges the platform only after.
  */
 export async function admit(db: Db, input: AdmitInput): Promise<Admitted> {
-  const { rows } = await db.pool.query<{ o_admission: string; o_session: string; o_user: string; o_duplicate: boolean }>({
+  return admitIn(db.pool, input);
+}
+
+/** {@link admit} on a given connection (inside a caller's transaction). */
+export async function admitIn(sql: Sql, input: AdmitInput): Promise<Admitted> {
+  const { rows } = await sql.query<{ o_admission: string; o_session: string; o_user: string; o_duplicate: boolean }>({
     name: 'hermes_admit', // prepared once per connection: no parse and plan per turn
     text: `SELECT o_admission, o_session, o_user, o_duplicate FROM hermes_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     values: [randomUUID(), input.agentId, input.platform, input.sessionKey, input.user.platformUserId, input.user.displayName ?? null,
@@ -106,6 +111,12 @@ export async function startNextTurn(db: Db, lease: Lease): Promise<Admission | u
   );
   const adm = rows[0]?.adm;
   return adm ? admissionFromRow(adm) : undefined;
+}
+
+/** True when `key` is bound to a session of the agent (a conversation it already took part in). */
+export async function hasSessionKey(sql: Sql, agentId: string, key: string): Promise<boolean> {
+  const { rowCount } = await sql.query(`SELECT 1 FROM session_keys WHERE agent_id = $1 AND key = $2`, [agentId, key]);
+  return (rowCount ?? 0) > 0;
 }
 
 /** The session's oldest queued admission (id and trace context), if any. */

@@ -1,7 +1,8 @@
 // A gateway and a worker's probe server through a real Postgres outage (a private server,
 // stopped and started): /healthz answers throughout, /readyz is 503 while Postgres is down —
 // naming it, without its address or the driver's text — and 200 again after; requests get a 503
-// instead of hanging; the config listener comes back as one connection; no process crashes.
+// instead of hanging (a Slack event too, so Slack retries it); the config listener comes back as
+// one connection; no process crashes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -15,6 +16,8 @@ import { buildGatewayApp } from '../../../services/gateway/index.js';
 import { startWorkerProbes, type RunningProbes } from '../../../services/worker/index.js';
 import type { Redis } from 'ioredis';
 import { compiledAgent, testKey } from '../gateway/harness.js';
+import { staticSecrets } from '../../../services/agent/index.js';
+import { slackEvent, slackSignedHeaders } from '../../support/fake-slack.js';
 import { privatePostgres, type PrivatePostgres } from '../../support/postgres-server.js';
 import { eventually, testConfig } from '../../support/services.js';
 
@@ -39,11 +42,12 @@ beforeAll(async () => {
   db = openDb(url);
   agents = new AgentCache(db, url, { listener: { initialBackoffMs: 20, maxBackoffMs: 200 } });
   await agents.start();
-  await publishRevision(db, compiledAgent('demo'));
+  await publishRevision(db, { ...compiledAgent('demo'), platforms: [{ type: 'slack', credentialsSecret: 'slack', allowlist: [], allowAll: true, dmPairing: false, groupPolicy: 'mention' }] });
   redis = connectRedis(config.REDIS_URL, { failFast: true });
   queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
   const log = createLogger('test', config.HERMES_LOG_LEVEL);
-  app = buildGatewayApp({ config, db, redis, queues, agents, log, metrics: createMetrics('gateway'), tuning: { readinessTimeoutMs: 1_000 } });
+  const secrets = staticSecrets([{ namespace: 'default', name: 'slack', data: { SLACK_SIGNING_SECRET: signingSecret } }]);
+  app = buildGatewayApp({ config, db, redis, queues, agents, log, metrics: createMetrics('gateway'), secrets, tuning: { readinessTimeoutMs: 1_000 } });
   await app.ready();
   probes = await startWorkerProbes({ config, db, redis, log, metrics: createMetrics('worker') }, { readinessTimeoutMs: 1_000 });
 });
@@ -56,6 +60,14 @@ afterAll(async () => {
   await db?.close();
   await server?.cleanup();
 });
+
+const signingSecret = 'outage-signing-secret';
+
+/** A signed Slack DM event: Slack retries anything but a 2xx, so an outage must answer 5xx. */
+const slackDm = (text: string) => {
+  const payload = JSON.stringify(slackEvent({ user: 'U1', text, channel: 'D1', channelType: 'im' }).body);
+  return app.inject({ method: 'POST', url: '/hooks/slack/default/demo', headers: slackSignedHeaders(signingSecret, payload), payload });
+};
 
 const listeners = async () => {
   const c = new pg.Client({ connectionString: server.url });
@@ -84,6 +96,7 @@ describe('a Postgres outage', () => {
   it('is reported by /readyz without internal detail, answered with 503s, and survived', async () => {
     for (const probe of [gatewayProbe, workerProbe]) await eventually(async () => (await probe('/readyz')).status === 200, 'ready (Redis connected)');
     expect((await post('before')).statusCode).toBe(202);
+    expect((await slackDm('before')).statusCode).toBe(200);
 
     await server.stop('immediate');
     for (const probe of [gatewayProbe, workerProbe]) {
@@ -101,6 +114,9 @@ describe('a Postgres outage', () => {
     expect(refused.statusCode).toBe(503);
     expect(refused.json().error.code).toBe('HERMES_STORE_UNAVAILABLE');
     expect(refused.body).not.toContain(String(server.port));
+    const slackRefused = await slackDm('during');
+    expect(slackRefused.statusCode).toBe(503);
+    expect(slackRefused.json().error.code).toBe('HERMES_STORE_UNAVAILABLE');
 
     await server.start();
     for (const probe of [gatewayProbe, workerProbe]) {
@@ -108,6 +124,7 @@ describe('a Postgres outage', () => {
       expect((await probe('/healthz')).status).toBe(200);
     }
     expect((await post('after')).statusCode).toBe(202);
+    expect((await slackDm('after')).statusCode).toBe(200);
     await eventually(() => agents.listening, 'the config listener back');
     expect(await listeners()).toBe(1);
   });

@@ -27,7 +27,7 @@ describe('Skill and CronJob controllers, examples', () => {
   async function namespaceWithSecrets(prefix: string): Promise<string> {
     const ns = await plane.cp.createNamespace(prefix);
     for (const args of [['openai', '--from-literal=OPENAI_API_KEY=sk'], ['anthropic', '--from-literal=ANTHROPIC_API_KEY=ak'], ['hermes-api', '--from-literal=HERMES_DEV_API_KEY=hk'],
-      ['slack-team', '--from-literal=SLACK_BOT_TOKEN=xoxb', '--from-literal=SLACK_APP_TOKEN=xapp']]) {
+      ['slack-team', '--from-literal=SLACK_BOT_TOKEN=xoxb', '--from-literal=SLACK_SIGNING_SECRET=signing']]) {
       await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', ...args]);
     }
     return ns;
@@ -63,6 +63,8 @@ describe('Skill and CronJob controllers, examples', () => {
     await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', `${examplesDir}slack-team/`]);
     const a = await waitForCondition(kc(), 'agents', ns, 'team-assistant', { type: 'Ready', status: 'True' });
     expect(a.status?.platforms).toBe('slack');
+    // The Request URL to paste into the Slack app's Event Subscriptions.
+    expect(a.status?.hooks).toEqual([expect.stringMatching(new RegExp(`/hooks/slack/${ns}/team-assistant$`))]);
     const { rows } = await plane.db.pool.query(`SELECT r.compiled FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id WHERE a.namespace = $1`, [ns]);
     expect(rows[0].compiled.platforms).toEqual([{ type: 'slack', credentialsSecret: 'slack-team', allowlist: ['U012ALICE', 'U034BOB'], allowAll: false, dmPairing: true, groupPolicy: 'mention' }]);
     expect(rows[0].compiled.fallbackModels).toEqual([{ provider: 'anthropic', model: 'claude-haiku-4-5', apiKeyRef: { name: 'anthropic', key: 'ANTHROPIC_API_KEY' } }]);
@@ -72,9 +74,9 @@ describe('Skill and CronJob controllers, examples', () => {
     expect(rows[0].compiled.contextFiles).toEqual([{ name: 'AGENTS.md', content: expect.stringMatching(/^# Team handbook\n/) }]);
     // A missing platform key keeps the agent out of service, saying which key.
     await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'slack-team' }, stringData: { SLACK_BOT_TOKEN: 'x' } }));
-    await kubectlOk(plane.cp, ['-n', ns, 'patch', 'secret', 'slack-team', '--type=json', '-p', '[{"op":"remove","path":"/data/SLACK_APP_TOKEN"}]']);
+    await kubectlOk(plane.cp, ['-n', ns, 'patch', 'secret', 'slack-team', '--type=json', '-p', '[{"op":"remove","path":"/data/SLACK_SIGNING_SECRET"}]']);
     const broken = await waitForCondition(kc(), 'agents', ns, 'team-assistant', { type: 'CredentialsResolved', status: 'False', reason: 'CredentialsMissing' });
-    expect(conditionOf(broken, 'CredentialsResolved')?.message).toContain('Secret "slack-team" has no key "SLACK_APP_TOKEN"');
+    expect(conditionOf(broken, 'CredentialsResolved')?.message).toContain('Secret "slack-team" has no key "SLACK_SIGNING_SECRET"');
   });
 
   it('`hermes skills import` reproduces examples/gitops-skill/skill.yaml from the Hermes skill folder', async () => {

@@ -1,0 +1,138 @@
+// The contract every chat platform implements (ARCHITECTURE §7, issue 11). Inbound, in order:
+//   verify (signature / secret token, on the raw bytes) → normalise to one InboundEvent →
+//   authorise → session key → admission (the gateway's generic part, gateway/platform-admission.ts).
+// Outbound, for the delivery worker: send (split to the platform's limit), edit, and a typed
+// RateLimited error that the ledger turns into `not_before` without spending an attempt.
+// One module per platform (slack/ today); Telegram, Discord and Teams add theirs beside it.
+import type { CompiledAgent, SecretRef } from '../core/index.js';
+
+export type PlatformSettings = NonNullable<CompiledAgent['platforms']>[number];
+
+/** Where a chat message was written: a DM, or a group/channel (optionally inside a thread). */
+export interface ChatRef {
+  type: 'dm' | 'group';
+  id: string;
+  /** The thread the message belongs to (Slack thread_ts, Telegram topic): a thread is one session. */
+  threadId?: string;
+}
+
+/** One inbound chat message, whatever the platform. */
+export interface InboundEvent {
+  platform: string;
+  /** The platform's own id of this delivery (Slack event_id): a retry with the same id is one admission. */
+  eventId: string;
+  chat: ChatRef;
+  user: { id: string; name?: string };
+  text: string;
+  /** Where the reply goes; stored on the admission (and so on its delivery obligation) as JSON. */
+  replyTarget: ReplyTarget;
+}
+
+/** A platform's reply address, e.g. `{ kind: 'slack', channel, threadTs }`. */
+export interface ReplyTarget {
+  kind: string;
+  [field: string]: unknown;
+}
+
+/** What the gateway does with one verified request. */
+export type Normalised =
+  | { kind: 'message'; event: InboundEvent }
+  /** Answer the platform directly, admit nothing (Slack url_verification). */
+  | { kind: 'answer'; body: unknown }
+  /**
+   * A group message inside a thread that did not address us: a turn only when that thread is
+   * already one of the agent's sessions (the bot took part in it), as Hermes follows its threads.
+   */
+  | { kind: 'follow-up'; event: InboundEvent }
+  /** Acknowledge and drop: bot messages, our own echoes, edits, joins, unaddressed group chatter. */
+  | { kind: 'ignore'; reason: string; /** Worth an operator's attention (logged as a warning). */ warn?: boolean };
+
+/** The outcome of verification: a reason when the request is refused (always a 401, nothing touched). */
+export type Verified = { ok: true } | { ok: false; reason: string };
+
+/** Reads a secret by reference (services/agent SecretResolver fits). */
+export interface SecretReader {
+  resolve(namespace: string, ref: SecretRef): Promise<string | undefined>;
+}
+
+/**
+ * SPEC's order: platform allow-all → platform allowlist → DM pairing → default deny. A session id
+ * routes and never authorises. Pairing is not built yet: `pairing` is where it slots in (a DM from
+ * an unknown user of a platform with dmPairing on), until then such a user is refused like others.
+ */
+export type Authorisation = { allowed: true; by: 'allow-all' | 'allowlist' } | { allowed: false; reason: 'not-allowed'; pairing: boolean };
+
+export function authorise(settings: PlatformSettings, event: InboundEvent): Authorisation {
+  if (settings.allowAll) return { allowed: true, by: 'allow-all' };
+  if (settings.allowlist.includes(event.user.id)) return { allowed: true, by: 'allowlist' };
+  return { allowed: false, reason: 'not-allowed', pairing: settings.dmPairing && event.chat.type === 'dm' };
+}
+
+/** Keeps platform ids from forging extra `:`-separated key parts. */
+const segment = (s: string) => s.replace(/%/g, '%25').replace(/:/g, '%3A');
+
+export interface SessionKeyOptions {
+  /** Groups: one session per participant (SPEC default), or one for the whole chat. @defaultValue true */
+  groupPerUser?: boolean;
+}
+
+/**
+ * `agent:<ns>/<name>:<platform>:<chat type>:<chat id>[:<thread>][:<user>]` (ARCHITECTURE §7):
+ * DMs by chat; groups per participant by default; threads shared by everyone in them.
+ */
+export function platformSessionKey(agent: { namespace: string; name: string }, event: InboundEvent, opts: SessionKeyOptions = {}): string {
+  const { chat } = event;
+  let key = `agent:${agent.namespace}/${agent.name}:${event.platform}:${chat.type}:${segment(chat.id)}`;
+  if (chat.threadId !== undefined) return `${key}:${segment(chat.threadId)}`;
+  if (chat.type === 'group' && (opts.groupPerUser ?? true)) key += `:${segment(event.user.id)}`;
+  return key;
+}
+
+/** The polite refusal an unauthorised user gets (once), never a model call. */
+export const refusalText = 'Sorry, I can only talk with people the owner of this agent has allowed. Ask them to add your user id to the allowlist.';
+
+/** Thrown by a sender when the platform asked us to slow down: the ledger waits `retryAfterSeconds`, no attempt spent. */
+export class RateLimited extends Error {
+  override name = 'RateLimited';
+  constructor(readonly retryAfterSeconds: number, detail = '') {
+    super(`the platform rate-limited the send; retry after ${retryAfterSeconds} s${detail ? ` (${detail})` : ''}`);
+  }
+}
+
+/** A reference to a sent message, for later edits. */
+export interface SentMessage {
+  id: string;
+}
+
+/** The outbound half of an adapter, used by the delivery worker. */
+export interface PlatformSender {
+  /** The platform's message length limit; longer replies are split. */
+  readonly maxMessageChars: number;
+  /** Sends `text` (split as needed) to `target`; throws RateLimited or another error. */
+  send(target: ReplyTarget, text: string, signal: AbortSignal): Promise<SentMessage[]>;
+  /** Replaces the text of a message sent before (progress messages). */
+  edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void>;
+}
+
+/**
+ * Splits `text` into pieces of at most `limit` characters, preferring paragraph, then line, then
+ * word boundaries, and never cutting a UTF-16 surrogate pair.
+ */
+export function splitMessage(text: string, limit: number): string[] {
+  if (text.length <= limit) return [text];
+  const out: string[] = [];
+  let rest = text;
+  while (rest.length > limit) {
+    const window = rest.slice(0, limit);
+    let cut = Math.max(window.lastIndexOf('\n\n'), -1);
+    if (cut < limit / 2) cut = window.lastIndexOf('\n');
+    if (cut < limit / 2) cut = window.lastIndexOf(' ');
+    if (cut < limit / 2) cut = limit;
+    const code = rest.charCodeAt(cut - 1);
+    if (cut === limit && code >= 0xd800 && code <= 0xdbff) cut -= 1;
+    out.push(rest.slice(0, cut).trimEnd());
+    rest = rest.slice(cut).replace(/^\s+/, '');
+  }
+  if (rest) out.push(rest);
+  return out.filter((p) => p.length > 0);
+}
