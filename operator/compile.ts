@@ -65,6 +65,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...(p.maxIterations ? { maxIterations: p.maxIterations } : {}),
     ...(p.spendCaps ? { spendCaps: p.spendCaps } : {}),
     ...(p.memory && Object.keys(p.memory).length ? { memory: p.memory } : {}),
+    ...(p.learning?.backgroundReview ? { learning: { backgroundReview: true } } : {}),
     ...compileSandbox(p),
   };
 }

@@ -124,5 +124,7 @@ export const compiledAgentSchema = z.object({
   approvals: compiledApprovalsSchema.optional(),
   /** Bounded memory sizes in characters; absent = Hermes' defaults (2200 / 1375). */
   memory: z.object({ memoryCharLimit: z.number().int().positive().optional(), userCharLimit: z.number().int().positive().optional() }).optional(),
+  /** The learning loop: a background review after each delivered reply (absent = off). */
+  learning: z.object({ backgroundReview: z.boolean() }).optional(),
 });
 export type CompiledAgent = z.infer<typeof compiledAgentSchema>;
