@@ -19,6 +19,7 @@ import { rollbackReply } from './rollback-command.js';
 import type { SandboxBackends } from './sandboxes.js';
 import { turnTools, type ToolDeps, type TurnTools } from './turn-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
+import { learningReply } from './learning-commands.js';
 import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
@@ -110,7 +111,7 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
 
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
   if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
-  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm));
+  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? (await learningReply(deps.db, adm, agent));
   if (controlled) return controlled;
   const recovery = await recoveryCommand(deps.db, lease, adm);
   if (recovery && 'reply' in recovery) return recovery.reply;
