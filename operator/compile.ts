@@ -64,9 +64,26 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...(p.toolsets ? { toolsets: p.toolsets } : {}),
     ...(p.maxIterations ? { maxIterations: p.maxIterations } : {}),
     ...(p.spendCaps ? { spendCaps: p.spendCaps } : {}),
-    ...(p.memory && Object.keys(p.memory).length ? { memory: p.memory } : {}),
+    ...memoryFields(p),
+    ...learningFields(p),
     ...compileSandbox(p),
   };
+}
+
+function memoryFields(p: Profile['spec']): Partial<CompiledAgent> {
+  const { memoryCharLimit, userCharLimit } = p.memory ?? {};
+  const limits = { ...(memoryCharLimit ? { memoryCharLimit } : {}), ...(userCharLimit ? { userCharLimit } : {}) };
+  return Object.keys(limits).length ? { memory: limits } : {};
+}
+
+/** The learning loop's switches; absent ones stay absent (the agent applies its defaults). */
+function learningFields(p: Profile['spec']): Partial<CompiledAgent> {
+  const learning = {
+    ...(p.learning?.backgroundReview ? { backgroundReview: true } : {}),
+    ...(p.memory?.writeApproval !== undefined ? { memoryWriteApproval: p.memory.writeApproval } : {}),
+    ...(p.skills?.writeApproval !== undefined ? { skillWriteApproval: p.skills.writeApproval } : {}),
+  };
+  return Object.keys(learning).length ? { learning } : {};
 }
 
 type ModelSpec = Profile['spec']['fallbackModels'][number];

@@ -77,7 +77,14 @@ export const profileSpecSchema = withRules(z.object({
   memory: z.object({
     memoryCharLimit: z.number().int().min(100).max(100_000).optional().describe('Size of the agent\'s MEMORY notes (shared by all its users), in characters (default 2200).'),
     userCharLimit: z.number().int().min(100).max(100_000).optional().describe('Size of each person\'s USER profile, in characters (default 1375).'),
+    writeApproval: z.boolean().optional().describe('Memory writes (the tool\'s and the background review\'s) wait for an admin\'s /memory approve. Default: on when more than one person may use the agent, off otherwise.'),
   }).optional().describe('Bounded memory (the memory toolset): the agent\'s notes and one profile per person, in the prompt as a snapshot taken when a conversation starts.'),
+  skills: z.object({
+    writeApproval: z.boolean().optional().describe('Skill writes (skill_manage, the background review\'s) wait for an admin\'s /skills approve. Default: on when more than one person may use the agent, off otherwise.'),
+  }).optional().describe('The agent\'s own (learned) skills.'),
+  learning: z.object({
+    backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
+  }).optional().describe('The learning loop.'),
 }), [{
   rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
   message: 'set persona or personaFrom, not both',

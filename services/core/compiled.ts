@@ -126,5 +126,10 @@ export const compiledAgentSchema = z.object({
   approvals: compiledApprovalsSchema.optional(),
   /** Bounded memory sizes in characters; absent = Hermes' defaults (2200 / 1375). */
   memory: z.object({ memoryCharLimit: z.number().int().positive().optional(), userCharLimit: z.number().int().positive().optional() }).optional(),
+  /**
+   * The learning loop: a background review after each delivered reply (absent = off); write
+   * approval for memory and skill writes (absent = on when more than one person may use the agent).
+   */
+  learning: z.object({ backgroundReview: z.boolean().optional(), memoryWriteApproval: z.boolean().optional(), skillWriteApproval: z.boolean().optional() }).optional(),
 });
 export type CompiledAgent = z.infer<typeof compiledAgentSchema>;

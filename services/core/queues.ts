@@ -5,7 +5,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
 
-export const queueNames = { turns: 'turns', deliveries: 'deliveries' } as const;
+export const queueNames = { turns: 'turns', deliveries: 'deliveries', reviews: 'reviews' } as const;
 
 export const turnJobSchema = z.object({
   admissionId: z.string().uuid(),
@@ -21,6 +21,10 @@ export const deliveryJobSchema = z.object({
   trace: z.record(z.string(), z.string()).optional(),
 });
 export type DeliveryJob = z.infer<typeof deliveryJobSchema>;
+
+/** A background review of one finished turn (the learning loop): best effort, once per admission. */
+export const reviewJobSchema = z.object({ admissionId: z.string().uuid() });
+export type ReviewJob = z.infer<typeof reviewJobSchema>;
 
 /** Finished jobs are removed so that the sweeper may add the same id again if ever needed. */
 export const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOnFail: { count: 1000 }, attempts: 1 };
@@ -44,19 +48,23 @@ export function connectRedis(url: string, opts: RedisOptions = {}): Redis {
 export interface Queues {
   turns: Queue<TurnJob>;
   deliveries: Queue<DeliveryJob>;
+  reviews: Queue<ReviewJob>;
   close(): Promise<void>;
 }
 
 export function openQueues(redis: Redis, prefix: string): Queues {
   const turns = new Queue<TurnJob>(queueNames.turns, { connection: redis, prefix, defaultJobOptions });
   const deliveries = new Queue<DeliveryJob>(queueNames.deliveries, { connection: redis, prefix, defaultJobOptions });
+  const reviews = new Queue<ReviewJob>(queueNames.reviews, { connection: redis, prefix, defaultJobOptions });
   turns.on('error', () => undefined);
   deliveries.on('error', () => undefined);
+  reviews.on('error', () => undefined);
   return {
     turns,
     deliveries,
+    reviews,
     async close() {
-      await Promise.allSettled([turns.close(), deliveries.close()]);
+      await Promise.allSettled([turns.close(), deliveries.close(), reviews.close()]);
     },
   };
 }
@@ -64,6 +72,11 @@ export function openQueues(redis: Redis, prefix: string): Queues {
 /** Adds the wake-up for `job.admissionId`; the job id is the admission id unless `jobId` is given (a hand-off). */
 export async function enqueueTurn(queues: Queues, job: TurnJob, jobId = job.admissionId): Promise<void> {
   await queues.turns.add('turn', job, { jobId });
+}
+
+/** Adds the background review of a finished turn (job id `review-<admission>`: one per admission). */
+export async function enqueueReview(queues: Queues, job: ReviewJob): Promise<void> {
+  await queues.reviews.add('review', job, { jobId: `review-${job.admissionId}` });
 }
 
 export async function enqueueDelivery(queues: Queues, job: DeliveryJob): Promise<void> {

@@ -6,7 +6,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Worker } from 'bullmq';
 import {
-  checkEvictionPolicy, deliveryJobSchema, getAdmission, markStopped, queueNames, registerInstance, startSweeper, turnJobSchema,
+  checkEvictionPolicy, deliveryJobSchema, getAdmission, markStopped, queueNames, registerInstance, reviewJobSchema, startSweeper, turnJobSchema,
   type Instance,
 } from '../core/index.js';
 import { startLiveness } from './liveness.js';
@@ -17,6 +17,7 @@ import { platformAdapters } from './platform-delivery.js';
 import { createLoopDeps, type LoopOptions, type TurnDeps } from './turn-runner.js';
 import { startControlHub } from './control.js';
 import { openSandboxBackends } from './sandboxes.js';
+import { runReview } from './review.js';
 
 export { drainSession } from './session-drainer.js';
 export { deliver, type DeliveryAdapter } from './delivery.js';
@@ -80,12 +81,19 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     return { result: await deliver({ config, db, redis: deps.redis, instance, log, metrics: deps.metrics, adapters, judge: liveness }, obligationId) };
   }, { connection, prefix, concurrency: config.HERMES_DELIVERY_CONCURRENCY });
 
+  // The learning loop: background reviews of finished turns. Best effort: a stopping worker aborts
+  // the ones it runs (recorded failed, never retried) instead of holding its shutdown for them.
+  const reviews = new Worker(queueNames.reviews, async (job) => {
+    const { admissionId } = reviewJobSchema.parse(job.data);
+    return { outcome: await runReview({ ...deps, loop }, admissionId, draining.signal) };
+  }, { connection, prefix, concurrency: config.HERMES_REVIEW_CONCURRENCY });
+
   // Cut off from Postgres, every job would fail (and be re-enqueued later): leave them to workers that can run them.
   liveness.onHealthChange((healthy) => {
     log.warn({ healthy }, healthy ? 'Postgres reachable again; taking jobs' : 'Cannot confirm our heartbeat; pausing job intake');
-    for (const w of [turns, deliveries]) void (async () => (healthy ? w.resume() : w.pause(true)))().catch(() => undefined);
+    for (const w of [turns, deliveries, reviews]) void (async () => (healthy ? w.resume() : w.pause(true)))().catch(() => undefined);
   });
-  for (const w of [turns, deliveries]) {
+  for (const w of [turns, deliveries, reviews]) {
     w.on('error', (err) => log.warn({ err }, 'Queue consumer error'));
     w.on('failed', (job, err) => log.error({ err, job: job?.id, queue: w.name }, 'Job failed'));
   }
@@ -100,7 +108,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       await markResumePending(db, [...running], log);
       const grace = setTimeout(() => shutdown.abort(new ShutdownCut()), config.HERMES_SHUTDOWN_GRACE_SECONDS * 1_000);
       grace.unref();
-      await Promise.allSettled([turns.close(), deliveries.close(), sweeper?.stop()]);
+      await Promise.allSettled([turns.close(), deliveries.close(), reviews.close(), sweeper?.stop()]);
       clearTimeout(grace);
       loop.processes?.close();
       await sandboxes.close();

@@ -4,10 +4,10 @@ import type { Redis } from 'ioredis';
 import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
   appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, publishTurnEvent, readTurnContext, type TurnContext, LeaseLostError, extractTraceContext, recordModelCall,
-  type TurnResult,
+  type TurnResult, enqueueReview,
 } from '../core/index.js';
 import {
-  builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter, ProviderConfigError,
+  builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter,
   skillInvocation, skillRequestText, skillsIndexBlock, type PromptInputs, type Tool,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
@@ -18,6 +18,8 @@ import { recoveryCommand } from './recovery-commands.js';
 import { rollbackReply } from './rollback-command.js';
 import type { SandboxBackends } from './sandboxes.js';
 import { turnTools, type ToolDeps, type TurnTools } from './turn-tools.js';
+import { modelOptions, routesOf } from './turn-model.js';
+import { learningReply } from './learning-commands.js';
 import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
@@ -106,30 +108,10 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
   return command.kind === 'stop' ? { outcome: 'completed', reply: REPLY.idle } : undefined;
 }
 
-/** Model options of the agent, for the loop (absent fields stay absent). */
-function modelOptions(agent: CompiledAgent, loop: LoopDeps) {
-  return {
-    ...(agent.maxIterations ? { maxIterations: agent.maxIterations } : {}),
-    ...(agent.model.maxOutputTokens ? { maxOutputTokens: agent.model.maxOutputTokens } : {}),
-    ...(agent.model.temperature !== undefined ? { temperature: agent.model.temperature } : {}),
-    cooldowns: loop.cooldowns,
-    ...(loop.clock ? { clock: loop.clock } : {}),
-    ...(loop.policy ? { policy: loop.policy } : {}),
-  };
-}
-
-async function routesOf(loop: LoopDeps, agent: CompiledAgent): Promise<ModelRoute[] | TurnResult> {
-  try {
-    return await loop.router.routes(agent.agent.namespace, agent.model, agent.fallbackModels ?? []);
-  } catch (err) {
-    if (err instanceof ProviderConfigError) return { outcome: 'failed', reply: 'This agent is misconfigured: an operator needs to fix its model settings.', error: err.message };
-    throw err;
-  }
-}
 
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
   if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
-  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm));
+  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? (await learningReply(deps.db, adm, agent));
   if (controlled) return controlled;
   const recovery = await recoveryCommand(deps.db, lease, adm);
   if (recovery && 'reply' in recovery) return recovery.reply;
@@ -283,6 +265,10 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
       const settled = await settleTurn(deps, { lease, adm, result, fence, log });
       deps.metrics.turns.inc({ agent: agentLabel, outcome: settled.kind === 'cut' ? 'cut' : settled.outcome });
       if (settled.kind === 'finished') log.info({ outcome: settled.outcome, obligation: settled.obligationId, ...(result.error ? { error: result.error } : {}) }, 'Finished turn');
+      if (settled.kind === 'finished' && settled.outcome === 'completed' && agent?.learning?.backgroundReview && adm.platform !== 'cron') {
+        // The learning loop runs after the reply, as its own job: it never delays this session.
+        void enqueueReview(deps.queues, { admissionId: adm.id }).catch((err: unknown) => log.warn({ err }, 'Could not queue the background review'));
+      }
       return settled.kind === 'finished' ? { released: settled.released, ...(settled.next ? { next: settled.next } : {}) } : { released: false };
     } catch (err) {
       if (err instanceof LeaseLostError) {

@@ -4,6 +4,7 @@ import type { CompiledAgent } from '../../core/index.js';
 import type { MemoryTarget } from './entries.js';
 import { renderMemoryBlock } from './snapshot.js';
 import type { MemoryStore } from './store.js';
+import type { StagingStore } from '../learning/staging.js';
 
 export interface MemoryAccess {
   store: MemoryStore;
@@ -14,6 +15,8 @@ export interface MemoryAccess {
   limits: Record<MemoryTarget, number>;
   /** Failed calls in a row this turn (reset by a success). */
   failures: number;
+  /** Present when writes wait for an admin (write approval): they are staged here instead. */
+  approval?: StagingStore;
 }
 
 /** Hermes' sizes: MEMORY 2 200 and USER 1 375 characters. */
@@ -31,7 +34,7 @@ export function memoryLimits(agent: Pick<CompiledAgent, 'memory'>): Record<Memor
  * The frozen snapshot for a prompt being built now: the agent's MEMORY and this person's USER,
  * rendered with their usage headers (empty stores render nothing).
  */
-export async function memorySnapshot(access: Omit<MemoryAccess, 'failures' | 'sessionId'>): Promise<{ memory?: string; user?: string }> {
+export async function memorySnapshot(access: Pick<MemoryAccess, 'store' | 'agentId' | 'userId' | 'limits'>): Promise<{ memory?: string; user?: string }> {
   const memory = await access.store.read({ agentId: access.agentId, target: 'memory' });
   const user = access.userId ? await access.store.read({ agentId: access.agentId, target: 'user', userId: access.userId }) : undefined;
   const memoryBlock = renderMemoryBlock('memory', memory.entries, access.limits.memory);

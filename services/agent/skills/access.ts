@@ -2,6 +2,7 @@
 // skills to write (bound by the worker to the agent and the session — never named by the model).
 import type { CatalogSkill } from './catalog.js';
 import type { LearnedSkillStore } from './learned.js';
+import type { StagingStore } from '../learning/staging.js';
 
 export interface SkillManageAccess {
   store: LearnedSkillStore;
@@ -10,6 +11,8 @@ export interface SkillManageAccess {
   sessionId: string;
   /** Every skill of the agent before requirements (who owns a name). */
   all(): Promise<CatalogSkill[]>;
+  /** Present when writes wait for an admin (write approval): they are staged here instead. */
+  approval?: StagingStore;
 }
 
 export interface SkillAccess {

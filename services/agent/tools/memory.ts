@@ -9,7 +9,8 @@
 import { z } from 'zod';
 import { defineTool, type ToolContext } from './registry.js';
 import { scanForInjection } from '../prompt.js';
-import { usageLine, usedChars, type MemoryOp, type MemoryTarget } from '../memory/entries.js';
+import { applyMemoryOps, usageLine, usedChars, type MemoryOp, type MemoryTarget } from '../memory/entries.js';
+import { shortId, type StagingStore } from '../learning/staging.js';
 import type { MemoryAccess } from '../memory/access.js';
 import type { MemoryScope } from '../memory/store.js';
 
@@ -68,6 +69,32 @@ function refused(access: MemoryAccess, ops: readonly MemoryOp[]): string | undef
   return undefined;
 }
 
+/** The lines an admin reviews: entries removed (-) and added (+). */
+export function entriesDiff(before: readonly string[], after: readonly string[]): string {
+  const removed = before.filter((e) => !after.includes(e)).map((e) => `- ${e.replace(/\n/g, '\n  ')}`);
+  const added = after.filter((e) => !before.includes(e)).map((e) => `+ ${e.replace(/\n/g, '\n  ')}`);
+  return [...removed, ...added].join('\n');
+}
+
+/** Write approval: the batch is checked against the store now and staged for an admin, not written. */
+async function stage(access: MemoryAccess, staging: StagingStore, scope: MemoryScope, ops: readonly MemoryOp[], limit: number): Promise<string> {
+  const current = await access.store.read(scope);
+  const applied = applyMemoryOps(current.entries, ops, limit);
+  if (!applied.ok) {
+    return failed(access, { error: applied.error, ...(applied.matches ? { matches: applied.matches } : {}), current_entries: current.entries, usage: `${usedChars(current.entries).toLocaleString('en-US')}/${limit.toLocaleString('en-US')}` });
+  }
+  access.failures = 0;
+  if (!applied.changed) return json({ success: true, done: true, target: scope.target, message: 'Nothing changed (the entry already exists).' });
+  const staged = await staging.stage({
+    agentId: access.agentId, kind: 'memory', target: scope.target, userId: scope.target === 'user' ? scope.userId : null,
+    payload: { ops }, diff: entriesDiff(current.entries, applied.entries), sessionId: access.sessionId,
+  });
+  return json({
+    success: true, done: true, staged: true, pending_id: shortId(staged.id), target: scope.target,
+    message: `Staged for approval: an admin of this agent approves it with /memory approve ${shortId(staged.id)}; approved memory reaches new conversations. Do not repeat it.`,
+  });
+}
+
 async function run(access: MemoryAccess, args: z.infer<typeof schema>): Promise<string> {
   const target = args.target;
   const scope = scopeOf(access, target);
@@ -77,6 +104,7 @@ async function run(access: MemoryAccess, args: z.infer<typeof schema>): Promise<
   const refusal = refused(access, ops);
   if (refusal) return refusal;
   const limit = access.limits[target];
+  if (access.approval) return stage(access, access.approval, scope, ops, limit);
   const result = await access.store.write(scope, ops, limit, access.sessionId);
   if (!result.ok) {
     const current = await access.store.read(scope);

@@ -8,7 +8,8 @@ import { defineTool, type ToolContext } from './registry.js';
 import type { SkillManageAccess } from '../skills/access.js';
 import type { LearnedSkill, LearnedState } from '../skills/learned.js';
 import { scanContent } from '../skills/scan.js';
-import { skillFieldsFrom, splitSkillMd } from '../skills/skill-md.js';
+import { skillFieldsFrom, skillMdText, splitSkillMd } from '../skills/skill-md.js';
+import { shortId, type StagingStore } from '../learning/staging.js';
 
 const MAX_CHARS = 100_000;
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -30,7 +31,8 @@ const schema = z.object({
   file_content: z.string().max(MAX_CHARS).optional().describe('write_file: the file\'s content'),
 }).strict();
 
-type Args = z.infer<typeof schema>;
+export type SkillManageArgs = z.infer<typeof schema>;
+type Args = SkillManageArgs;
 type Change = LearnedSkill | null | string;
 
 const json = (value: unknown): string => JSON.stringify(value);
@@ -101,18 +103,51 @@ function changeFor(state: LearnedState, args: Args): Change {
   return changeExisting(state.skill, args);
 }
 
-async function run(access: SkillManageAccess, args: Args): Promise<string> {
-  if (!NAME.test(args.name)) return json({ success: false, error: 'name must be lowercase letters, digits, hyphens and underscores, at most 64 characters' });
-  // Another source's skill of this name is offered (GitOps or bundled): never the agent's to change.
+/** Refusals that need no store read: a bad name, or a name owned by a GitOps or bundled skill. */
+async function precheck(access: SkillManageAccess, args: Args): Promise<string | undefined> {
+  if (!NAME.test(args.name)) return 'name must be lowercase letters, digits, hyphens and underscores, at most 64 characters';
+  // Another source's skill of this name exists (GitOps or bundled): never the agent's to change.
   const owner = (await access.all()).find((s) => s.name === args.name && s.source !== 'learned');
-  if (owner) return json({ success: false, error: `"${args.name}" is a ${owner.source === 'gitops' ? 'GitOps-managed' : 'bundled'} skill: the agent never modifies it. Create a learned skill under another name.` });
-  let refusal: string | undefined;
-  const written = await access.store.change(access.agentId, args.name, access.sessionId, (state) => {
-    const next = changeFor(state, args);
-    if (typeof next === 'string' || next === null) return next;
-    refusal = blocked(next);
-    return refusal ?? next;
-  });
+  return owner ? `"${args.name}" is a ${owner.source === 'gitops' ? 'GitOps-managed' : 'bundled'} skill: the agent never modifies it. Create a learned skill under another name.` : undefined;
+}
+
+/** The next content for `args` from `state`, scanned; or why not. */
+function planned(state: LearnedState, args: Args): Change {
+  const next = changeFor(state, args);
+  if (typeof next === 'string' || next === null) return next;
+  return blocked(next) ?? next;
+}
+
+/** Applies `args` to the agent's learned skills now (also how an approved staged write is applied). */
+export async function manageSkill(access: SkillManageAccess, args: Args): Promise<{ ok: true; version: number } | { ok: false; error: string }> {
+  const refusal = await precheck(access, args);
+  if (refusal) return { ok: false, error: refusal };
+  return access.store.change(access.agentId, args.name, access.sessionId, (state) => planned(state, args));
+}
+
+/** What an admin reviews for a staged skill write. */
+export function skillDiff(before: LearnedSkill | undefined, after: LearnedSkill | null, args: Args): string {
+  if (after === null) return `- delete skill ${args.name}`;
+  const lines = (text: string, mark: string) => text.split('\n').map((l) => `${mark} ${l}`);
+  if (args.action === 'patch') return [...lines(args.old_string ?? '', '-'), ...lines(args.new_string ?? '', '+')].join('\n');
+  if (args.action === 'write_file') return [`+ file ${args.file_path ?? ''}:`, ...lines(args.file_content ?? '', '+')].join('\n');
+  if (args.action === 'remove_file') return `- file ${args.file_path ?? ''}`;
+  return [...(before ? lines(skillMdText(before), '-') : []), ...lines(skillMdText(after), '+')].join('\n');
+}
+
+async function stageSkill(access: SkillManageAccess, staging: StagingStore, args: Args): Promise<string> {
+  const refusal = await precheck(access, args);
+  if (refusal) return json({ success: false, error: refusal });
+  const state = await access.store.read(access.agentId, args.name);
+  const next = planned(state, args);
+  if (typeof next === 'string') return json({ success: false, error: next });
+  const staged = await staging.stage({ agentId: access.agentId, kind: 'skill', target: args.name, userId: null, payload: { args }, diff: skillDiff(state.skill, next, args), sessionId: access.sessionId });
+  return json({ success: true, staged: true, pending_id: shortId(staged.id), name: args.name, message: `Staged for approval: an admin of this agent reviews it with /skills diff ${shortId(staged.id)} and approves it with /skills approve ${shortId(staged.id)}. Do not repeat it.` });
+}
+
+async function run(access: SkillManageAccess, args: Args): Promise<string> {
+  if (access.approval) return stageSkill(access, access.approval, args);
+  const written = await manageSkill(access, args);
   if (!written.ok) return json({ success: false, error: written.error });
   return json({ success: true, name: args.name, action: args.action, version: written.version, message: args.action === 'delete' ? `Deleted "${args.name}" (earlier versions are kept).` : `Saved "${args.name}"; new conversations see it in the skills index.` });
 }

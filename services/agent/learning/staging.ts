@@ -1,0 +1,97 @@
+// Write approval (SPEC "write_approval"; issue 12 point 6): memory and skill writes of an agent
+// whose Profile asks for it — by default every agent with more than one allowed user — are staged
+// here with a diff instead of being applied; an admin approves or rejects each (`/memory …`,
+// `/skills …`, `hermes review`). The decision is recorded with who, when and the content hash; an
+// approved write is applied then, against the store as it is, and reaches new sessions.
+import { canonicalJson, sha256, type CompiledAgent, type Db } from '../../core/index.js';
+
+export type StagedKind = 'memory' | 'skill';
+export type StagedState = 'pending' | 'approved' | 'rejected' | 'failed';
+
+export interface StagedWrite {
+  id: string;
+  agentId: string;
+  kind: StagedKind;
+  /** memory: `memory` | `user`; skill: the skill's name. */
+  target: string;
+  userId: string | null;
+  payload: unknown;
+  diff: string;
+  contentHash: string;
+  state: StagedState;
+  sourceSessionId: string | null;
+  decidedBy: string | null;
+  decidedAt: Date | null;
+  result: string | null;
+  createdAt: Date;
+}
+
+export interface StageInput {
+  agentId: string;
+  kind: StagedKind;
+  target: string;
+  userId: string | null;
+  payload: unknown;
+  diff: string;
+  sessionId: string | null;
+}
+
+export interface StagingStore {
+  stage(input: StageInput): Promise<StagedWrite>;
+  pending(agentId: string, kind: StagedKind): Promise<StagedWrite[]>;
+  /** The write of `agentId` and `kind` whose id starts with `prefix` (at least 6 hex digits), or why not. */
+  find(agentId: string, kind: StagedKind, prefix: string): Promise<StagedWrite | 'ambiguous' | undefined>;
+  /** Records the decision on a pending write; false when it was no longer pending. */
+  decide(id: string, state: Exclude<StagedState, 'pending'>, by: string, result: string): Promise<boolean>;
+}
+
+const COLUMNS = `id::text, agent_id AS "agentId", kind, target, user_id AS "userId", payload, diff, content_hash AS "contentHash", state,
+  source_session_id AS "sourceSessionId", decided_by AS "decidedBy", decided_at AS "decidedAt", result, created_at AS "createdAt"`;
+
+/** The Postgres StagingStore over the process's pool. */
+export function pgStaging(db: Pick<Db, 'pool'>): StagingStore {
+  return {
+    async stage(w) {
+      const { rows } = await db.pool.query<StagedWrite>(
+        `INSERT INTO learning_writes (id, agent_id, kind, target, user_id, payload, diff, content_hash, source_session_id)
+         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5::jsonb, $6, $7, $8) RETURNING ${COLUMNS}`,
+        [w.agentId, w.kind, w.target, w.userId, JSON.stringify(w.payload), w.diff, sha256(canonicalJson(w.payload)), w.sessionId]);
+      return rows[0]!;
+    },
+    async pending(agentId, kind) {
+      const { rows } = await db.pool.query<StagedWrite>(`SELECT ${COLUMNS} FROM learning_writes WHERE agent_id = $1 AND kind = $2 AND state = 'pending' ORDER BY created_at`, [agentId, kind]);
+      return rows;
+    },
+    async find(agentId, kind, prefix) {
+      if (!/^[0-9a-f-]{6,36}$/i.test(prefix)) return undefined;
+      const { rows } = await db.pool.query<StagedWrite>(`SELECT ${COLUMNS} FROM learning_writes WHERE agent_id = $1 AND kind = $2 AND id::text LIKE $3 LIMIT 2`, [agentId, kind, `${prefix.toLowerCase()}%`]);
+      return rows.length > 1 ? 'ambiguous' : rows[0];
+    },
+    async decide(id, state, by, result) {
+      const { rowCount } = await db.pool.query(`UPDATE learning_writes SET state = $2, decided_by = $3, decided_at = now(), result = $4 WHERE id = $1 AND state = 'pending'`, [id, state, by, result]);
+      return rowCount === 1;
+    },
+  };
+}
+
+/** A short id people type: the first 8 hex digits. */
+export const shortId = (id: string): string => id.slice(0, 8);
+
+/**
+ * SPEC's default: write approval is on for an agent that more than one person may use (several API
+ * keys or allowlisted users, an open platform, DM pairing), off otherwise.
+ */
+export function hasManyUsers(agent: Pick<CompiledAgent, 'api' | 'platforms'>): boolean {
+  let users = agent.api?.enabled ? agent.api.keySha256.length : 0;
+  for (const p of agent.platforms ?? []) {
+    if (p.allowAll || p.dmPairing) return true;
+    users += p.allowlist.length;
+  }
+  return users > 1;
+}
+
+/** Whether `kind` writes of `agent` wait for an admin (the Profile's setting, else {@link hasManyUsers}). */
+export function writeApprovalOn(agent: Pick<CompiledAgent, 'api' | 'platforms' | 'learning'>, kind: StagedKind): boolean {
+  const explicit = kind === 'memory' ? agent.learning?.memoryWriteApproval : agent.learning?.skillWriteApproval;
+  return explicit ?? hasManyUsers(agent);
+}

@@ -1,0 +1,84 @@
+// `/memory pending|approve <id>|reject <id>` and `/skills pending|diff <id>|approve <id>|reject <id>`:
+// an Agent admin reviews the memory and skill writes that write approval staged. Answered without
+// the model; anyone else is told it is for admins. An approved write is applied now, against the
+// store as it is (it may fail then: the store changed since, and the decision says so), and
+// reaches new conversations; every decision is recorded with who and when.
+import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
+import {
+  isAgentAdmin, manageSkill, memoryLimits, pgLearnedSkills, pgMemoryStore, pgStaging, readSkillCatalog, shortId,
+  type MemoryOp, type SkillManageArgs, type StagedKind, type StagedWrite,
+} from '../agent/index.js';
+
+const COMMAND = /^\/(memory|skills)\s+(pending|approve|reject|diff)(?:\s+([0-9a-f-]+))?\s*$/i;
+
+interface LearningCommand { kind: StagedKind; verb: 'pending' | 'approve' | 'reject' | 'diff'; id?: string }
+
+export function parseLearningCommand(content: string): LearningCommand | undefined {
+  const m = COMMAND.exec(content.trim());
+  if (!m) return undefined;
+  const verb = m[2]!.toLowerCase() as LearningCommand['verb'];
+  const kind: StagedKind = m[1]!.toLowerCase() === 'memory' ? 'memory' : 'skill';
+  if (verb === 'diff' && kind === 'memory') return undefined;
+  return { kind, verb, ...(m[3] ? { id: m[3].toLowerCase() } : {}) };
+}
+
+const done = (reply: string): TurnResult => ({ outcome: 'completed', reply });
+const noun = (kind: StagedKind) => (kind === 'memory' ? 'memory' : 'skills');
+
+/** Who decided: the admin's platform identity. */
+async function identity(db: Db, userId: string | null): Promise<string> {
+  if (!userId) return 'unknown';
+  const { rows } = await db.pool.query<{ id: string }>(`SELECT platform || ':' || platform_user_id AS id FROM users WHERE id = $1`, [userId]);
+  return rows[0]?.id ?? 'unknown';
+}
+
+function describe(w: StagedWrite): string {
+  const what = w.kind === 'memory' ? (w.target === 'user' ? 'USER profile' : 'MEMORY notes') : `skill ${w.target}`;
+  const first = w.diff.split('\n').slice(0, 3).join(' / ');
+  return `${shortId(w.id)} · ${what} · ${first.length > 160 ? `${first.slice(0, 160)}…` : first}`;
+}
+
+/** Applies an approved write; its result in words, or an error. */
+async function apply(db: Db, agent: CompiledAgent, w: StagedWrite, fallbackSession: string): Promise<{ ok: boolean; result: string }> {
+  if (w.kind === 'memory') {
+    const ops = (w.payload as { ops: MemoryOp[] }).ops;
+    const scope = w.target === 'user' ? { agentId: w.agentId, target: 'user' as const, userId: w.userId ?? '' } : { agentId: w.agentId, target: 'memory' as const };
+    const written = await pgMemoryStore(db).write(scope, ops, memoryLimits(agent)[w.target === 'user' ? 'user' : 'memory'], w.sourceSessionId);
+    return written.ok ? { ok: true, result: `applied as revision ${written.revision}` } : { ok: false, result: written.error };
+  }
+  const args = (w.payload as { args: SkillManageArgs }).args;
+  const written = await manageSkill({
+    store: pgLearnedSkills(db), agentId: w.agentId, sessionId: w.sourceSessionId ?? fallbackSession, all: () => readSkillCatalog(db, w.agentId, agent),
+  }, args);
+  return written.ok ? { ok: true, result: `applied as version ${written.version}` } : { ok: false, result: written.error };
+}
+
+async function decide(db: Db, adm: Admission, agent: CompiledAgent, cmd: LearningCommand): Promise<TurnResult> {
+  const staging = pgStaging(db);
+  if (cmd.verb === 'pending') {
+    const pending = await staging.pending(adm.agentId, cmd.kind);
+    if (!pending.length) return done(`No ${noun(cmd.kind)} writes are waiting for approval.`);
+    return done([`${pending.length} ${noun(cmd.kind)} write${pending.length > 1 ? 's' : ''} waiting for approval:`, ...pending.map(describe), `Approve with /${noun(cmd.kind)} approve <id>, reject with /${noun(cmd.kind)} reject <id>${cmd.kind === 'skill' ? ', see one whole with /skills diff <id>' : ''}.`].join('\n'));
+  }
+  if (!cmd.id) return done(`Say which: /${noun(cmd.kind)} ${cmd.verb} <id> (see /${noun(cmd.kind)} pending).`);
+  const found = await staging.find(adm.agentId, cmd.kind, cmd.id);
+  if (found === 'ambiguous') return done(`More than one write starts with ${cmd.id}: give more of its id.`);
+  if (!found) return done(`No ${noun(cmd.kind)} write ${cmd.id} (see /${noun(cmd.kind)} pending).`);
+  if (cmd.verb === 'diff') return done(`${describe(found)}\n\n${found.diff}`);
+  if (found.state !== 'pending') return done(`${shortId(found.id)} was already ${found.state}${found.decidedBy ? ` by ${found.decidedBy}` : ''}.`);
+  const by = await identity(db, adm.userId);
+  if (cmd.verb === 'reject') {
+    return done((await staging.decide(found.id, 'rejected', by, 'rejected')) ? `Rejected ${shortId(found.id)}: nothing was written.` : `${shortId(found.id)} was decided meanwhile.`);
+  }
+  const applied = await apply(db, agent, found, adm.sessionId);
+  await staging.decide(found.id, applied.ok ? 'approved' : 'failed', by, applied.result);
+  return done(applied.ok ? `Approved ${shortId(found.id)}: ${applied.result}; new conversations see it.` : `Approved ${shortId(found.id)}, but it could not be applied: ${applied.result}. Nothing was written.`);
+}
+
+/** The reply to a learning command in `adm`, or undefined when it is none. Admins only. */
+export async function learningReply(db: Db, adm: Admission, agent: CompiledAgent): Promise<TurnResult | undefined> {
+  const cmd = parseLearningCommand(adm.content);
+  if (!cmd) return undefined;
+  if (!(await isAgentAdmin(db, adm.userId, agent.admins ?? []))) return done(`Only this agent's admins may review ${noun(cmd.kind)} writes.`);
+  return decide(db, adm, agent, cmd);
+}

@@ -1,0 +1,69 @@
+// Write approval through real turns: with it on, the memory tool and skill_manage stage their
+// writes with a diff instead of writing; only an Agent admin reviews them in chat (/memory,
+// /skills: pending, diff, approve, reject); an approved write is applied then and recorded with
+// who decided; a rejected one writes nothing; a decision is final. Default: on for agents more
+// than one person may use.
+import { describe, expect, it } from 'vitest';
+import { hasManyUsers, learnedNamespace, pgMemoryStore } from '../../../services/agent/index.js';
+import type { ChatRequestBody } from '../../support/fake-openai.js';
+import { createTestAgent, runTurn, testAgent, useAgentSystem } from '../../support/system.js';
+
+function script(b: ChatRequestBody) {
+  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
+  const result = turn.find((m) => m.role === 'tool')?.content;
+  const text = turn[0]?.content ?? '';
+  if (result !== undefined) return { text: `tool said: ${result}` };
+  const m = /^tool (\S+) (.*)$/s.exec(text);
+  return m ? { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] } : { text: 'ok' };
+}
+
+const sys = useAgentSystem(script);
+const toolResult = (reply: string) => JSON.parse(reply.replace(/^tool said: /, '').split('\n')[0]!) as Record<string, unknown>;
+
+describe('write approval', () => {
+  it('stages memory writes; only an admin approves; the approved write is applied and recorded', async () => {
+    const agentId = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'gated' }, toolsets: ['memory', 'skills'], admins: ['api:admin'], learning: { memoryWriteApproval: true, skillWriteApproval: true } });
+    const say = (user: string, content: string) => runTurn(sys.rt, { agentId, sessionKey: `${agentId}:${user}`, content, userId: user });
+    const staged = toolResult((await say('alice', `tool memory ${JSON.stringify({ action: 'add', target: 'user', content: 'Alice likes tea' })}`)).reply);
+    expect(staged).toMatchObject({ success: true, staged: true, pending_id: expect.stringMatching(/^[0-9a-f]{8}$/) });
+    const id = staged.pending_id as string;
+    const alice = (await say('alice', 'hi')).a.userId!;
+    expect((await pgMemoryStore(sys.rt.db).read({ agentId, target: 'user', userId: alice })).entries).toEqual([]);
+
+    expect((await say('alice', `/memory approve ${id}`)).reply).toBe('Only this agent\'s admins may review memory writes.');
+    const pending = (await say('admin', '/memory pending')).reply;
+    expect(pending).toContain(`${id} · USER profile · + Alice likes tea`);
+    expect((await say('admin', `/memory approve ${id}`)).reply).toBe(`Approved ${id}: applied as revision 1; new conversations see it.`);
+    expect((await pgMemoryStore(sys.rt.db).read({ agentId, target: 'user', userId: alice })).entries).toEqual(['Alice likes tea']);
+    const { rows } = await sys.rt.db.pool.query<{ state: string; decided_by: string; content_hash: string }>('SELECT state, decided_by, content_hash FROM learning_writes WHERE agent_id = $1', [agentId]);
+    expect(rows).toEqual([{ state: 'approved', decided_by: 'api:admin', content_hash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect((await say('admin', `/memory reject ${id}`)).reply).toBe(`${id} was already approved by api:admin.`);
+    expect((await say('admin', '/memory pending')).reply).toBe('No memory writes are waiting for approval.');
+  });
+
+  it('stages skill writes with a diff; a rejected one writes nothing', async () => {
+    const agentId = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'gated-skills' }, toolsets: ['skills'], admins: ['api:admin'], learning: { skillWriteApproval: true } });
+    const say = (user: string, content: string) => runTurn(sys.rt, { agentId, sessionKey: `${agentId}:${user}`, content, userId: user });
+    const content = '---\nname: tea-brewing\ndescription: Brew tea.\n---\n1. Boil water.\n';
+    const staged = toolResult((await say('alice', `tool skill_manage ${JSON.stringify({ action: 'create', name: 'tea-brewing', content })}`)).reply);
+    expect(staged).toMatchObject({ success: true, staged: true });
+    const id = staged.pending_id as string;
+    const diff = (await say('admin', `/skills diff ${id}`)).reply;
+    expect(diff).toContain('+ name: tea-brewing');
+    expect(diff).toContain('+ 1. Boil water.');
+    expect((await say('admin', `/skills reject ${id}`)).reply).toBe(`Rejected ${id}: nothing was written.`);
+    const { rows } = await sys.rt.db.pool.query('SELECT 1 FROM skills WHERE namespace = $1', [learnedNamespace(agentId)]);
+    expect(rows).toEqual([]);
+    // Invalid writes are refused at once, not staged.
+    expect(toolResult((await say('alice', `tool skill_manage ${JSON.stringify({ action: 'patch', name: 'tea-brewing', old_string: 'x', new_string: 'y' })}`)).reply))
+      .toMatchObject({ success: false, error: 'You have no learned skill named "tea-brewing" (create it first)' });
+  });
+
+  it('is on by default for agents more than one person may use', () => {
+    const one = testAgent('http://x/v1');
+    expect(hasManyUsers(one)).toBe(false);
+    expect(hasManyUsers({ ...one, api: { enabled: true, keySha256: ['a'.repeat(64), 'b'.repeat(64)] } })).toBe(true);
+    expect(hasManyUsers({ ...one, api: { enabled: false, keySha256: [] }, platforms: [{ type: 'slack', credentials: { secretName: 's', keys: [] }, allowlist: ['U1'], allowAll: false, dmPairing: false, groupPolicy: 'mention' }] } as never)).toBe(false);
+    expect(hasManyUsers({ ...one, platforms: [{ type: 'slack', credentials: { secretName: 's', keys: [] }, allowlist: [], allowAll: true, dmPairing: false, groupPolicy: 'mention' }] } as never)).toBe(true);
+  });
+});
