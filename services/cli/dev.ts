@@ -107,6 +107,25 @@ async function slackHookPaths(rt: Runtime, agents: string[]): Promise<string[]> 
   return out;
 }
 
+/** What `hermes dev` prints once it runs: where to reach it, with what key, and what to try. */
+function printBanner(b: { rt: Runtime; gw: { url: string; metricsUrl?: string | undefined }; apiKey: string; agents: string[]; keyless: string[]; slackHooks: string[]; podsInCluster: boolean }): void {
+  const { gw, apiKey } = b;
+  const first = b.agents[0] ?? 'default/hermes';
+  say('');
+  say(`Hermes is running. Agents: ${b.agents.join(', ') || '(none)'}`);
+  say(`  gateway:        ${gw.url}`);
+  say(`  API key:        ${apiKey}${b.rt.config.HERMES_DEV_API_KEY ? '' : '   (generated; set HERMES_DEV_API_KEY to choose one)'}`);
+  say(`  OpenAI base:    ${gw.url}/v1   (model "${first}")`);
+  say(`  models:         curl -H "Authorization: Bearer ${apiKey}" ${gw.url}/v1/models`);
+  say(`  send a message: curl -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' -d '{"content":"hello"}' ${gw.url}/v1/agents/${first}/messages`);
+  say(`  metrics:        ${gw.metricsUrl ?? gw.url}/metrics     health: ${gw.url}/readyz`);
+  if (b.podsInCluster) say(`  sandboxes:      one Pod per command on the dev cluster: kubectl get pods -A -l ${sandboxPodSelector} -w`);
+  for (const hook of b.slackHooks) say(`  Slack events:   ${gw.url}${hook}   (Request URL of the Slack app; see README "Connect Slack")`);
+  for (const name of b.keyless) {
+    say(`  note: ${name} does not take this API key (its spec.api has no key from HERMES_DEV_API_KEY); add \`keys: [{ env: HERMES_DEV_API_KEY }]\` under spec.api to call it over HTTP.`);
+  }
+}
+
 export const devCommand = new Command('dev')
   .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
   .option('-m, --manifests <dir>', 'folder of Agent/Profile (and ConfigMap) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
@@ -145,23 +164,7 @@ export const devCommand = new Command('dev')
     // Profiles whose sandbox is `kubernetes` (all, with --k8s) run their Pods in KUBECONFIG's cluster.
     const worker = await startWorker({ ...rt, secrets, instance, kubeConfig: clusterKubeConfig });
     const gw = await startGatewayOn(rt, secrets);
-    const first = agents[0] ?? 'default/hermes';
-    const slackHooks = await slackHookPaths(rt, agents);
-    say('');
-    say(`Hermes is running. Agents: ${agents.join(', ') || '(none)'}`);
-    say(`  gateway:        ${gw.url}`);
-    say(`  API key:        ${apiKey}${rt.config.HERMES_DEV_API_KEY ? '' : '   (generated; set HERMES_DEV_API_KEY to choose one)'}`);
-    say(`  OpenAI base:    ${gw.url}/v1   (model "${first}")`);
-    say(`  models:         curl -H "Authorization: Bearer ${apiKey}" ${gw.url}/v1/models`);
-    say(`  send a message: curl -H "Authorization: Bearer ${apiKey}" -H 'content-type: application/json' -d '{"content":"hello"}' ${gw.url}/v1/agents/${first}/messages`);
-    say(`  metrics:        ${gw.metricsUrl ?? gw.url}/metrics     health: ${gw.url}/readyz`);
-    if (opts.k8s && rt.config.HERMES_SANDBOX_BACKEND === 'kubernetes') {
-      say(`  sandboxes:      one Pod per command on the dev cluster: kubectl get pods -A -l ${sandboxPodSelector} -w`);
-    }
-    for (const hook of slackHooks) say(`  Slack events:   ${gw.url}${hook}   (Request URL of the Slack app; see README "Connect Slack")`);
-    for (const name of keyless) {
-      say(`  note: ${name} does not take this API key (its spec.api has no key from HERMES_DEV_API_KEY); add \`keys: [{ env: HERMES_DEV_API_KEY }]\` under spec.api to call it over HTTP.`);
-    }
+    printBanner({ rt, gw, apiKey, agents, keyless, slackHooks: await slackHookPaths(rt, agents), podsInCluster: opts.k8s === true && rt.config.HERMES_SANDBOX_BACKEND === 'kubernetes' });
     say('Press Ctrl-C to stop.');
     onShutdown(rt.log, async () => {
       await gw.close();
