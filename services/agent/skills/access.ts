@@ -7,8 +7,8 @@ import type { StagingStore } from '../learning/staging.js';
 export interface SkillManageAccess {
   store: LearnedSkillStore;
   agentId: string;
-  /** The session the writes come from (their provenance). */
-  sessionId: string;
+  /** The session the writes come from (their provenance); null for an admin's approval without one. */
+  sessionId: string | null;
   /** Every skill of the agent before requirements (who owns a name). */
   all(): Promise<CatalogSkill[]>;
   /** Present when writes wait for an admin (write approval): they are staged here instead. */
