@@ -34,6 +34,7 @@ export * from './skills/access.js';
 export * from './skills/catalog.js';
 export * from './skills/command.js';
 export * from './skills/learned.js';
+export * from './skills/curator.js';
 export * from './skills/skill-md.js';
 export { NO_SKILLS } from './tools/skills.js';
 export * from './learning/staging.js';

@@ -31,6 +31,7 @@ export const configSchema = z.object({
   HERMES_TURN_CONCURRENCY: z.coerce.number().int().positive().default(64).describe('Turn jobs one worker process runs at once.'),
   HERMES_DELIVERY_CONCURRENCY: z.coerce.number().int().positive().default(16).describe('Delivery jobs one worker process runs at once.'),
   HERMES_REVIEW_CONCURRENCY: z.coerce.number().int().positive().default(2).describe('Background reviews (the learning loop) one worker process runs at once.'),
+  HERMES_CURATOR_INTERVAL_HOURS: z.coerce.number().int().positive().default(168).describe('How often each worker runs the skill curator over learned skills (stale after 14 days unused, archived after 30; SPEC: weekly), and once at start. Idempotent across workers.'),
   HERMES_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3).describe('Delivery attempts before abandoning (SPEC: 3).'),
   HERMES_DELIVERY_MAX_AGE_SECONDS: seconds(86_400, 'Delivery obligations older than this are abandoned (SPEC: 24 h).'),
   HERMES_DELIVERY_ATTEMPT_SECONDS: seconds(60, 'Deadline of one delivery attempt: the platform send is cancelled after it, and an attempt still unrecorded past it is claimed again (marked as a possible duplicate).'),

@@ -20,4 +20,6 @@ export interface SkillAccess {
   offered(): Promise<CatalogSkill[]>;
   /** Writing learned skills (skill_manage); absent = refused. */
   manage?: SkillManageAccess;
+  /** Records that the agent loaded a skill (the curator counts use of learned skills). */
+  used?(skill: CatalogSkill): Promise<void>;
 }

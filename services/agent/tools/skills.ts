@@ -41,6 +41,7 @@ async function view(ctx: ToolContext, name: string, filePath: string | undefined
     return file ? json({ success: true, name, file_path: filePath, content: file.content })
       : json({ success: false, error: `Skill "${name}" has no file "${filePath}". Its files: ${skill.files.map((f) => f.path).join(', ') || '(none)'}.` });
   }
+  await ctx.skills.used?.(skill);
   return json({
     success: true, name, description: skill.description, ...(skill.version ? { version: skill.version } : {}),
     content: skill.body,
