@@ -38,6 +38,7 @@ export * from './skills/curator.js';
 export * from './skills/skill-md.js';
 export { NO_SKILLS } from './tools/skills.js';
 export * from './learning/staging.js';
+export * from './learning/decide.js';
 export { entriesDiff } from './tools/memory.js';
 export { manageSkill, skillDiff, type SkillManageArgs } from './tools/skill-manage.js';
 export * from './tools/workspace-paths.js';

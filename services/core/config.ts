@@ -15,6 +15,7 @@ export const configSchema = z.object({
   HERMES_WORKER_PORT: z.coerce.number().int().min(0).max(65535).default(8081).describe('Worker probe and metrics port: /healthz, /readyz, /metrics.'),
   HERMES_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional().describe('Serve /metrics on its own listener (HERMES_HOST:<port>) instead of the gateway\'s public port or the worker\'s probe port. Unset: /metrics is on that main port.'),
   HERMES_METRICS_TOKEN: z.string().min(16).optional().describe('When set, /metrics answers only requests with "Authorization: Bearer <token>" (401 otherwise). Unset: /metrics is open.'),
+  HERMES_ADMIN_TOKEN: z.string().min(24).optional().describe('When set, the gateway serves its admin API (/v1/admin/…: the write-approval decisions) to requests with "Authorization: Bearer <token>". Unset: no admin API (404). Read it from a Secret.'),
   HERMES_MAX_WAITS_PER_KEY: z.coerce.number().int().positive().default(100).describe('Chat completions and event streams one API key may have waiting at once on one gateway process; more are refused with 429.'),
   HERMES_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   HERMES_QUEUE_PREFIX: z.string().min(1).default('hermes').describe('BullMQ key prefix; isolates installs (and tests) sharing one Redis.'),

@@ -4,10 +4,7 @@
 // store as it is (it may fail then: the store changed since, and the decision says so), and
 // reaches new conversations; every decision is recorded with who and when.
 import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
-import {
-  isAgentAdmin, manageSkill, memoryLimits, pgLearnedSkills, pgMemoryStore, pgStaging, readSkillCatalog, shortId,
-  type MemoryOp, type SkillManageArgs, type StagedKind, type StagedWrite,
-} from '../agent/index.js';
+import { decideStagedWrite, isAgentAdmin, pgStaging, shortId, type StagedKind, type StagedWrite } from '../agent/index.js';
 
 const COMMAND = /^\/(memory|skills)\s+(pending|approve|reject|diff)(?:\s+([0-9a-f-]+))?\s*$/i;
 
@@ -38,21 +35,6 @@ function describe(w: StagedWrite): string {
   return `${shortId(w.id)} · ${what} · ${first.length > 160 ? `${first.slice(0, 160)}…` : first}`;
 }
 
-/** Applies an approved write; its result in words, or an error. */
-async function apply(db: Db, agent: CompiledAgent, w: StagedWrite, fallbackSession: string | null): Promise<{ ok: boolean; result: string }> {
-  if (w.kind === 'memory') {
-    const ops = (w.payload as { ops: MemoryOp[] }).ops;
-    const scope = w.target === 'user' ? { agentId: w.agentId, target: 'user' as const, userId: w.userId ?? '' } : { agentId: w.agentId, target: 'memory' as const };
-    const written = await pgMemoryStore(db).write(scope, ops, memoryLimits(agent)[w.target === 'user' ? 'user' : 'memory'], w.sourceSessionId);
-    return written.ok ? { ok: true, result: `applied as revision ${written.revision}` } : { ok: false, result: written.error };
-  }
-  const args = (w.payload as { args: SkillManageArgs }).args;
-  const written = await manageSkill({
-    store: pgLearnedSkills(db), agentId: w.agentId, sessionId: w.sourceSessionId ?? fallbackSession ?? null, all: () => readSkillCatalog(db, w.agentId, agent),
-  }, args);
-  return written.ok ? { ok: true, result: `applied as version ${written.version}` } : { ok: false, result: written.error };
-}
-
 /** Who asks, for which agent: a chat admin (from the admission) or `hermes review`. */
 export interface Reviewer {
   agentId: string;
@@ -80,14 +62,11 @@ export async function reviewLearningWrite(db: Db, who: Reviewer, cmd: LearningCo
   if (found === 'ambiguous') return (`More than one write starts with ${cmd.id}: give more of its id.`);
   if (!found) return (`No ${noun(cmd.kind)} write ${cmd.id} (see /${noun(cmd.kind)} pending).`);
   if (cmd.verb === 'diff') return (`${describe(found)}\n\n${found.diff}`);
-  if (found.state !== 'pending') return (`${shortId(found.id)} was already ${found.state}${found.decidedBy ? ` by ${found.decidedBy}` : ''}.`);
-  const by = await who.by();
-  if (cmd.verb === 'reject') {
-    return ((await staging.decide(found.id, 'rejected', by, 'rejected')) ? `Rejected ${shortId(found.id)}: nothing was written.` : `${shortId(found.id)} was decided meanwhile.`);
-  }
-  const applied = await apply(db, who.agent, found, who.sessionId);
-  await staging.decide(found.id, applied.ok ? 'approved' : 'failed', by, applied.result);
-  return (applied.ok ? `Approved ${shortId(found.id)}: ${applied.result}; new conversations see it.` : `Approved ${shortId(found.id)}, but it could not be applied: ${applied.result}. Nothing was written.`);
+  const decision = await decideStagedWrite(db, who.agent, found, cmd.verb, { by: await who.by(), sessionId: who.sessionId });
+  const id = shortId(found.id);
+  if (!decision.done) return `${id} was ${decision.reason}.`;
+  if (decision.state === 'rejected') return `Rejected ${id}: nothing was written.`;
+  return decision.state === 'approved' ? `Approved ${id}: ${decision.result}; new conversations see it.` : `Approved ${id}, but it could not be applied: ${decision.result}. Nothing was written.`;
 }
 
 /** The reply to a learning command in `adm`, or undefined when it is none. Admins only. */
