@@ -93,12 +93,16 @@ chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKI
 	@$(SERVICES); node --import tsx test/chaos/run.ts --scale $(or $(SCALE),full) $(if $(ONLY),--only $(ONLY)) $(if $(SEED),--seed $(SEED))
 
 .PHONY: bench
-bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold
+bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold, the learning loop
 	@$(SERVICES); hack/bench.sh
 
 .PHONY: bench-turns
 bench-turns: deps ## Turn benchmark only: turns/s and latency against raw Postgres/BullMQ baselines, the agent loop
 	@$(SERVICES); npm run --silent bench
+
+.PHONY: bench-learning
+bench-learning: deps ## Learning-loop benchmark: prompt build and size with 200 skills, session_search over 100 000 messages vs a raw to_tsvector query (BENCH_SCALE scales it)
+	@$(SERVICES); node --import tsx bench/learning.ts
 
 .PHONY: bench-slack
 bench-slack: deps ## Slack ingress benchmark: signed events at increasing rates to one gateway, accepted rate and p50/p99 ack latency next to the raw Postgres commit

@@ -8,6 +8,7 @@ import { gatewayCommand } from './gateway.js';
 import { devCommand } from './dev.js';
 import { operatorCommand } from './operator.js';
 import { skillsCommand } from './skills.js';
+import { memoryCommand, reviewCommand } from './learning.js';
 
 const program = new Command('hermes')
   .description('Hermes Operator: the Hermes agent runtime on Kubernetes.')
@@ -18,7 +19,9 @@ const program = new Command('hermes')
   .addCommand(migrateCommand)
   .addCommand(devCommand)
   .addCommand(operatorCommand)
-  .addCommand(skillsCommand);
+  .addCommand(skillsCommand)
+  .addCommand(memoryCommand)
+  .addCommand(reviewCommand);
 
 try {
   await program.parseAsync(process.argv);

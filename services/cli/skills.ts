@@ -3,6 +3,7 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { importSkillDir, skillManifestYaml } from '../../operator/skills/import.js';
+import { learnedSkillCommands } from './learning.js';
 
 const importCommand = new Command('import')
   .description('Print the Skill manifest of a Hermes skill folder (SKILL.md + references/, templates/, scripts/, assets/).')
@@ -18,5 +19,6 @@ const importCommand = new Command('import')
   });
 
 export const skillsCommand = new Command('skills')
-  .description('Work with Hermes skills (SKILL.md folders) as Skill resources.')
+  .description('Work with Hermes skills: import SKILL.md folders as Skill resources; the history, restore and export of the skills an agent learned.')
   .addCommand(importCommand);
+for (const command of learnedSkillCommands) skillsCommand.addCommand(command);

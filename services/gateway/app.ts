@@ -7,6 +7,7 @@ import type { GatewayDeps } from './deps.js';
 import { HermesError } from '../core/index.js';
 import { sendApiError, toApiError } from './errors.js';
 import { registerRequestMetrics } from './request-metrics.js';
+import { registerAdminLearningRoutes } from './routes/admin-learning.js';
 import { registerAdmissionEventRoutes } from './routes/admission-events.js';
 import { registerAdmissionRoutes } from './routes/admissions.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -49,6 +50,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   registerAdmissionEventRoutes(app, ctx);
   registerOpenAiRoutes(app, ctx);
   registerSlackRoutes(app, ctx);
+  registerAdminLearningRoutes(app, ctx);
 
   // Closing: stop taking requests (fastify answers 503), end waits and streams, drop subscriptions.
   app.addHook('preClose', (done) => {

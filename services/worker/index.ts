@@ -18,6 +18,7 @@ import { createLoopDeps, type LoopOptions, type TurnDeps } from './turn-runner.j
 import { startControlHub } from './control.js';
 import { openSandboxBackends } from './sandboxes.js';
 import { runReview } from './review.js';
+import { runCurator } from '../agent/index.js';
 
 export { drainSession } from './session-drainer.js';
 export { deliver, type DeliveryAdapter } from './delivery.js';
@@ -98,6 +99,12 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     w.on('failed', (job, err) => log.error({ err, job: job?.id, queue: w.name }, 'Job failed'));
   }
   const sweeper = deps.sweeper === false ? undefined : startSweeper(db, deps.queues, config, log, { metrics: deps.metrics, judge: liveness });
+  // The skill curator over every agent's learned skills: at start, then every interval (SPEC: weekly).
+  const curate = () => void runCurator(db, new Date()).then((r) => { if (r.stale.length || r.archived.length) log.info(r, 'Curator marked learned skills'); })
+    .catch((err: unknown) => log.warn({ err }, 'The skill curator failed; it runs again at the next interval'));
+  const curator = deps.sweeper === false ? undefined : setInterval(curate, config.HERMES_CURATOR_INTERVAL_HOURS * 3_600_000);
+  curator?.unref();
+  if (curator) curate();
   log.info({ instance: instance.id, concurrency: config.HERMES_TURN_CONCURRENCY }, 'Started worker');
 
   return {
@@ -108,6 +115,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       await markResumePending(db, [...running], log);
       const grace = setTimeout(() => shutdown.abort(new ShutdownCut()), config.HERMES_SHUTDOWN_GRACE_SECONDS * 1_000);
       grace.unref();
+      clearInterval(curator);
       await Promise.allSettled([turns.close(), deliveries.close(), reviews.close(), sweeper?.stop()]);
       clearTimeout(grace);
       loop.processes?.close();

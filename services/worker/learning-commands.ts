@@ -4,14 +4,11 @@
 // store as it is (it may fail then: the store changed since, and the decision says so), and
 // reaches new conversations; every decision is recorded with who and when.
 import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
-import {
-  isAgentAdmin, manageSkill, memoryLimits, pgLearnedSkills, pgMemoryStore, pgStaging, readSkillCatalog, shortId,
-  type MemoryOp, type SkillManageArgs, type StagedKind, type StagedWrite,
-} from '../agent/index.js';
+import { decideStagedWrite, isAgentAdmin, pgStaging, shortId, type StagedKind, type StagedWrite } from '../agent/index.js';
 
 const COMMAND = /^\/(memory|skills)\s+(pending|approve|reject|diff)(?:\s+([0-9a-f-]+))?\s*$/i;
 
-interface LearningCommand { kind: StagedKind; verb: 'pending' | 'approve' | 'reject' | 'diff'; id?: string }
+export interface LearningCommand { kind: StagedKind; verb: 'pending' | 'approve' | 'reject' | 'diff'; id?: string }
 
 export function parseLearningCommand(content: string): LearningCommand | undefined {
   const m = COMMAND.exec(content.trim());
@@ -38,41 +35,38 @@ function describe(w: StagedWrite): string {
   return `${shortId(w.id)} · ${what} · ${first.length > 160 ? `${first.slice(0, 160)}…` : first}`;
 }
 
-/** Applies an approved write; its result in words, or an error. */
-async function apply(db: Db, agent: CompiledAgent, w: StagedWrite, fallbackSession: string): Promise<{ ok: boolean; result: string }> {
-  if (w.kind === 'memory') {
-    const ops = (w.payload as { ops: MemoryOp[] }).ops;
-    const scope = w.target === 'user' ? { agentId: w.agentId, target: 'user' as const, userId: w.userId ?? '' } : { agentId: w.agentId, target: 'memory' as const };
-    const written = await pgMemoryStore(db).write(scope, ops, memoryLimits(agent)[w.target === 'user' ? 'user' : 'memory'], w.sourceSessionId);
-    return written.ok ? { ok: true, result: `applied as revision ${written.revision}` } : { ok: false, result: written.error };
-  }
-  const args = (w.payload as { args: SkillManageArgs }).args;
-  const written = await manageSkill({
-    store: pgLearnedSkills(db), agentId: w.agentId, sessionId: w.sourceSessionId ?? fallbackSession, all: () => readSkillCatalog(db, w.agentId, agent),
-  }, args);
-  return written.ok ? { ok: true, result: `applied as version ${written.version}` } : { ok: false, result: written.error };
+/** Who asks, for which agent: a chat admin (from the admission) or `hermes review`. */
+export interface Reviewer {
+  agentId: string;
+  agent: CompiledAgent;
+  /** Recorded as decided_by: `platform:id`, or `cli:<user>`. */
+  by: () => Promise<string>;
+  /** Provenance of an applied skill write whose staging session is gone. */
+  sessionId: string | null;
 }
 
 async function decide(db: Db, adm: Admission, agent: CompiledAgent, cmd: LearningCommand): Promise<TurnResult> {
+  return done(await reviewLearningWrite(db, { agentId: adm.agentId, agent, by: () => identity(db, adm.userId), sessionId: adm.sessionId }, cmd));
+}
+
+/** Answers a review command (list, diff, approve, reject) in words. */
+export async function reviewLearningWrite(db: Db, who: Reviewer, cmd: LearningCommand): Promise<string> {
   const staging = pgStaging(db);
   if (cmd.verb === 'pending') {
-    const pending = await staging.pending(adm.agentId, cmd.kind);
-    if (!pending.length) return done(`No ${noun(cmd.kind)} writes are waiting for approval.`);
-    return done([`${pending.length} ${noun(cmd.kind)} write${pending.length > 1 ? 's' : ''} waiting for approval:`, ...pending.map(describe), `Approve with /${noun(cmd.kind)} approve <id>, reject with /${noun(cmd.kind)} reject <id>${cmd.kind === 'skill' ? ', see one whole with /skills diff <id>' : ''}.`].join('\n'));
+    const pending = await staging.pending(who.agentId, cmd.kind);
+    if (!pending.length) return (`No ${noun(cmd.kind)} writes are waiting for approval.`);
+    return ([`${pending.length} ${noun(cmd.kind)} write${pending.length > 1 ? 's' : ''} waiting for approval:`, ...pending.map(describe), `Approve with /${noun(cmd.kind)} approve <id>, reject with /${noun(cmd.kind)} reject <id>${cmd.kind === 'skill' ? ', see one whole with /skills diff <id>' : ''}.`].join('\n'));
   }
-  if (!cmd.id) return done(`Say which: /${noun(cmd.kind)} ${cmd.verb} <id> (see /${noun(cmd.kind)} pending).`);
-  const found = await staging.find(adm.agentId, cmd.kind, cmd.id);
-  if (found === 'ambiguous') return done(`More than one write starts with ${cmd.id}: give more of its id.`);
-  if (!found) return done(`No ${noun(cmd.kind)} write ${cmd.id} (see /${noun(cmd.kind)} pending).`);
-  if (cmd.verb === 'diff') return done(`${describe(found)}\n\n${found.diff}`);
-  if (found.state !== 'pending') return done(`${shortId(found.id)} was already ${found.state}${found.decidedBy ? ` by ${found.decidedBy}` : ''}.`);
-  const by = await identity(db, adm.userId);
-  if (cmd.verb === 'reject') {
-    return done((await staging.decide(found.id, 'rejected', by, 'rejected')) ? `Rejected ${shortId(found.id)}: nothing was written.` : `${shortId(found.id)} was decided meanwhile.`);
-  }
-  const applied = await apply(db, agent, found, adm.sessionId);
-  await staging.decide(found.id, applied.ok ? 'approved' : 'failed', by, applied.result);
-  return done(applied.ok ? `Approved ${shortId(found.id)}: ${applied.result}; new conversations see it.` : `Approved ${shortId(found.id)}, but it could not be applied: ${applied.result}. Nothing was written.`);
+  if (!cmd.id) return (`Say which: /${noun(cmd.kind)} ${cmd.verb} <id> (see /${noun(cmd.kind)} pending).`);
+  const found = await staging.find(who.agentId, cmd.kind, cmd.id);
+  if (found === 'ambiguous') return (`More than one write starts with ${cmd.id}: give more of its id.`);
+  if (!found) return (`No ${noun(cmd.kind)} write ${cmd.id} (see /${noun(cmd.kind)} pending).`);
+  if (cmd.verb === 'diff') return (`${describe(found)}\n\n${found.diff}`);
+  const decision = await decideStagedWrite(db, who.agent, found, cmd.verb, { by: await who.by(), sessionId: who.sessionId });
+  const id = shortId(found.id);
+  if (!decision.done) return `${id} was ${decision.reason}.`;
+  if (decision.state === 'rejected') return `Rejected ${id}: nothing was written.`;
+  return decision.state === 'approved' ? `Approved ${id}: ${decision.result}; new conversations see it.` : `Approved ${id}, but it could not be applied: ${decision.result}. Nothing was written.`;
 }
 
 /** The reply to a learning command in `adm`, or undefined when it is none. Admins only. */

@@ -20,6 +20,7 @@ import type { SandboxBackends } from './sandboxes.js';
 import { turnTools, type ToolDeps, type TurnTools } from './turn-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { learningReply } from './learning-commands.js';
+import { curatorReply } from './curator-commands.js';
 import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
@@ -111,7 +112,7 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
 
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
   if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
-  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? (await learningReply(deps.db, adm, agent));
+  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? (await learningReply(deps.db, adm, agent)) ?? (await curatorReply(deps.db, adm, agent));
   if (controlled) return controlled;
   const recovery = await recoveryCommand(deps.db, lease, adm);
   if (recovery && 'reply' in recovery) return recovery.reply;
@@ -174,6 +175,7 @@ async function withSkillCommand(history: ChatMessage[], adm: Admission, tools: r
   const invocation = skillInvocation(adm.content, await context.skills.offered());
   const last = history.at(-1);
   if (!invocation || last?.role !== 'user') return history;
+  await context.skills.used?.(invocation.skill);
   return [...history.slice(0, -1), { ...last, content: skillRequestText(invocation) }];
 }
 

@@ -4,7 +4,7 @@
 // this agent and this conversation's person, the past conversations session_search reads, and
 // the skills the agent offers.
 import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
 
@@ -54,6 +54,7 @@ export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: 
     context: {
       skills: {
         offered: async () => offeredSkills(await readSkillCatalog(deps.db, adm.agentId, agent), enabled),
+        used: (skill) => (skill.source === 'learned' ? markSkillUsed(deps.db, adm.agentId, skill.name) : Promise.resolve()),
         manage: {
           store: pgLearnedSkills(deps.db), agentId: adm.agentId, sessionId: adm.sessionId, all: () => readSkillCatalog(deps.db, adm.agentId, agent),
           ...(writeApprovalOn(agent, 'skill') ? { approval: pgStaging(deps.db) } : {}),

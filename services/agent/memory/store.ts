@@ -20,10 +20,26 @@ export interface MemoryState {
 
 export type WriteResult = (ApplyResult & { ok: false }) | { ok: true; entries: string[]; revision: number; changed: boolean };
 
+export interface MemoryRevisionRow {
+  revision: number;
+  entries: string[];
+  authorSessionId: string | null;
+  createdAt: Date;
+}
+
 export interface MemoryStore {
   read(scope: MemoryScope): Promise<MemoryState>;
   /** Applies `ops` atomically against the newest revision; `limit` is the store's size in characters. */
   write(scope: MemoryScope, ops: readonly MemoryOp[], limit: number, authorSessionId: string | null): Promise<WriteResult>;
+  /** Every stored revision, newest first. */
+  history(scope: MemoryScope): Promise<MemoryRevisionRow[]>;
+  /** Makes revision `revision`'s entries the newest revision again; false when it is not stored (never, or purged). */
+  restore(scope: MemoryScope, revision: number): Promise<{ ok: true; revision: number } | { ok: false; error: string }>;
+  /**
+   * Empties the store for new sessions at once (a new, empty revision); with `purge`, deletes every
+   * stored revision too (the right to be forgotten: nothing is left to restore). Returns the rows deleted.
+   */
+  forget(scope: MemoryScope, purge: boolean): Promise<number>;
 }
 
 const ownerKey = (scope: MemoryScope): string => (scope.target === 'user' ? scope.userId : '');
@@ -40,22 +56,60 @@ async function latest(sql: Pick<Sql, 'query'>, scope: MemoryScope): Promise<Memo
   return { entries, revision: row.revision };
 }
 
+const lockStore = (sql: Pick<Sql, 'query'>, scope: MemoryScope) =>
+  sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`hermes-memory:${scope.agentId}:${scope.target}:${ownerKey(scope)}`]);
+
+async function insertRevision(sql: Pick<Sql, 'query'>, scope: MemoryScope, revision: number, entries: readonly string[], authorSessionId: string | null): Promise<void> {
+  await sql.query(
+    `INSERT INTO memory_revisions (agent_id, target, owner_key, user_id, revision, entries, author_session_id) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)`,
+    [scope.agentId, scope.target, ownerKey(scope), scope.target === 'user' ? scope.userId : null, revision, JSON.stringify(entries), authorSessionId],
+  );
+}
+
+const SCOPE = 'agent_id = $1 AND target = $2 AND owner_key = $3';
+const scopeParams = (scope: MemoryScope) => [scope.agentId, scope.target, ownerKey(scope)];
+
 /** The Postgres MemoryStore over the process's pool. */
 export function pgMemoryStore(db: Pick<Db, 'pool' | 'tx'>): MemoryStore {
   return {
+    async history(scope) {
+      const { rows } = await db.pool.query<MemoryRevisionRow>(`SELECT revision, entries, author_session_id AS "authorSessionId", created_at AS "createdAt" FROM memory_revisions WHERE ${SCOPE} ORDER BY revision DESC`, scopeParams(scope));
+      return rows;
+    },
+    restore(scope, revision) {
+      return db.tx(async (sql) => {
+        await lockStore(sql, scope);
+        const { rows: [old] } = await sql.query<{ entries: string[] }>(`SELECT entries FROM memory_revisions WHERE ${SCOPE} AND revision = $4`, [...scopeParams(scope), revision]);
+        if (!old) return { ok: false as const, error: `revision ${revision} is not stored (it never existed, or it was purged)` };
+        const next = (await latest(sql, scope)).revision + 1;
+        await insertRevision(sql, scope, next, old.entries, null);
+        return { ok: true as const, revision: next };
+      });
+    },
+    forget(scope, purge) {
+      return db.tx(async (sql) => {
+        await lockStore(sql, scope);
+        if (purge) {
+          // Staged writes carry the text too (write approval): they go with the revisions.
+          await sql.query(`DELETE FROM learning_writes WHERE agent_id = $1 AND kind = 'memory' AND target = $2 AND user_id IS NOT DISTINCT FROM $3::uuid`,
+            [scope.agentId, scope.target, scope.target === 'user' ? scope.userId : null]);
+          return (await sql.query(`DELETE FROM memory_revisions WHERE ${SCOPE}`, scopeParams(scope))).rowCount ?? 0;
+        }
+        const current = await latest(sql, scope);
+        if (current.entries.length) await insertRevision(sql, scope, current.revision + 1, [], null);
+        return 0;
+      });
+    },
     read: (scope) => latest(db.pool, scope),
     write(scope, ops, limit, authorSessionId) {
       return db.tx(async (sql): Promise<WriteResult> => {
-        await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`hermes-memory:${scope.agentId}:${scope.target}:${ownerKey(scope)}`]);
+        await lockStore(sql, scope);
         const current = await latest(sql, scope);
         const applied = applyMemoryOps(current.entries, ops, limit);
         if (!applied.ok) return applied;
         if (!applied.changed) return { ok: true, entries: applied.entries, revision: current.revision, changed: false };
         const revision = current.revision + 1;
-        await sql.query(
-          `INSERT INTO memory_revisions (agent_id, target, owner_key, user_id, revision, entries, author_session_id) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)`,
-          [scope.agentId, scope.target, ownerKey(scope), scope.target === 'user' ? scope.userId : null, revision, JSON.stringify(applied.entries), authorSessionId],
-        );
+        await insertRevision(sql, scope, revision, applied.entries, authorSessionId);
         return { ok: true, entries: applied.entries, revision, changed: true };
       });
     },

@@ -62,15 +62,21 @@ const cut = (text: string): string => (text.length > MESSAGE_CHARS ? `${text.sli
  * substring matches (CJK text, tool-call arguments), newest first; the current session left out.
  */
 export async function searchSessions(db: Pick<Db, 'pool'>, fence: RecallFence, query: string, limit: number): Promise<RecallHit[]> {
+  // Three indexed ways in — full text (GIN on to_tsvector), substring of the content and of the
+  // tool-call arguments (pg_trgm) — each fenced by the join, then ranked.
   const { rows } = await db.pool.query<RecallHit>(`
     WITH q AS (SELECT websearch_to_tsquery('simple', $4) AS tsq),
+    candidates AS (
+      SELECT m.id FROM messages m, q WHERE to_tsvector('simple', m.content) @@ q.tsq
+      UNION SELECT m.id FROM messages m WHERE m.content ILIKE $6
+      UNION SELECT m.id FROM messages m WHERE m.tool_calls IS NOT NULL AND m.tool_calls::text ILIKE $6
+    ),
     hits AS (
       SELECT m.id, m.session_id, m.role, m.created_at, m.content, s.created_at AS session_started,
         to_tsvector('simple', m.content) @@ q.tsq AS fts,
         ts_rank(to_tsvector('simple', m.content), q.tsq) AS rank
-      FROM messages m JOIN sessions s ON s.id = m.session_id, q
+      FROM candidates c JOIN messages m ON m.id = c.id JOIN sessions s ON s.id = m.session_id, q
       WHERE ${FENCE} AND m.session_id <> $5::uuid AND m.role <> 'system'
-        AND (to_tsvector('simple', m.content) @@ q.tsq OR m.content ILIKE $6 OR m.tool_calls::text ILIKE $6)
     ),
     best AS (
       SELECT DISTINCT ON (session_id) * FROM hits ORDER BY session_id, fts DESC, rank DESC, created_at DESC

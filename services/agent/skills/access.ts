@@ -7,8 +7,8 @@ import type { StagingStore } from '../learning/staging.js';
 export interface SkillManageAccess {
   store: LearnedSkillStore;
   agentId: string;
-  /** The session the writes come from (their provenance). */
-  sessionId: string;
+  /** The session the writes come from (their provenance); null for an admin's approval without one. */
+  sessionId: string | null;
   /** Every skill of the agent before requirements (who owns a name). */
   all(): Promise<CatalogSkill[]>;
   /** Present when writes wait for an admin (write approval): they are staged here instead. */
@@ -20,4 +20,6 @@ export interface SkillAccess {
   offered(): Promise<CatalogSkill[]>;
   /** Writing learned skills (skill_manage); absent = refused. */
   manage?: SkillManageAccess;
+  /** Records that the agent loaded a skill (the curator counts use of learned skills). */
+  used?(skill: CatalogSkill): Promise<void>;
 }

@@ -43,7 +43,7 @@ export async function readSkillCatalog(db: Pick<Db, 'pool'>, agentId: string, ag
   const learned = learnedNamespace(agentId);
   const { rows } = await db.pool.query<Row>(`
     SELECT s.namespace, v.content FROM skills s JOIN skill_versions v ON v.skill_id = s.id AND v.version = s.current_version
-    WHERE (s.namespace = $1 OR s.namespace = $4 OR (s.namespace = $2 AND s.name = ANY($3::text[]))) AND NOT (v.content ? 'deleted')`,
+    WHERE (s.namespace = $1 OR (s.namespace = $4 AND s.curator_state <> 'archived') OR (s.namespace = $2 AND s.name = ANY($3::text[]))) AND NOT (v.content ? 'deleted')`,
   [BUNDLED_SKILLS_NAMESPACE, agent.agent.namespace, objects, learned]);
   const byName = new Map<string, CatalogSkill>();
   const sourceOf = (ns: string): SkillSource => (ns === BUNDLED_SKILLS_NAMESPACE ? 'bundled' : ns === learned ? 'learned' : 'gitops');

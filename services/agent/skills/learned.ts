@@ -39,20 +39,38 @@ async function current(sql: Pick<Db['pool'], 'query'>, agentId: string, name: st
   return { id: row.id, skill: isTombstone(row.content) ? undefined : (row.content as LearnedSkill), version: row.version, pinned: row.pinned };
 }
 
+export interface LearnedVersion {
+  version: number;
+  hash: string;
+  author: string | null;
+  sourceSessionId: string | null;
+  createdAt: Date;
+  deleted: boolean;
+  content: LearnedSkill | undefined;
+}
+
 export interface LearnedSkillStore {
   read(agentId: string, name: string): Promise<LearnedState>;
+  /** Every version of `name`, newest first (a delete is a version too). */
+  history(agentId: string, name: string): Promise<LearnedVersion[]>;
   /**
    * Writes the next version of `name` from its current state (`change` returns the new content,
    * `null` to delete, or an error string to refuse); returns the new version or the refusal.
    */
-  change(agentId: string, name: string, sessionId: string, change: (state: LearnedState) => LearnedSkill | null | string): Promise<{ ok: true; version: number } | { ok: false; error: string }>;
+  change(agentId: string, name: string, sessionId: string | null, change: (state: LearnedState) => LearnedSkill | null | string, author?: string): Promise<{ ok: true; version: number } | { ok: false; error: string }>;
 }
 
 /** The Postgres LearnedSkillStore over the process's pool. */
 export function pgLearnedSkills(db: Pick<Db, 'pool' | 'tx'>): LearnedSkillStore {
   return {
     read: (agentId, name) => current(db.pool, agentId, name),
-    change(agentId, name, sessionId, change) {
+    async history(agentId, name) {
+      const { rows } = await db.pool.query<{ version: number; hash: string; author: string | null; sourceSessionId: string | null; createdAt: Date; content: unknown }>(`
+        SELECT v.version, v.hash, v.author, v.source_session_id AS "sourceSessionId", v.created_at AS "createdAt", v.content
+        FROM skills s JOIN skill_versions v ON v.skill_id = s.id WHERE s.namespace = $1 AND s.name = $2 ORDER BY v.version DESC`, [learnedNamespace(agentId), name]);
+      return rows.map(({ content, ...v }) => ({ ...v, deleted: isTombstone(content), content: isTombstone(content) ? undefined : (content as LearnedSkill) }));
+    },
+    change(agentId, name, sessionId, change, author = 'agent') {
       return db.tx(async (sql) => {
         await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`hermes-skill:${learnedNamespace(agentId)}:${name}`]);
         const state = await current(sql, agentId, name);
@@ -67,8 +85,8 @@ export function pgLearnedSkills(db: Pick<Db, 'pool' | 'tx'>): LearnedSkillStore 
         const { rows: [seen] } = await sql.query<{ version: number }>('SELECT version FROM skill_versions WHERE skill_id = $1 AND hash = $2', [skill!.id, hash]);
         const version = seen?.version ?? (await sql.query<{ version: number }>(
           `INSERT INTO skill_versions (id, skill_id, version, hash, content, author, source_session_id)
-           SELECT gen_random_uuid(), $1, COALESCE(MAX(version), 0) + 1, $2, $3, 'agent', $4 FROM skill_versions WHERE skill_id = $1 RETURNING version`,
-          [skill!.id, hash, JSON.stringify(content), sessionId])).rows[0]!.version;
+           SELECT gen_random_uuid(), $1, COALESCE(MAX(version), 0) + 1, $2, $3, $5, $4 FROM skill_versions WHERE skill_id = $1 RETURNING version`,
+          [skill!.id, hash, JSON.stringify(content), sessionId, author])).rows[0]!.version;
         await sql.query('UPDATE skills SET current_version = $2, hash = $3, updated_at = now() WHERE id = $1', [skill!.id, version, hash]);
         return { ok: true as const, version };
       });

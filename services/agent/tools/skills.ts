@@ -9,8 +9,13 @@ export const NO_SKILLS = 'Skills are not available here (no skill store is confi
 
 const json = (value: unknown): string => JSON.stringify(value);
 
+/** Tags and related skills: Hermes keeps them at the top of the front matter or under metadata.hermes. */
+const tagsOf = (s: CatalogSkill): string[] => [...new Set([...s.tags, ...(s.hermes?.tags ?? [])])];
+const relatedOf = (s: CatalogSkill): string[] => [...new Set([...s.relatedSkills, ...(s.hermes?.relatedSkills ?? [])])];
+
 function summary(s: CatalogSkill) {
-  return { name: s.name, description: s.description, ...(s.tags.length ? { tags: s.tags } : {}), source: s.source };
+  const tags = tagsOf(s);
+  return { name: s.name, description: s.description, ...(tags.length ? { tags } : {}), source: s.source };
 }
 
 export const skillsListTool = defineTool({
@@ -21,7 +26,7 @@ export const skillsListTool = defineTool({
   schema: z.object({ tag: z.string().max(100).optional().describe('Only skills with this tag') }).strict(),
   handler: async ({ tag }, ctx: ToolContext) => {
     if (!ctx.skills) return json({ success: false, error: NO_SKILLS });
-    const skills = (await ctx.skills.offered()).filter((s) => !tag || s.tags.includes(tag) || (s.hermes?.tags ?? []).includes(tag));
+    const skills = (await ctx.skills.offered()).filter((s) => !tag || tagsOf(s).includes(tag));
     return json({ success: true, skills: skills.map(summary), count: skills.length });
   },
 });
@@ -36,12 +41,13 @@ async function view(ctx: ToolContext, name: string, filePath: string | undefined
     return file ? json({ success: true, name, file_path: filePath, content: file.content })
       : json({ success: false, error: `Skill "${name}" has no file "${filePath}". Its files: ${skill.files.map((f) => f.path).join(', ') || '(none)'}.` });
   }
+  await ctx.skills.used?.(skill);
   return json({
     success: true, name, description: skill.description, ...(skill.version ? { version: skill.version } : {}),
     content: skill.body,
     ...(skill.files.length ? { files: skill.files.map((f) => f.path), note: 'Load a file with skill_view(name, file_path) when the skill points to it.' } : {}),
     ...(skill.requiredEnvironmentVariables.length ? { required_environment_variables: skill.requiredEnvironmentVariables } : {}),
-    ...(skill.relatedSkills.length ? { related_skills: skill.relatedSkills } : {}),
+    ...(relatedOf(skill).length ? { related_skills: relatedOf(skill) } : {}),
   });
 }
 

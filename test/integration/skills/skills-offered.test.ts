@@ -82,6 +82,7 @@ describe('skills offered to an agent', () => {
   it('skills_list and skill_view disclose names, then the body, then a file on demand', async () => {
     const list = result((await runTurn(sys.rt, { agentId, sessionKey: 'tools', content: 'tool skills_list {}' })).reply);
     expect((list.skills as { name: string }[]).map((s) => s.name)).toEqual(['pod-triage', 'summarise']);
+    expect(list.skills).toContainEqual(expect.objectContaining({ name: 'pod-triage', tags: ['kubernetes'] })); // metadata.hermes.tags
     const tagged = result((await runTurn(sys.rt, { agentId, sessionKey: 'tools', content: 'tool skills_list {"tag":"kubernetes"}' })).reply);
     expect((tagged.skills as { name: string }[]).map((s) => s.name)).toEqual(['pod-triage']);
     const view = result((await runTurn(sys.rt, { agentId, sessionKey: 'tools', content: 'tool skill_view {"name":"pod-triage"}' })).reply);

@@ -1,0 +1,47 @@
+// Deciding a staged write (write approval), wherever the decision comes from — chat (/memory,
+// /skills), `hermes review`, the admin API: a rejection writes nothing; an approval applies the
+// write now, against the store as it is (it fails, and is recorded `failed`, if it no longer
+// applies). Either way the decision is recorded with who made it; only a pending write is decided.
+import type { CompiledAgent, Db } from '../../core/index.js';
+import { memoryLimits } from '../memory/access.js';
+import type { MemoryOp } from '../memory/entries.js';
+import { pgMemoryStore } from '../memory/store.js';
+import { readSkillCatalog } from '../skills/catalog.js';
+import { pgLearnedSkills } from '../skills/learned.js';
+import { manageSkill, type SkillManageArgs } from '../tools/skill-manage.js';
+import { pgStaging, type StagedWrite } from './staging.js';
+
+export type Decision =
+  | { done: true; state: 'approved' | 'rejected' | 'failed'; result: string }
+  | { done: false; reason: string };
+
+/** Applies an approved write; its result in words. */
+async function apply(db: Db, agent: CompiledAgent, w: StagedWrite, fallbackSession: string | null): Promise<{ ok: boolean; result: string }> {
+  if (w.kind === 'memory') {
+    const ops = (w.payload as { ops: MemoryOp[] }).ops;
+    const scope = w.target === 'user' ? { agentId: w.agentId, target: 'user' as const, userId: w.userId ?? '' } : { agentId: w.agentId, target: 'memory' as const };
+    const written = await pgMemoryStore(db).write(scope, ops, memoryLimits(agent)[w.target === 'user' ? 'user' : 'memory'], w.sourceSessionId);
+    return written.ok ? { ok: true, result: `applied as revision ${written.revision}` } : { ok: false, result: written.error };
+  }
+  const args = (w.payload as { args: SkillManageArgs }).args;
+  const written = await manageSkill({
+    store: pgLearnedSkills(db), agentId: w.agentId, sessionId: w.sourceSessionId ?? fallbackSession, all: () => readSkillCatalog(db, w.agentId, agent),
+  }, args);
+  return written.ok ? { ok: true, result: `applied as version ${written.version}` } : { ok: false, result: written.error };
+}
+
+/** Who decides: recorded as decided_by; `sessionId` is the provenance of an applied skill write whose staging session is gone. */
+export interface Decider { by: string; sessionId?: string | null }
+
+/** Approves or rejects `w`. */
+export async function decideStagedWrite(db: Db, agent: CompiledAgent, w: StagedWrite, verb: 'approve' | 'reject', who: Decider): Promise<Decision> {
+  const { by, sessionId = null } = who;
+  if (w.state !== 'pending') return { done: false, reason: `already ${w.state}${w.decidedBy ? ` by ${w.decidedBy}` : ''}` };
+  const staging = pgStaging(db);
+  if (verb === 'reject') {
+    return (await staging.decide(w.id, 'rejected', by, 'rejected')) ? { done: true, state: 'rejected', result: 'nothing was written' } : { done: false, reason: 'decided meanwhile' };
+  }
+  const applied = await apply(db, agent, w, sessionId);
+  if (!(await staging.decide(w.id, applied.ok ? 'approved' : 'failed', by, applied.result))) return { done: false, reason: 'decided meanwhile' };
+  return { done: true, state: applied.ok ? 'approved' : 'failed', result: applied.result };
+}

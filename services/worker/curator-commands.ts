@@ -1,0 +1,36 @@
+// `/curator status|run|pin <skill>|unpin <skill>|restore <skill>`: an Agent admin looks after the
+// skills the agent learned (the curator: stale after 14 days unused, archived after 30, pinned
+// exempt, archive never deletes). Answered without the model; anyone else is told it is for admins.
+import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
+import { ARCHIVE_DAYS, STALE_DAYS, curate, curatedSkills, isAgentAdmin, runCurator } from '../agent/index.js';
+
+const COMMAND = /^\/curator(?:\s+(status|run|pin|unpin|restore))?(?:\s+([a-z0-9][a-z0-9_-]{0,63}))?\s*$/i;
+
+const done = (reply: string): TurnResult => ({ outcome: 'completed', reply });
+const day = (d: Date | null) => (d ? d.toISOString().slice(0, 10) : 'never');
+
+async function status(db: Db, agentId: string): Promise<string> {
+  const skills = await curatedSkills(db, agentId);
+  if (!skills.length) return 'This agent has learned no skills yet.';
+  return [
+    `Learned skills (stale after ${STALE_DAYS} days unused, archived after ${ARCHIVE_DAYS}; pinned ones are exempt):`,
+    ...skills.map((s) => `- ${s.name}: ${s.state}${s.pinned ? ', pinned' : ''}, last used ${day(s.lastUsedAt)}`),
+  ].join('\n');
+}
+
+/** The reply to a /curator command in `adm`, or undefined when it is none. Admins only. */
+export async function curatorReply(db: Db, adm: Admission, agent: CompiledAgent, now = new Date()): Promise<TurnResult | undefined> {
+  const m = COMMAND.exec(adm.content.trim());
+  if (!m) return undefined;
+  if (!(await isAgentAdmin(db, adm.userId, agent.admins ?? []))) return done('Only this agent\'s admins may run the curator.');
+  const verb = (m[1] ?? 'status').toLowerCase();
+  if (verb === 'status') return done(await status(db, adm.agentId));
+  if (verb === 'run') {
+    const r = await runCurator(db, now, adm.agentId);
+    return done(`Curator run: ${r.stale.length ? `stale now: ${r.stale.join(', ')}` : 'nothing became stale'}; ${r.archived.length ? `archived: ${r.archived.join(', ')}` : 'nothing archived'}.`);
+  }
+  const name = m[2];
+  if (!name) return done(`Say which skill: /curator ${verb} <skill>.`);
+  if (!(await curate(db, adm.agentId, name, verb as 'pin' | 'unpin' | 'restore', now))) return done(`This agent has no learned skill named ${name}.`);
+  return done(verb === 'restore' ? `Restored ${name}: it is offered again.` : verb === 'pin' ? `Pinned ${name}: the curator and the agent leave it as it is.` : `Unpinned ${name}.`);
+}

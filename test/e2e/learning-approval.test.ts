@@ -1,0 +1,81 @@
+// Write approval end to end through the message API (HTTP, the gateway, a worker, the fake model
+// over the openai SDK): a person's memory write is staged; an admin sees and decides it in chat
+// (/memory pending, /memory approve) and through the admin API (HERMES_ADMIN_TOKEN): 401 without
+// the token, the list with its diff, approve, 409 once decided; the next conversation's prompt
+// carries the approved memory.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishRevision, sha256 } from '../../services/core/index.js';
+import { startGatewayOn } from '../../services/cli/gateway.js';
+import type { RunningGateway } from '../../services/gateway/index.js';
+import type { RunningWorker } from '../../services/worker/index.js';
+import { createTestDatabase, testConfig, type TestDatabase } from '../support/services.js';
+import { startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../support/fake-openai.js';
+import { openTestRuntime, startTestWorker, testAgent, testApiKey, type TestRuntime } from '../support/system.js';
+import { messageApi } from '../support/message-api.js';
+
+const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
+/** A message-API person is scoped by the key that speaks for them: `k:<key id>:u:<user id>`. */
+const BOSS = `api:k:${sha256(testApiKey).slice(0, 12)}:u:boss`;
+
+function script(b: ChatRequestBody) {
+  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
+  const result = turn.find((m) => m.role === 'tool')?.content;
+  const text = turn[0]?.content ?? '';
+  if (result !== undefined) return { text: `tool said: ${result}` };
+  const m = /^tool (\S+) (.*)$/s.exec(text);
+  return m ? { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] } : { text: 'ok' };
+}
+
+let database: TestDatabase;
+let model: FakeOpenAI;
+let rt: TestRuntime;
+let worker: RunningWorker;
+let gateway: RunningGateway;
+const auth = { authorization: `Bearer ${testApiKey}`, 'content-type': 'application/json' };
+const { post, replyOf } = messageApi(() => gateway.url, auth);
+const admin = (path: string, init: RequestInit = {}, token: string | null = ADMIN_TOKEN) =>
+  fetch(`${gateway.url}/v1/admin/agents/default/learner${path}`, { ...init, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  model = await startFakeOpenAI(script);
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_PORT: 0, HERMES_HOST: '127.0.0.1', HERMES_ADMIN_TOKEN: ADMIN_TOKEN }));
+  await publishRevision(rt.db, testAgent(model.baseURL, { agent: { namespace: 'default', name: 'learner' }, toolsets: ['memory'], admins: [BOSS], learning: { memoryWriteApproval: true } }));
+  worker = await startTestWorker(rt);
+  gateway = await startGatewayOn(rt);
+});
+afterAll(async () => {
+  await gateway?.close();
+  await worker?.close();
+  await rt?.close();
+  await model?.close();
+  await database?.drop();
+});
+
+describe('write approval through the message API and the admin API', () => {
+  it('stages, lists, approves in chat and over HTTP; the next conversation sees the memory', async () => {
+    const first = JSON.parse((await replyOf(await post('learner', `tool memory ${JSON.stringify({ action: 'add', content: 'Deploys are frozen on Fridays' })}`, 'alice'))).replace(/^tool said: /, '').split('\n')[0]!) as { staged: boolean; pending_id: string };
+    expect(first.staged).toBe(true);
+    expect(await replyOf(await post('learner', '/memory pending', 'alice'))).toBe('Only this agent\'s admins may review memory writes.');
+    expect(await replyOf(await post('learner', '/memory pending', 'boss'))).toContain(`${first.pending_id} · MEMORY notes · + Deploys are frozen on Fridays`);
+
+    expect((await admin('/learning/memory', {}, null)).status).toBe(401);
+    expect((await admin('/learning/memory', {}, 'wrong-token-0123456789abcdef')).status).toBe(401);
+    const listed = await (await admin('/learning/memory')).json() as { writes: { id: string; diff: string; state: string }[] };
+    expect(listed.writes).toEqual([expect.objectContaining({ diff: '+ Deploys are frozen on Fridays', state: 'pending' })]);
+    const id = listed.writes[0]!.id;
+    expect(id.startsWith(first.pending_id)).toBe(true);
+    const approved = await admin(`/learning/memory/${id}/approve`, { method: 'POST', body: JSON.stringify({ by: 'oncall-lead' }) });
+    expect([approved.status, await approved.json()]).toEqual([200, { id, state: 'approved', result: 'applied as revision 1' }]);
+    const again = await admin(`/learning/memory/${id}/reject`, { method: 'POST', body: '{}' });
+    expect(again.status).toBe(409);
+    expect((await admin(`/learning/skills/${id}/approve`, { method: 'POST', body: '{}' })).status).toBe(404); // not a skill write
+    const { rows } = await rt.db.pool.query<{ decided_by: string }>('SELECT decided_by FROM learning_writes WHERE id = $1', [id]);
+    expect(rows[0]!.decided_by).toBe('admin-api:oncall-lead');
+
+    // A new conversation (another person's, even) starts with the approved MEMORY.
+    await replyOf(await post('learner', 'hello from a new conversation', 'carol'));
+    const req = model.requests.findLast((r) => r.body.messages.some((m) => m.content === 'hello from a new conversation'))!;
+    expect(req.body.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n')).toContain('Deploys are frozen on Fridays');
+  });
+});

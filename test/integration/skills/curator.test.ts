@@ -1,0 +1,58 @@
+// The curator over learned skills, on an injected clock: unused for 14 days → stale, for 30 →
+// archived (not offered; every version kept), pinned ones exempt, a load makes a skill used again,
+// /curator status|run|pin|restore for admins only, restore brings an archived skill back.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { markSkillUsed, pgLearnedSkills, readSkillCatalog, runCurator, type LearnedSkill } from '../../../services/agent/index.js';
+import type { ChatRequestBody } from '../../support/fake-openai.js';
+import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
+
+function script(b: ChatRequestBody) {
+  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
+  const result = turn.find((m) => m.role === 'tool')?.content;
+  const text = turn[0]?.content ?? '';
+  if (result !== undefined) return { text: `tool said: ${result}` };
+  const m = /^tool (\S+) (.*)$/s.exec(text);
+  return m ? { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] } : { text: 'ok' };
+}
+
+const sys = useAgentSystem(script);
+const DAY = 86_400_000;
+let agentId: string;
+const skill = (name: string): LearnedSkill => ({ name, description: `${name} does a thing.`, tags: [], relatedSkills: [], requiredEnvironmentVariables: [], body: `${name} body`, files: [] });
+const say = (user: string, content: string) => runTurn(sys.rt, { agentId, sessionKey: `${agentId}:${user}`, content, userId: user });
+const offeredNames = async () => (await readSkillCatalog(sys.rt.db, agentId, { agent: { namespace: 'default', name: 'curated' } })).map((s) => s.name);
+
+beforeAll(async () => {
+  agentId = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'curated' }, toolsets: ['skills'], admins: ['api:admin'] });
+  const store = pgLearnedSkills(sys.rt.db);
+  for (const name of ['old-one', 'used-one', 'kept-one']) await store.change(agentId, name, null, () => skill(name));
+  // Written 20 days ago, never loaded since.
+  await sys.rt.db.pool.query(`UPDATE skills SET updated_at = now() - interval '20 days' WHERE namespace = $1`, [`hermes:agent:${agentId}`]);
+});
+
+describe('the curator', () => {
+  it('marks unused learned skills stale, spares pinned and recently loaded ones', async () => {
+    expect((await say('alice', '/curator pin kept-one')).reply).toBe('Only this agent\'s admins may run the curator.');
+    expect((await say('admin', '/curator pin kept-one')).reply).toBe('Pinned kept-one: the curator and the agent leave it as it is.');
+    await say('alice', `tool skill_view ${JSON.stringify({ name: 'used-one' })}`); // loading it counts as use
+    expect((await say('admin', '/curator run')).reply).toBe('Curator run: stale now: old-one; nothing archived.');
+    expect(await offeredNames()).toEqual(['kept-one', 'old-one', 'used-one']); // stale skills are still offered
+    const status = (await say('admin', '/curator status')).reply;
+    expect(status).toContain('- old-one: stale, last used never');
+    expect(status).toMatch(/- used-one: active, last used \d{4}-\d\d-\d\d/);
+    expect(status).toContain('- kept-one: active, pinned');
+    await markSkillUsed(sys.rt.db, agentId, 'old-one');
+    expect((await say('admin', '/curator status')).reply).toContain('- old-one: active');
+  });
+
+  it('archives after 30 days unused: not offered, versions kept; restore brings it back', async () => {
+    const later = new Date(Date.now() + 31 * DAY);
+    expect(await runCurator(sys.rt.db, later, agentId)).toEqual({ stale: [], archived: ['old-one', 'used-one'] });
+    expect(await offeredNames()).toEqual(['kept-one']);
+    expect(JSON.parse((await say('alice', `tool skill_view ${JSON.stringify({ name: 'old-one' })}`)).reply.replace(/^tool said: /, '').split('\n')[0]!)).toMatchObject({ success: false });
+    expect((await pgLearnedSkills(sys.rt.db).history(agentId, 'old-one')).length).toBe(1);
+    expect((await say('admin', '/curator restore old-one')).reply).toBe('Restored old-one: it is offered again.');
+    expect(await offeredNames()).toEqual(['kept-one', 'old-one']);
+    expect((await say('admin', '/curator restore nothing-here')).reply).toBe('This agent has no learned skill named nothing-here.');
+  });
+});
