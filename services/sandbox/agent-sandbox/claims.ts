@@ -5,7 +5,7 @@
 // suspended after idling keeps its volume: resuming it (operatingMode Running) brings up a new
 // Pod on the same workspace. Every use stamps the claim's last-used-at, which the operator's
 // idle and TTL sweep reads, and leases the Sandbox (inUseUntilAnnotation) before its command
-// runs: that write carries the resourceVersion the Sandbox was found Ready at, so a suspend
+// runs: that write first tests the Sandbox's operatingMode as it was found Ready, so a suspend
 // written in between makes it fail, and the claim is looked at again (and resumed). Waiting for
 // a claim to be bound and Ready follows the claim's watch (claim-watch.ts), not a fixed poll: a
 // new session starts as soon as agent-sandbox has adopted or started its sandbox.
@@ -64,8 +64,8 @@ type Stamped = Pick<ClaimRequest, 'session' | 'namespace' | 'idleSeconds' | 'ttl
 
 interface Condition { type?: string; status?: string; reason?: string; message?: string }
 interface Obj {
-  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
-  spec?: { operatingMode?: string };
+  metadata?: { name?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
+  spec?: { operatingMode?: string; [field: string]: unknown };
   status?: { conditions?: Condition[]; sandbox?: { name?: string } };
 }
 
@@ -92,12 +92,19 @@ function unboundWhy(claim: Obj): string | undefined {
   return c?.message ? `the claim is not bound (${c.reason ?? ''}: ${c.message})` : undefined;
 }
 
-function notReadyWhy(sandbox: string, ready: Condition | undefined): string {
-  if (!ready) return `Sandbox ${sandbox} reports no Ready condition yet`;
-  return `Sandbox ${sandbox} is not Ready (${ready.reason ?? 'no reason'}${ready.message ? `: ${ready.message}` : ''})`;
+/** Why the Sandbox cannot take a command yet; undefined when it is Ready (and not being deleted: the lease does not test that). */
+function notReadyWhy(name: string, sandbox: Obj): string | undefined {
+  if (sandbox.metadata?.deletionTimestamp) return `Sandbox ${name} is being deleted`;
+  const ready = condition(sandbox, 'Ready');
+  if (!ready) return `Sandbox ${name} reports no Ready condition yet`;
+  if (ready.status === 'True') return undefined;
+  return `Sandbox ${name} is not Ready (${ready.reason ?? 'no reason'}${ready.message ? `: ${ready.message}` : ''})`;
 }
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+/** A JSON pointer token (RFC 6901): `~` and `/` escaped. */
+const pointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
 const condition = (o: Obj | undefined, type: string): Condition | undefined => o?.status?.conditions?.find((c) => c.type === type);
 
 
@@ -220,17 +227,31 @@ export class Claims {
     throw new SandboxFailure('Stopped before the session sandbox was ready.');
   }
 
-  /** Leases the Sandbox as it was read (its resourceVersion): false when it changed since, e.g. suspended. */
+  /**
+   * Leases the Sandbox as it was read: a JSON patch that first tests its uid and its
+   * operatingMode, so a suspend written since fails it (422), and a Sandbox gone fails it (404):
+   * false then. Unlike a resourceVersion, the test lets agent-sandbox's own metadata and status
+   * writes pass — it makes several to a warm Sandbox right after binding it.
+   */
   private async lease(r: ClaimRequest, sandbox: Obj, name: string): Promise<boolean> {
     await this.s.beforeLease?.(name);
+    const until = new Date(Date.now() + r.leaseMs).toISOString();
+    const annotate = sandbox.metadata?.annotations
+      ? { op: 'add', path: `/metadata/annotations/${pointer(inUseUntilAnnotation)}`, value: until }
+      : { op: 'add', path: '/metadata/annotations', value: { [inUseUntilAnnotation]: until } };
     try {
       await this.limit(this.api.patchNamespacedCustomObject({
         group: SANDBOX_GROUP, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural.sandboxes, name,
-        body: { metadata: { resourceVersion: sandbox.metadata?.resourceVersion, annotations: { [inUseUntilAnnotation]: new Date(Date.now() + r.leaseMs).toISOString() } } },
-      }, merge), `leasing Sandbox ${r.namespace}/${name}`);
+        body: [
+          { op: 'test', path: '/metadata/uid', value: sandbox.metadata?.uid },
+          // agent-sandbox's CRD defaults it (Running), so it is always there to test.
+          { op: 'test', path: '/spec/operatingMode', value: sandbox.spec?.operatingMode ?? 'Running' },
+          annotate,
+        ],
+      }, jsonPatch), `leasing Sandbox ${r.namespace}/${name}`);
       return true;
     } catch (err) {
-      if (apiCode(err) === 409 || apiCode(err) === 404) return false;
+      if (apiCode(err) === 422 || apiCode(err) === 409 || apiCode(err) === 404) return false;
       throw apiFailure(err, `leasing Sandbox ${r.namespace}/${name}`);
     }
   }
@@ -267,15 +288,15 @@ export class Claims {
       progress.resumed = true;
       return undefined;
     }
-    const ready = condition(sandbox, 'Ready');
-    if (ready?.status !== 'True') {
-      progress.why = notReadyWhy(sandboxName, ready);
+    const notReady = notReadyWhy(sandboxName, sandbox);
+    if (notReady) {
+      progress.why = notReady;
       return undefined;
     }
     if (!(await this.lease(r, sandbox, sandboxName))) {
       progress.why = `Sandbox ${sandboxName} changed while it was being leased (suspended by the idle sweep?)`;
-      // agent-sandbox writes to a Sandbox it just bound (a warm one's adoption); that alone leaves
-      // the claim as it was: look again without waiting for it, a few times in a row.
+      // A suspend (or a spec write) alone may leave the claim as it was: look again without
+      // waiting for it, a few times in a row.
       progress.conflicts++;
       progress.again = progress.conflicts <= 3;
       return undefined;
