@@ -4,12 +4,15 @@
 // claim's events cover a warm adoption, a cold start and a resume alike. A watch the apiserver
 // ends or breaks is started again (from the last version seen; after an error from now, backing
 // off) and wakes the waiter, whose re-read covers what the break missed; the waiter also re-reads
-// on its own every `fallbackMs`, so a watch that never starts (no `watch` permission, an old
-// proxy) costs speed, not correctness.
+// on its own every `pollMs` (claims.ts), so a watch that is refused (no `watch` permission, an
+// old proxy) costs speed, not correctness.
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { AGENT_SANDBOX_VERSION, EXTENSIONS_GROUP, plural } from './resources.js';
 
 interface Versioned { metadata?: { resourceVersion?: string } }
+
+/** client-node's Watch fails a request answered with another status than 200 with `statusCode`. */
+const refused = (err: unknown): boolean => typeof (err as { statusCode?: unknown } | null)?.statusCode === 'number';
 
 export class ClaimWatch<T extends Versioned> {
   private changed = false;
@@ -45,7 +48,9 @@ export class ClaimWatch<T extends Versioned> {
       if (this.closed) return;
       failed ||= !!err;
       this.failures = failed ? this.failures + 1 : 0;
-      this.signal(undefined);
+      // A watch refused outright (an HTTP status: no `watch` permission, …) missed nothing: the
+      // waiter's own re-reads cover it. One that ran and ended may have missed a change: look.
+      if (!refused(err)) this.signal(undefined);
       const delay = failed ? Math.min(50 * 2 ** this.failures, 5_000) : 0;
       this.retry = setTimeout(() => void this.watch(failed ? undefined : rv), delay);
     });
