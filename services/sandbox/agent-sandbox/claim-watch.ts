@@ -48,11 +48,13 @@ export class ClaimWatch<T extends Versioned> {
       if (this.closed) return;
       failed ||= !!err;
       this.failures = failed ? this.failures + 1 : 0;
-      // A watch refused outright (an HTTP status: no `watch` permission, …) missed nothing: the
-      // waiter's own re-reads cover it. One that ran and ended may have missed a change: look.
+      // A watch refused outright (an HTTP status: no `watch` permission yet, …) missed nothing: it
+      // starts again from the same version, and the waiter's own re-reads cover the meantime. One
+      // that ran and broke may have missed a change: look, and start again from now.
+      const again = refused(err) || !failed ? rv : undefined;
       if (!refused(err)) this.signal(undefined);
       const delay = failed ? Math.min(50 * 2 ** this.failures, 5_000) : 0;
-      this.retry = setTimeout(() => void this.watch(failed ? undefined : rv), delay);
+      this.retry = setTimeout(() => void this.watch(again), delay);
     });
     this.abort = abort;
     if (this.closed) abort.abort();
