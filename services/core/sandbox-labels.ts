@@ -57,10 +57,11 @@ export const idleSecondsAnnotation = 'hermes.dev/idle-seconds';
 
 /**
  * Annotation on a session's Sandbox (agent-sandbox): until when a command of a worker holds it
- * (RFC 3339). A worker writes it before each command with the resourceVersion it found the
- * Sandbox Ready at, and renews it while the command runs; the sweep never suspends a Sandbox
- * whose lease has not run out, and writes its suspend with the resourceVersion it decided on, so
- * of a suspend and a mark that race, the first write wins and the other fails (409).
+ * (RFC 3339). A worker writes it before each command by a JSON patch that tests the Sandbox's
+ * uid and operatingMode as it found them when the Sandbox was Ready, and renews it while the
+ * command runs; the sweep never suspends a Sandbox whose lease has not run out, and writes its
+ * suspend with the resourceVersion it decided on, so of a suspend and a mark that race, the first
+ * write wins and the other fails (the suspend 409, the mark 422).
  */
 export const inUseUntilAnnotation = 'hermes.dev/in-use-until';
 

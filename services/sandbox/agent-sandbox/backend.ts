@@ -36,6 +36,12 @@ export interface SessionSandboxOptions {
   onMissing?: (namespace: string) => void;
   /** Test seam: awaited between finding a session's Sandbox Ready and leasing it for the command. */
   beforeLease?: (sandbox: string) => Promise<void>;
+  /**
+   * How long a wait for a claim goes without re-reading it when its watch reports nothing (a watch
+   * that broke or was refused). A test sets it past its own timeout to prove the watch wakes the wait.
+   * @defaultValue min(settings.pollMs, 250)
+   */
+  claimRereadMs?: number;
 }
 
 /** How long calls go per call after agent-sandbox was found missing, before it is looked for again. */
@@ -59,7 +65,7 @@ class SessionKubernetesSandbox implements Sandbox {
   constructor(private readonly o: SessionSandboxOptions) {
     this.settings = { ...defaultKubernetesSandboxSettings, ...o.settings };
     this.claims = new Claims(o.kubeConfig, {
-      apiTimeoutMs: this.settings.apiTimeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: Math.min(this.settings.pollMs, 250),
+      apiTimeoutMs: this.settings.apiTimeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: o.claimRereadMs ?? Math.min(this.settings.pollMs, 250),
       ...(o.beforeLease ? { beforeLease: o.beforeLease } : {}),
     });
     this.prerequisites = new Prerequisites(o.kubeConfig, this.settings, o.resolver);

@@ -5,8 +5,10 @@
 // suspended after idling keeps its volume: resuming it (operatingMode Running) brings up a new
 // Pod on the same workspace. Every use stamps the claim's last-used-at, which the operator's
 // idle and TTL sweep reads, and leases the Sandbox (inUseUntilAnnotation) before its command
-// runs: that write carries the resourceVersion the Sandbox was found Ready at, so a suspend
-// written in between makes it fail, and the claim is looked at again (and resumed).
+// runs: that write first tests the Sandbox's operatingMode as it was found Ready, so a suspend
+// written in between makes it fail, and the claim is looked at again (and resumed). Waiting for
+// a claim to be bound and Ready follows the claim's watch (claim-watch.ts), not a fixed poll: a
+// new session starts as soon as agent-sandbox has adopted or started its sandbox.
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import {
   agentKey, componentLabel, idleSecondsAnnotation, inUseUntilAnnotation, lastUsedAtAnnotation, sessionClaimComponent, sessionKey, ttlSecondsAnnotation,
@@ -14,6 +16,7 @@ import {
 import type { SandboxSession } from '../types.js';
 import { apiCode, apiFailure, apiNotServed, bounded, SandboxFailure } from '../kubernetes/failures.js';
 import { labelValue } from '../kubernetes/names.js';
+import { ClaimWatch } from './claim-watch.js';
 import {
   AGENT_SANDBOX_VERSION, CLAIM_SANDBOX_ANNOTATION, EXTENSIONS_GROUP, LAUNCH_TYPE_LABEL, plural, POD_NAME_ANNOTATION, SANDBOX_GROUP, sessionClaimName,
 } from './resources.js';
@@ -38,6 +41,7 @@ export interface ClaimSettings {
   apiTimeoutMs: number;
   /** Longest wait for a claimed, cold-started or resumed sandbox to be Ready. */
   startTimeoutMs: number;
+  /** Longest wait between two looks at the claim when its watch reports nothing (a broken or refused watch). */
   pollMs: number;
   /** Test seam: awaited between finding the Sandbox Ready and leasing it (a test races a suspend there). */
   beforeLease?: (sandbox: string) => Promise<void>;
@@ -60,13 +64,20 @@ type Stamped = Pick<ClaimRequest, 'session' | 'namespace' | 'idleSeconds' | 'ttl
 
 interface Condition { type?: string; status?: string; reason?: string; message?: string }
 interface Obj {
-  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
-  spec?: { operatingMode?: string };
+  metadata?: { name?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
+  spec?: { operatingMode?: string; [field: string]: unknown };
   status?: { conditions?: Condition[]; sandbox?: { name?: string } };
 }
 
 /** What waiting for a claim has seen so far. */
-interface Progress { created: boolean; resumed: boolean; why: string }
+interface Progress {
+  created: boolean;
+  resumed: boolean;
+  why: string;
+  /** Lease writes refused because the Sandbox changed since it was read, and whether to look again at once. */
+  conflicts: number;
+  again: boolean;
+}
 
 function launchOf(p: Progress, sandbox: Obj): Launch {
   if (p.resumed) return 'resumed';
@@ -81,24 +92,33 @@ function unboundWhy(claim: Obj): string | undefined {
   return c?.message ? `the claim is not bound (${c.reason ?? ''}: ${c.message})` : undefined;
 }
 
-function notReadyWhy(sandbox: string, ready: Condition | undefined): string {
-  if (!ready) return `Sandbox ${sandbox} reports no Ready condition yet`;
-  return `Sandbox ${sandbox} is not Ready (${ready.reason ?? 'no reason'}${ready.message ? `: ${ready.message}` : ''})`;
+/** Why the Sandbox cannot take a command yet; undefined when it is Ready (and not being deleted: the lease does not test that). */
+function notReadyWhy(name: string, sandbox: Obj): string | undefined {
+  if (sandbox.metadata?.deletionTimestamp) return `Sandbox ${name} is being deleted`;
+  const ready = condition(sandbox, 'Ready');
+  if (!ready) return `Sandbox ${name} reports no Ready condition yet`;
+  if (ready.status === 'True') return undefined;
+  return `Sandbox ${name} is not Ready (${ready.reason ?? 'no reason'}${ready.message ? `: ${ready.message}` : ''})`;
 }
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+/** A JSON pointer token (RFC 6901): `~` and `/` escaped. */
+const pointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
 const condition = (o: Obj | undefined, type: string): Condition | undefined => o?.status?.conditions?.find((c) => c.type === type);
-const sleep = (ms: number, signal: AbortSignal): Promise<void> => new Promise((resolve) => {
-  const t = setTimeout(resolve, ms);
-  signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-});
 
 
 export class Claims {
   private readonly api: CustomObjectsApi;
 
-  constructor(kc: KubeConfig, private readonly s: ClaimSettings) {
+  constructor(private readonly kc: KubeConfig, private readonly s: ClaimSettings) {
     this.api = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  private watch(namespace: string, name: string, resourceVersion: string | undefined): ClaimWatch<Obj> {
+    const w = new ClaimWatch<Obj>(this.kc, namespace, name);
+    w.start(resourceVersion);
+    return w;
   }
 
   private limit<T>(p: Promise<T>, what: string): Promise<T> {
@@ -169,37 +189,69 @@ export class Claims {
     }
   }
 
-  /** The session's Ready sandbox: claimed, cold-started or resumed as needed. Throws SandboxFailure (degraded) or AgentSandboxMissing. */
+  /**
+   * The session's Ready sandbox: claimed, cold-started or resumed as needed. Throws SandboxFailure
+   * (degraded) or AgentSandboxMissing. Between looks it waits for the claim's next change (a
+   * watch, claim-watch.ts) or `pollMs`, whichever comes first.
+   */
   async acquire(r: ClaimRequest): Promise<SessionSandboxRef> {
     const t0 = Date.now();
     const { claim: first, created } = await this.claim(r);
     const name = sessionClaimName(r.session);
-    const progress: Progress = { created, resumed: false, why: 'the claim has no sandbox yet' };
+    const progress: Progress = { created, resumed: false, why: 'the claim has no sandbox yet', conflicts: 0, again: false };
     let claim: Obj | undefined = first;
-    while (!r.signal.aborted) {
-      if (!claim) throw new SandboxFailure(`The session's sandbox claim ${r.namespace}/${name} vanished while waiting for it. The command did not run; retry.`);
-      const ref = await this.look(r, name, claim, progress);
-      if (ref) return { ...ref, waitedMs: Date.now() - t0 };
-      if (Date.now() - t0 > this.s.startTimeoutMs) {
-        throw new SandboxFailure(`The session's sandbox was not ready within ${Math.round(this.s.startTimeoutMs / 1000)}s: ${progress.why}. The command did not run; retry later, or check the Profile's SandboxWarmPool and the agent-sandbox controller.`);
+    // A new claim is watched from its creation on, beside the first look; an existing one (its
+    // sandbox mostly running) only once a look finds it not Ready.
+    let watch = created ? this.watch(r.namespace, name, first.metadata?.resourceVersion) : undefined;
+    try {
+      while (!r.signal.aborted) {
+        if (!claim) throw new SandboxFailure(`The session's sandbox claim ${r.namespace}/${name} vanished while waiting for it. The command did not run; retry.`);
+        const ref = await this.look(r, name, claim, progress);
+        if (ref) return { ...ref, waitedMs: Date.now() - t0 };
+        const left = this.s.startTimeoutMs - (Date.now() - t0);
+        if (left < 0) {
+          throw new SandboxFailure(`The session's sandbox was not ready within ${Math.round(this.s.startTimeoutMs / 1000)}s: ${progress.why}. The command did not run; retry later, or check the Profile's SandboxWarmPool and the agent-sandbox controller.`);
+        }
+        // From the version looked at: whatever changed since wakes the next wait at once.
+        watch ??= this.watch(r.namespace, name, claim.metadata?.resourceVersion);
+        if (progress.again) {
+          // The claim is as it was: only its Sandbox changed under the lease. Look at that again at once.
+          progress.again = false;
+          continue;
+        }
+        claim = await watch.next(Math.min(this.s.pollMs, left + 1), r.signal) ?? await this.read(r, plural.claims, EXTENSIONS_GROUP, name);
       }
-      await sleep(this.s.pollMs, r.signal);
-      claim = await this.read(r, plural.claims, EXTENSIONS_GROUP, name);
+    } finally {
+      watch?.close();
     }
     throw new SandboxFailure('Stopped before the session sandbox was ready.');
   }
 
-  /** Leases the Sandbox as it was read (its resourceVersion): false when it changed since, e.g. suspended. */
+  /**
+   * Leases the Sandbox as it was read: a JSON patch that first tests its uid and its
+   * operatingMode, so a suspend written since fails it (422), and a Sandbox gone fails it (404):
+   * false then. Unlike a resourceVersion, the test lets agent-sandbox's own metadata and status
+   * writes pass — it makes several to a warm Sandbox right after binding it.
+   */
   private async lease(r: ClaimRequest, sandbox: Obj, name: string): Promise<boolean> {
     await this.s.beforeLease?.(name);
+    const until = new Date(Date.now() + r.leaseMs).toISOString();
+    const annotate = sandbox.metadata?.annotations
+      ? { op: 'add', path: `/metadata/annotations/${pointer(inUseUntilAnnotation)}`, value: until }
+      : { op: 'add', path: '/metadata/annotations', value: { [inUseUntilAnnotation]: until } };
     try {
       await this.limit(this.api.patchNamespacedCustomObject({
         group: SANDBOX_GROUP, version: AGENT_SANDBOX_VERSION, namespace: r.namespace, plural: plural.sandboxes, name,
-        body: { metadata: { resourceVersion: sandbox.metadata?.resourceVersion, annotations: { [inUseUntilAnnotation]: new Date(Date.now() + r.leaseMs).toISOString() } } },
-      }, merge), `leasing Sandbox ${r.namespace}/${name}`);
+        body: [
+          { op: 'test', path: '/metadata/uid', value: sandbox.metadata?.uid },
+          // agent-sandbox's CRD defaults it (Running), so it is always there to test.
+          { op: 'test', path: '/spec/operatingMode', value: sandbox.spec?.operatingMode ?? 'Running' },
+          annotate,
+        ],
+      }, jsonPatch), `leasing Sandbox ${r.namespace}/${name}`);
       return true;
     } catch (err) {
-      if (apiCode(err) === 409 || apiCode(err) === 404) return false;
+      if (apiCode(err) === 422 || apiCode(err) === 409 || apiCode(err) === 404) return false;
       throw apiFailure(err, `leasing Sandbox ${r.namespace}/${name}`);
     }
   }
@@ -236,13 +288,17 @@ export class Claims {
       progress.resumed = true;
       return undefined;
     }
-    const ready = condition(sandbox, 'Ready');
-    if (ready?.status !== 'True') {
-      progress.why = notReadyWhy(sandboxName, ready);
+    const notReady = notReadyWhy(sandboxName, sandbox);
+    if (notReady) {
+      progress.why = notReady;
       return undefined;
     }
     if (!(await this.lease(r, sandbox, sandboxName))) {
       progress.why = `Sandbox ${sandboxName} changed while it was being leased (suspended by the idle sweep?)`;
+      // A suspend (or a spec write) alone may leave the claim as it was: look again without
+      // waiting for it, a few times in a row.
+      progress.conflicts++;
+      progress.again = progress.conflicts <= 3;
       return undefined;
     }
     return {

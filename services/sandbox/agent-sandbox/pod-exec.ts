@@ -7,11 +7,12 @@
 //   its deadline even when the worker is gone (closing an exec stream kills nothing in the Pod);
 // - its process group id is written to /tmp/.hermes/<call>.pid, so an interrupt (or our own
 //   timer) kills the whole tree with a second exec.
-// The command text reaches the Pod as an argv word, never spliced into the wrapper.
+// The command text reaches the Pod as an argv word, never spliced into the wrapper. An exec the
+// kubelet refuses before it starts (a container still starting) is tried again a few times.
 import { PassThrough, Writable } from 'node:stream';
 import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import { WORKSPACE_PATH } from '../types.js';
-import { apiFailure, bounded } from '../kubernetes/failures.js';
+import { apiFailure, bounded, upgradeRefusal } from '../kubernetes/failures.js';
 import { INTERRUPTED_EXIT_CODE, TIMEOUT_EXIT_CODE, type PodOutcome } from '../kubernetes/pod-run.js';
 import { SESSION_CONTAINER } from './resources.js';
 
@@ -105,6 +106,42 @@ export async function killInPod(kc: KubeConfig, namespace: string, pod: string, 
   }), apiTimeoutMs, 'killing the command in the session sandbox').catch(() => undefined);
 }
 
+/**
+ * Pauses before each further try at an exec refused before it started. A kubelet answers 409
+ * while the container is still starting (the test kubelet for a few ms after it writes Running,
+ * which makes the Sandbox Ready; a real one too, briefly), and a proxy on the way may answer 429
+ * or 5xx: none of those ran anything.
+ */
+export const EXEC_REFUSED_DELAYS_MS: readonly number[] = [10, 20, 40, 80, 160, 320];
+
+const refusedForNow = (code: number | undefined): boolean => code === 409 || code === 429 || (code !== undefined && code >= 500);
+
+/**
+ * `open()`, tried again after EXEC_REFUSED_DELAYS_MS while the server refuses the WebSocket
+ * upgrade with a status that may pass (upgradeRefusal): then the command was never handed over.
+ * Any other failure — a timeout, a connection lost during the handshake — may have reached the
+ * kubelet, so it is thrown at once: a command is never run twice. Stops at `deadline` or abort.
+ */
+export async function openRefusedAgain<T>(open: () => Promise<T>, o: { deadline: number; signal: AbortSignal; delaysMs?: readonly number[] }): Promise<T> {
+  const delays = o.delaysMs ?? EXEC_REFUSED_DELAYS_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await open();
+    } catch (err) {
+      const delay = delays[attempt];
+      if (delay === undefined || !refusedForNow(upgradeRefusal(err)) || o.signal.aborted || Date.now() + delay >= o.deadline) throw err;
+      await pause(delay, o.signal);
+      if (o.signal.aborted) throw err;
+    }
+  }
+}
+
+const pause = (ms: number, signal: AbortSignal): Promise<void> => new Promise((resolve) => {
+  const done = (): void => { clearTimeout(t); signal.removeEventListener('abort', done); resolve(); };
+  const t = setTimeout(done, ms);
+  signal.addEventListener('abort', done, { once: true });
+});
+
 /** Runs one command in the Pod; every failure of the cluster is a `degraded` outcome. */
 export async function podExec(o: PodExecOptions): Promise<PodOutcome> {
   const timeoutSeconds = Math.max(1, Math.ceil(o.timeoutMs / 1_000));
@@ -118,9 +155,11 @@ export async function podExec(o: PodExecOptions): Promise<PodOutcome> {
   const t0 = Date.now();
   let socket: Awaited<ReturnType<Exec['exec']>>;
   try {
-    socket = await bounded(exec.exec(o.namespace, o.pod, SESSION_CONTAINER, argv, textSink(o.onOutput), textSink(o.onOutput), stdin, false,
+    const open = () => bounded(exec.exec(o.namespace, o.pod, SESSION_CONTAINER, argv, textSink(o.onOutput), textSink(o.onOutput), stdin, false,
       (s) => { status = s; }), o.apiTimeoutMs, 'opening pods/exec in the session sandbox');
+    socket = await openRefusedAgain(open, { deadline: t0 + o.timeoutMs, signal: o.signal });
   } catch (err) {
+    if (o.signal.aborted) return { status: 'interrupted', exitCode: INTERRUPTED_EXIT_CODE, reason: 'Stopped before the command started in the session sandbox.' };
     return { status: 'degraded', exitCode: -1, reason: apiFailure(err, `starting the command in session sandbox ${o.namespace}/${o.pod}`).reason };
   }
   o.onRunning?.();

@@ -3,10 +3,31 @@
 // model whether retrying can help, and — when the command may have started — to look before
 // running it again (the backend never re-runs a command on its own).
 
-/** The HTTP status of a client-node ApiException, or undefined (network errors, others). */
+/**
+ * The HTTP status of a client-node ApiException, or of a WebSocket upgrade the server answered
+ * with a status instead (`pods/exec`: see upgradeRefusal); undefined for network errors and others.
+ */
 export function apiCode(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
+  return typeof code === 'number' ? code : upgradeRefusal(err);
+}
+
+/**
+ * The status the server answered a WebSocket upgrade with (client-node's `Exec` rejects with the
+ * `ws` ErrorEvent "Unexpected server response: 409", which is not an Error and carries no code):
+ * the exec was refused before it started, so nothing ran. Undefined for any other failure.
+ */
+export function upgradeRefusal(err: unknown): number | undefined {
+  const m = /^Unexpected server response: (\d{3})\b/.exec(eventMessage(err) ?? '');
+  return m ? Number(m[1]) : undefined;
+}
+
+/** The message of an Error, or of an ErrorEvent-like object (`message`, else `error.message`). */
+function eventMessage(err: unknown): string | undefined {
+  if (err instanceof Error) return err.message;
+  const e = err as { message?: unknown; error?: { message?: unknown } } | null;
+  if (typeof e?.message === 'string' && e.message) return e.message;
+  return typeof e?.error?.message === 'string' ? e.error.message : undefined;
 }
 
 /**
@@ -29,7 +50,8 @@ export function apiMessage(err: unknown): string {
   const message = (parsed as { message?: unknown } | null)?.message;
   if (typeof message === 'string') return message;
   if (typeof parsed === 'string' && parsed) return parsed.slice(0, 500);
-  return err instanceof Error ? err.message.split('\n')[0] ?? String(err) : String(err);
+  const own = eventMessage(err);
+  return own !== undefined ? own.split('\n')[0] ?? own : String(err);
 }
 
 const MAY_HAVE_RUN = ' The command may have started: check /workspace before running it again.';
@@ -50,6 +72,9 @@ export function apiFailure(err: unknown, doing: string, mayHaveRun = false): San
   const tail = mayHaveRun ? MAY_HAVE_RUN : '';
   if (code === 403 && /quota/i.test(message)) {
     return new SandboxFailure(`ResourceQuota refused ${doing}: ${message}. Retry after other sandboxes of the namespace finish, or ask the cluster admin to raise the quota.${tail}`);
+  }
+  if (code === 409 && upgradeRefusal(err) !== undefined) {
+    return new SandboxFailure(`The sandbox's container refused ${doing} (409: it is still starting, or has exited): ${message}. The command did not run; retry in a moment.`);
   }
   if (code === 403) return new SandboxFailure(`The cluster refused ${doing} (403): ${message}. Retrying will not help until the worker's RBAC or the namespace's admission policy allows it.${tail}`);
   if (code === 422 || code === 400) return new SandboxFailure(`The cluster rejected ${doing} (${code}): ${message}. Fix the Profile's spec.sandbox settings; retrying will not help.${tail}`);

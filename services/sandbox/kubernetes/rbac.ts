@@ -19,8 +19,8 @@ export const sandboxNamespacedRules: readonly V1PolicyRule[] = [
   { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'create'] },
   /** The Agent's sandbox NetworkPolicy. */
   { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'create', 'update'] },
-  /** Mode session: the session's SandboxClaim (created, stamped), its Sandbox (read, resumed), commands by exec. */
-  { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['get', 'create', 'patch'] },
+  /** Mode session: the session's SandboxClaim (created, stamped, watched by name until Ready), its Sandbox (read, resumed), commands by exec. */
+  { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['get', 'create', 'patch', 'watch'] },
   { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'patch'] },
   { apiGroups: [''], resources: ['pods/exec'], verbs: ['create', 'get'] },
 ];

@@ -2,9 +2,12 @@
 // sandbox namespace) and sandboxClusterRules (a ClusterRole): the RBAC the Helm chart must give
 // the workers is enough, and the real authorizer refuses anything beyond it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CoreV1Api, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node';
-import { kubernetesSandbox, sandboxClusterRules, sandboxNamespaceProblems, sandboxNamespacedRules } from '../../../services/sandbox/index.js';
-import { startControlPlane, startKubelet, waitFor, type ControlPlane, type TestKubelet } from '../../support/kube/index.js';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  AGENT_SANDBOX_VERSION, agentSandboxPlural, defaultKubernetesSandboxSettings, EXTENSIONS_GROUP, kubernetesSandbox, sandboxClusterRules,
+  sandboxNamespaceProblems, sandboxNamespacedRules, sessionKubernetesSandbox, sessionTemplate, sessionWarmPool, type SessionSandboxMetrics,
+} from '../../../services/sandbox/index.js';
+import { startAgentSandboxController, startControlPlane, startKubelet, waitFor, type ControlPlane, type TestKubelet } from '../../support/kube/index.js';
 import { execRequest, testSession } from '../../support/sandbox-request.js';
 
 describe('kubernetes sandbox backend as a least-privilege worker', () => {
@@ -49,6 +52,50 @@ describe('kubernetes sandbox backend as a least-privilege worker', () => {
     await expect(asWorker.listNamespacedPod({ namespace: ns })).rejects.toMatchObject({ code: 403 });
     await expect(asWorker.createNamespacedPod({ namespace: workerNs, body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i' }] } } })).rejects.toMatchObject({ code: 403 });
   });
+
+  it('runs a mode-session command with only the documented rules: the claim created and watched, the Sandbox leased, the exec', async () => {
+    const controller = await startAgentSandboxController(cp);
+    try {
+      const ns = await cp.createNamespace('rbac-session');
+      const workerNs = await cp.createNamespace('hermes');
+      const rbac = cp.kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+      await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'hermes-sandbox-worker' }, rules: [...sandboxNamespacedRules] } });
+      await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'worker' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'hermes-sandbox-worker' }, subjects: [{ kind: 'ServiceAccount', name: 'worker', namespace: workerNs }] } });
+      // A pool of none, as the operator writes it: every claim cold-starts a Sandbox.
+      const settings = { ...defaultKubernetesSandboxSettings, image: 'test/sandbox:1' };
+      const input = { profile: 'coder', profileNamespace: ns, namespace: ns, settings, sandbox: {
+        backend: 'kubernetes' as const, mode: 'session' as const, image: 'test/sandbox:1', timeoutSeconds: 60,
+        workspace: { size: '1Gi', ttlSeconds: 3_600 }, network: { egress: 'none' as const, allow: [] }, warmPool: { size: 0 },
+      } };
+      const custom = cp.kubeConfig().makeApiClient(CustomObjectsApi);
+      for (const [plural, body] of [[agentSandboxPlural.templates, sessionTemplate(input)], [agentSandboxPlural.warmPools, sessionWarmPool(input)]] as const) {
+        await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: AGENT_SANDBOX_VERSION, namespace: ns, plural, body });
+      }
+      const minted = await cp.mintServiceAccountKubeconfig(workerNs, 'worker');
+      const launches: string[] = [];
+      const metrics: SessionSandboxMetrics = { claimSeconds: (launch) => { launches.push(launch); }, poolClaim: () => undefined };
+      // No re-read of the claim within this test: only its watch (verb `watch`) can end the wait.
+      const backend = sessionKubernetesSandbox({
+        kubeConfig: minted.kubeConfig, settings: { image: 'test/sandbox:1', pollMs: 300, startTimeoutMs: 120_000 }, claimRereadMs: 600_000, metrics,
+        perCall: kubernetesSandbox({ kubeConfig: minted.kubeConfig, settings: { image: 'test/sandbox:1', pollMs: 300 } }),
+      });
+      try {
+        const request = { pod: { session: { profile: 'coder', idleSeconds: 3_600 } } };
+        // RoleBindings reach the authorizer's cache after a moment: the first allowed call is polled.
+        const first = await waitFor(async () => {
+          const r = await backend.exec(execRequest(testSession(ns), 'echo hi > /workspace/f; cat /workspace/f', request));
+          return r.status === 'ok' ? r : undefined;
+        }, { what: 'a session command to be allowed', timeoutMs: 40_000 });
+        expect(first.output).toBe('hi\n');
+        expect(launches).toContain('cold');
+        expect(controller.forbidden()).toEqual([]);
+      } finally {
+        await backend.close();
+      }
+    } finally {
+      await controller.stop();
+    }
+  }, 90_000);
 
   it('answers degraded when the ServiceAccount is missing and the worker may not create it; readiness says so', async () => {
     const ns = await cp.createNamespace('nosa');

@@ -174,6 +174,30 @@ describe('mode session on agent-sandbox', () => {
     expect((await sandboxOf(second))?.metadata.name).not.toBe((await sandboxOf(first))?.metadata.name);
   }, 120_000);
 
+  it('the wait for a new claim follows the claim\'s watch: with no re-read in between, a cold start answers', async () => {
+    printLogs();
+    // A pool of none: agent-sandbox binds the claim to a new Sandbox, whose Pod must start before
+    // the claim turns Ready — never in time for the first look. Without re-reads (the fallback is
+    // past this test's timeout) only the claim's events can wake the wait.
+    await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], profile('cold', { mode: 'session', warmPool: { size: 0 } }));
+    await waitFor(async () => (await get(EXT, 'sandboxwarmpools', sessionPoolName('cold'))) ? true : undefined, { what: 'the cold Profile\'s pool' });
+    const kc = plane.cp.kubeConfig();
+    const coldMetrics = new Recorded();
+    const watching = sessionKubernetesSandbox({
+      kubeConfig: kc, settings: { image: 'test/sandbox:1', pollMs: 200, startTimeoutMs: 120_000 }, claimRereadMs: 600_000, metrics: coldMetrics,
+      perCall: kubernetesSandbox({ kubeConfig: kc, settings: { image: 'test/sandbox:1', pollMs: 200 } }),
+    });
+    try {
+      const s = testSession(ns, 'cold', randomUUID());
+      const r = await watching.exec(execRequest(s, 'pwd', { pod: { session: { profile: 'cold', idleSeconds: 3_600 } } }));
+      expect(r).toMatchObject({ status: 'ok', exitCode: 0, output: '/workspace\n' });
+      expect(coldMetrics.claims).toEqual(['cold']);
+      expect(coldMetrics.pool).toEqual(['miss']);
+    } finally {
+      await watching.close();
+    }
+  }, 45_000);
+
   it('an idle sandbox is suspended (its Pod goes, its workspace stays) and the next command resumes it where the last one left off', async () => {
     printLogs();
     const idle = session();
@@ -279,7 +303,8 @@ describe('mode session on agent-sandbox', () => {
     printLogs();
     await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], profile('coder', { mode: 'call' }));
     await waitFor(async () => (await get(EXT, 'sandboxwarmpools', sessionPoolName('coder')) ? undefined : true), { what: 'the warm pool to be deleted', timeoutMs: 30_000 });
-    expect(await get(EXT, 'sandboxtemplates', sessionPoolName('coder'))).toBeUndefined();
+    // The operator deletes the pool, then lists and deletes the template (session-pool-cleanup.ts).
+    await waitFor(async () => (await get(EXT, 'sandboxtemplates', sessionPoolName('coder')) ? undefined : true), { what: 'the template to be deleted', timeoutMs: 30_000 });
     await waitForCondition(plane.cp.kubeConfig(), 'profiles', ns, 'coder', { type: 'SandboxPool', status: 'True', reason: 'NotUsed' });
   }, 60_000);
 });
