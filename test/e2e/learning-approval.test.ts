@@ -9,7 +9,7 @@ import { startGatewayOn } from '../../services/cli/gateway.js';
 import type { RunningGateway } from '../../services/gateway/index.js';
 import type { RunningWorker } from '../../services/worker/index.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/services.js';
-import { startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../support/fake-openai.js';
+import { startFakeOpenAI, toldResult, toolsAsTold, type FakeOpenAI } from '../support/fake-openai.js';
 import { openTestRuntime, startTestWorker, testAgent, testApiKey, type TestRuntime } from '../support/system.js';
 import { messageApi } from '../support/message-api.js';
 
@@ -17,14 +17,6 @@ const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 /** A message-API person is scoped by the key that speaks for them: `k:<key id>:u:<user id>`. */
 const BOSS = `api:k:${sha256(testApiKey).slice(0, 12)}:u:boss`;
 
-function script(b: ChatRequestBody) {
-  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
-  const result = turn.find((m) => m.role === 'tool')?.content;
-  const text = turn[0]?.content ?? '';
-  if (result !== undefined) return { text: `tool said: ${result}` };
-  const m = /^tool (\S+) (.*)$/s.exec(text);
-  return m ? { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] } : { text: 'ok' };
-}
 
 let database: TestDatabase;
 let model: FakeOpenAI;
@@ -38,7 +30,7 @@ const admin = (path: string, init: RequestInit = {}, token: string | null = ADMI
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  model = await startFakeOpenAI(script);
+  model = await startFakeOpenAI(toolsAsTold);
   rt = await openTestRuntime(testConfig(database.url, { HERMES_PORT: 0, HERMES_HOST: '127.0.0.1', HERMES_ADMIN_TOKEN: ADMIN_TOKEN }));
   await publishRevision(rt.db, testAgent(model.baseURL, { agent: { namespace: 'default', name: 'learner' }, toolsets: ['memory'], admins: [BOSS], learning: { memoryWriteApproval: true } }));
   worker = await startTestWorker(rt);
@@ -54,7 +46,7 @@ afterAll(async () => {
 
 describe('write approval through the message API and the admin API', () => {
   it('stages, lists, approves in chat and over HTTP; the next conversation sees the memory', async () => {
-    const first = JSON.parse((await replyOf(await post('learner', `tool memory ${JSON.stringify({ action: 'add', content: 'Deploys are frozen on Fridays' })}`, 'alice'))).replace(/^tool said: /, '').split('\n')[0]!) as { staged: boolean; pending_id: string };
+    const first = toldResult(await replyOf(await post('learner', `tool memory ${JSON.stringify({ action: 'add', content: 'Deploys are frozen on Fridays' })}`, 'alice'))) as { staged: boolean; pending_id: string };
     expect(first.staged).toBe(true);
     expect(await replyOf(await post('learner', '/memory pending', 'alice'))).toBe('Only this agent\'s admins may review memory writes.');
     expect(await replyOf(await post('learner', '/memory pending', 'boss'))).toContain(`${first.pending_id} · MEMORY notes · + Deploys are frozen on Fridays`);

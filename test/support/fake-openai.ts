@@ -61,6 +61,21 @@ export interface FakeOpenAI {
 /** The last user message of a request: the usual key tests script by. */
 export const lastUser = (b: ChatRequestBody) => [...b.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
 
+/**
+ * A model that does what the user's message says: "tool <name> <json arguments>" calls that tool
+ * once, then answers "tool said: <its result>"; anything else is answered "ok".
+ */
+export function toolsAsTold(b: ChatRequestBody): Script {
+  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
+  const result = turn.find((m) => m.role === 'tool')?.content;
+  if (result !== undefined) return { text: `tool said: ${result}` };
+  const m = /^tool (\S+) (.*)$/s.exec(turn[0]?.content ?? '');
+  return m ? { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] } : { text: 'ok' };
+}
+
+/** The JSON result a {@link toolsAsTold} reply repeats (a tool-loop guard note may follow on later lines). */
+export const toldResult = (reply: string): Record<string, unknown> => JSON.parse(reply.replace(/^tool said: /, '').split('\n')[0]!) as Record<string, unknown>;
+
 async function readJson(req: IncomingMessage): Promise<ChatRequestBody> {
   const parts: Buffer[] = [];
   for await (const c of req) parts.push(c as Buffer);

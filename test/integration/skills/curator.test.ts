@@ -3,19 +3,11 @@
 // /curator status|run|pin|restore for admins only, restore brings an archived skill back.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { markSkillUsed, pgLearnedSkills, readSkillCatalog, runCurator, type LearnedSkill } from '../../../services/agent/index.js';
-import type { ChatRequestBody } from '../../support/fake-openai.js';
+import { toolsAsTold, toldResult } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 
-function script(b: ChatRequestBody) {
-  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
-  const result = turn.find((m) => m.role === 'tool')?.content;
-  const text = turn[0]?.content ?? '';
-  if (result !== undefined) return { text: `tool said: ${result}` };
-  const m = /^tool (\S+) (.*)$/s.exec(text);
-  return m ? { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] } : { text: 'ok' };
-}
 
-const sys = useAgentSystem(script);
+const sys = useAgentSystem(toolsAsTold);
 const DAY = 86_400_000;
 let agentId: string;
 const skill = (name: string): LearnedSkill => ({ name, description: `${name} does a thing.`, tags: [], relatedSkills: [], requiredEnvironmentVariables: [], body: `${name} body`, files: [] });
@@ -49,7 +41,7 @@ describe('the curator', () => {
     const later = new Date(Date.now() + 31 * DAY);
     expect(await runCurator(sys.rt.db, later, agentId)).toEqual({ stale: [], archived: ['old-one', 'used-one'] });
     expect(await offeredNames()).toEqual(['kept-one']);
-    expect(JSON.parse((await say('alice', `tool skill_view ${JSON.stringify({ name: 'old-one' })}`)).reply.replace(/^tool said: /, '').split('\n')[0]!)).toMatchObject({ success: false });
+    expect(toldResult((await say('alice', `tool skill_view ${JSON.stringify({ name: 'old-one' })}`)).reply)).toMatchObject({ success: false });
     expect((await pgLearnedSkills(sys.rt.db).history(agentId, 'old-one')).length).toBe(1);
     expect((await say('admin', '/curator restore old-one')).reply).toBe('Restored old-one: it is offered again.');
     expect(await offeredNames()).toEqual(['kept-one', 'old-one']);

@@ -10,29 +10,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { learnedNamespace } from '../../../services/agent/index.js';
 import { publishBundledSkills, type SkillSpec } from '../../../operator/index.js';
 import { publishSkill } from '../../../operator/skills/store.js';
-import type { ChatRequestBody } from '../../support/fake-openai.js';
+import { toolsAsTold, toldResult } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 
-function script(b: ChatRequestBody) {
-  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
-  const result = turn.find((m) => m.role === 'tool')?.content;
-  const text = turn[0]?.content ?? '';
-  if (result !== undefined) return { text: `tool said: ${result}` };
-  const m = /^tool (\S+) (.*)$/s.exec(text);
-  return m ? { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] } : { text: 'ok' };
-}
 
-const sys = useAgentSystem(script);
+const sys = useAgentSystem(toolsAsTold);
 let dir: string;
 let agentA: string;
 let agentB: string;
 
 const manage = async (agentId: string, session: string, args: Record<string, unknown>) => {
   const { reply, a } = await runTurn(sys.rt, { agentId, sessionKey: `${agentId}:${session}`, content: `tool skill_manage ${JSON.stringify(args)}` });
-  return { result: JSON.parse(reply.replace(/^tool said: /, '').split('\n')[0]!) as Record<string, unknown>, sessionId: a.sessionId };
+  return { result: toldResult(reply), sessionId: a.sessionId };
 };
 const view = async (agentId: string, name: string) =>
-  JSON.parse((await runTurn(sys.rt, { agentId, sessionKey: `${agentId}:view-${name}`, content: `tool skill_view ${JSON.stringify({ name })}` })).reply.replace(/^tool said: /, '').split('\n')[0]!) as Record<string, unknown>;
+  toldResult((await runTurn(sys.rt, { agentId, sessionKey: `${agentId}:view-${name}`, content: `tool skill_view ${JSON.stringify({ name })}` })).reply);
 const skillMd = (name: string, description: string, body: string) => `---\nname: ${name}\ndescription: ${description}\n---\n${body}\n`;
 const versions = async (agentId: string, name: string) => (await sys.rt.db.pool.query<{ version: number; author: string; source_session_id: string; content: Record<string, unknown> }>(
   `SELECT v.version, v.author, v.source_session_id, v.content FROM skills s JOIN skill_versions v ON v.skill_id = s.id WHERE s.namespace = $1 AND s.name = $2 ORDER BY v.version`, [learnedNamespace(agentId), name])).rows;

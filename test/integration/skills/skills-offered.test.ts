@@ -10,21 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_SKILLS_NAMESPACE } from '../../../services/core/index.js';
 import { publishBundledSkills, type SkillSpec } from '../../../operator/index.js';
 import { publishSkill } from '../../../operator/skills/store.js';
-import type { ChatRequestBody } from '../../support/fake-openai.js';
+import { toolsAsTold, toldResult } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 
-/** "tool <name> <json>": one call of that tool; the reply repeats its result. */
-function script(b: ChatRequestBody) {
-  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
-  const result = turn.find((m) => m.role === 'tool')?.content;
-  const text = turn[0]?.content ?? '';
-  if (result !== undefined) return { text: `tool said: ${result}` };
-  const m = /^tool (\S+) (.*)$/s.exec(text);
-  if (m) return { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] };
-  return { text: 'ok' };
-}
 
-const sys = useAgentSystem(script);
+const sys = useAgentSystem(toolsAsTold);
 let dir: string;
 let agentId: string;
 
@@ -42,7 +32,7 @@ const promptOf = (content: string): string => {
   if (!req) throw new Error(`no request with "${content}"`);
   return req.body.messages.filter((x) => x.role === 'system').map((x) => x.content).join('\n');
 };
-const result = (reply: string) => JSON.parse(reply.replace(/^tool said: /, '').split('\n')[0]!) as Record<string, unknown>;
+const result = toldResult;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hermes-skills-'));

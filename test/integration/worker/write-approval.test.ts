@@ -5,20 +5,12 @@
 // than one person may use.
 import { describe, expect, it } from 'vitest';
 import { hasManyUsers, learnedNamespace, pgMemoryStore } from '../../../services/agent/index.js';
-import type { ChatRequestBody } from '../../support/fake-openai.js';
+import { toolsAsTold, toldResult } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, testAgent, useAgentSystem } from '../../support/system.js';
 
-function script(b: ChatRequestBody) {
-  const turn = b.messages.slice(b.messages.map((m) => m.role).lastIndexOf('user'));
-  const result = turn.find((m) => m.role === 'tool')?.content;
-  const text = turn[0]?.content ?? '';
-  if (result !== undefined) return { text: `tool said: ${result}` };
-  const m = /^tool (\S+) (.*)$/s.exec(text);
-  return m ? { toolCalls: [{ id: 't1', name: m[1]!, arguments: m[2]! }] } : { text: 'ok' };
-}
 
-const sys = useAgentSystem(script);
-const toolResult = (reply: string) => JSON.parse(reply.replace(/^tool said: /, '').split('\n')[0]!) as Record<string, unknown>;
+const sys = useAgentSystem(toolsAsTold);
+const toolResult = toldResult;
 
 describe('write approval', () => {
   it('stages memory writes; only an admin approves; the approved write is applied and recorded', async () => {
