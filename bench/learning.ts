@@ -14,25 +14,23 @@ import { publishSkill } from '../operator/skills/store.js';
 import type { SkillSpec } from '../operator/index.js';
 import { createTestDatabase } from '../test/support/services.js';
 import { testAgent } from '../test/support/system.js';
-
-/** Nearest-rank percentile of sorted samples. */
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+import { summarize, type Summary } from './percentiles.js';
 
 const scale = Number(process.env.BENCH_SCALE ?? '1');
 const progress = (s: string) => process.stderr.write(`[bench:learning] ${s}\n`);
 const ms = (n: number) => n.toFixed(n < 10 ? 2 : 1);
 
-async function timed(runs: number, fn: () => Promise<unknown> | unknown): Promise<number[]> {
+async function timed(runs: number, fn: () => Promise<unknown> | unknown): Promise<Summary> {
   const out: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
     await fn();
     out.push(performance.now() - t);
   }
-  return out.sort((a, b) => a - b);
+  return summarize(out);
 }
 
-const line = (label: string, samples: number[]) => `${label.padEnd(58)} p50 ${ms(percentile(samples, 50)).padStart(7)} ms   p95 ${ms(percentile(samples, 95)).padStart(7)} ms`;
+const line = (label: string, s: Summary) => `${label.padEnd(58)} p50 ${ms(s.p50).padStart(7)} ms   p95 ${ms(s.p95).padStart(7)} ms`;
 
 async function promptBench(db: Db, agentId: string): Promise<void> {
   progress('publishing 200 skills…');
@@ -107,7 +105,7 @@ async function searchBench(db: Db): Promise<void> {
   console.log(line('  admin all_users', admin));
   console.log(line('raw to_tsvector @@ websearch_to_tsquery, LIMIT 5', raw));
   console.log(line('raw to_tsvector @@ …, count of every match', rawAll));
-  console.log(`${'  ratio to the raw LIMIT 5 / to the raw count (p50)'.padEnd(58)} ${(percentile(tool, 50) / percentile(raw, 50)).toFixed(1)}× / ${(percentile(tool, 50) / percentile(rawAll, 50)).toFixed(2)}×`);
+  console.log(`${'  ratio to the raw LIMIT 5 / to the raw count (p50)'.padEnd(58)} ${(tool.p50 / raw.p50).toFixed(1)}× / ${(tool.p50 / rawAll.p50).toFixed(2)}×`);
   console.log(line('session_search "数据库迁移" (substring, pg_trgm)', cjkTool));
   console.log(line('raw ILIKE \'%数据库迁移%\', LIMIT 5', cjkRaw));
 }

@@ -47,7 +47,7 @@ async function apply(api: KubernetesObjectApi, obj: KubernetesObject): Promise<v
 }
 
 /** Whether a Profile among `docs` gives its agents commands (the terminal or file toolset). */
-export function needsSandbox(docs: KubernetesObject[]): boolean {
+function needsSandbox(docs: KubernetesObject[]): boolean {
   return docs.some((d) => {
     const toolsets = (d as { spec?: { toolsets?: unknown } }).spec?.toolsets;
     return d.kind === 'Profile' && Array.isArray(toolsets) && toolsets.some((t) => t === 'terminal' || t === 'file');

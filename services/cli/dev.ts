@@ -90,7 +90,7 @@ async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 
  * `hermes dev`'s own defaults: loopback only; commands in bubblewrap, or with `--k8s` in one Pod
  * per call on the dev cluster (`make dev K8S=1` runs a test kubelet there), as a cluster install.
  */
-export const devOverrides = (port: string | undefined, k8s: boolean, env: NodeJS.ProcessEnv = process.env) => ({
+const devOverrides = (port: string | undefined, k8s: boolean, env: NodeJS.ProcessEnv = process.env) => ({
   HERMES_HOST: env.HERMES_HOST ?? '127.0.0.1',
   HERMES_SANDBOX_BACKEND: env.HERMES_SANDBOX_BACKEND ?? (k8s ? 'kubernetes' : 'bubblewrap'),
   ...(port ? { HERMES_PORT: port } : {}),

@@ -4,7 +4,7 @@
 // store as it is (it may fail then: the store changed since, and the decision says so), and
 // reaches new conversations; every decision is recorded with who and when.
 import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
-import { decideStagedWrite, isAgentAdmin, pgStaging, shortId, type StagedKind, type StagedWrite } from '../agent/index.js';
+import { decideStagedWrite, isAgentAdmin, pgStaging, shortId, userIdentity, type StagedKind, type StagedWrite } from '../agent/index.js';
 
 const COMMAND = /^\/(memory|skills)\s+(pending|approve|reject|diff)(?:\s+([0-9a-f-]+))?\s*$/i;
 
@@ -22,13 +22,6 @@ export function parseLearningCommand(content: string): LearningCommand | undefin
 const done = (reply: string): TurnResult => ({ outcome: 'completed', reply });
 const noun = (kind: StagedKind) => (kind === 'memory' ? 'memory' : 'skills');
 
-/** Who decided: the admin's platform identity. */
-async function identity(db: Db, userId: string | null): Promise<string> {
-  if (!userId) return 'unknown';
-  const { rows } = await db.pool.query<{ id: string }>(`SELECT platform || ':' || platform_user_id AS id FROM users WHERE id = $1`, [userId]);
-  return rows[0]?.id ?? 'unknown';
-}
-
 function describe(w: StagedWrite): string {
   const what = w.kind === 'memory' ? (w.target === 'user' ? 'USER profile' : 'MEMORY notes') : `skill ${w.target}`;
   const first = w.diff.split('\n').slice(0, 3).join(' / ');
@@ -43,10 +36,6 @@ export interface Reviewer {
   by: () => Promise<string>;
   /** Provenance of an applied skill write whose staging session is gone. */
   sessionId: string | null;
-}
-
-async function decide(db: Db, adm: Admission, agent: CompiledAgent, cmd: LearningCommand): Promise<TurnResult> {
-  return done(await reviewLearningWrite(db, { agentId: adm.agentId, agent, by: () => identity(db, adm.userId), sessionId: adm.sessionId }, cmd));
 }
 
 /** Answers a review command (list, diff, approve, reject) in words. */
@@ -74,5 +63,6 @@ export async function learningReply(db: Db, adm: Admission, agent: CompiledAgent
   const cmd = parseLearningCommand(adm.content);
   if (!cmd) return undefined;
   if (!(await isAgentAdmin(db, adm.userId, agent.admins ?? []))) return done(`Only this agent's admins may review ${noun(cmd.kind)} writes.`);
-  return decide(db, adm, agent, cmd);
+  const by = async () => (await userIdentity(db, adm.userId)) ?? 'unknown';
+  return done(await reviewLearningWrite(db, { agentId: adm.agentId, agent, by, sessionId: adm.sessionId }, cmd));
 }

@@ -18,9 +18,9 @@ import { turnTools } from './turn-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 
 /** SPEC: a review is a short forked turn. */
-export const REVIEW_MAX_ITERATIONS = 16;
+const REVIEW_MAX_ITERATIONS = 16;
 /** The tools a review may use: writes to memory and skills, reads of skills and past sessions. */
-export const REVIEW_TOOLS: ReadonlySet<string> = new Set(['memory', 'skill_manage', 'skills_list', 'skill_view', 'session_search']);
+const REVIEW_TOOLS: ReadonlySet<string> = new Set(['memory', 'skill_manage', 'skills_list', 'skill_view', 'session_search']);
 
 /** The instruction the review turn gets after the conversation (request-only). */
 export const REVIEW_PROMPT = [

@@ -3,45 +3,24 @@
 // (/memory pending, /memory approve) and through the admin API (HERMES_ADMIN_TOKEN): 401 without
 // the token, the list with its diff, approve, 409 once decided; the next conversation's prompt
 // carries the approved memory.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { publishRevision, sha256 } from '../../services/core/index.js';
-import { startGatewayOn } from '../../services/cli/gateway.js';
-import type { RunningGateway } from '../../services/gateway/index.js';
-import type { RunningWorker } from '../../services/worker/index.js';
-import { createTestDatabase, testConfig, type TestDatabase } from '../support/services.js';
-import { startFakeOpenAI, toldResult, toolsAsTold, type FakeOpenAI } from '../support/fake-openai.js';
-import { openTestRuntime, startTestWorker, testAgent, testApiKey, type TestRuntime } from '../support/system.js';
+import { toldResult, toolsAsTold } from '../support/fake-openai.js';
+import { testAgent, testApiKey, useGatewaySystem } from '../support/system.js';
 import { messageApi } from '../support/message-api.js';
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 /** A message-API person is scoped by the key that speaks for them: `k:<key id>:u:<user id>`. */
 const BOSS = `api:k:${sha256(testApiKey).slice(0, 12)}:u:boss`;
 
-
-let database: TestDatabase;
-let model: FakeOpenAI;
-let rt: TestRuntime;
-let worker: RunningWorker;
-let gateway: RunningGateway;
+const sys = useGatewaySystem(toolsAsTold, { HERMES_ADMIN_TOKEN: ADMIN_TOKEN });
 const auth = { authorization: `Bearer ${testApiKey}`, 'content-type': 'application/json' };
-const { post, replyOf } = messageApi(() => gateway.url, auth);
+const { post, replyOf } = messageApi(() => sys.gateway.url, auth);
 const admin = (path: string, init: RequestInit = {}, token: string | null = ADMIN_TOKEN) =>
-  fetch(`${gateway.url}/v1/admin/agents/default/learner${path}`, { ...init, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+  fetch(`${sys.gateway.url}/v1/admin/agents/default/learner${path}`, { ...init, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } });
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  model = await startFakeOpenAI(toolsAsTold);
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_PORT: 0, HERMES_HOST: '127.0.0.1', HERMES_ADMIN_TOKEN: ADMIN_TOKEN }));
-  await publishRevision(rt.db, testAgent(model.baseURL, { agent: { namespace: 'default', name: 'learner' }, toolsets: ['memory'], admins: [BOSS], learning: { memoryWriteApproval: true } }));
-  worker = await startTestWorker(rt);
-  gateway = await startGatewayOn(rt);
-});
-afterAll(async () => {
-  await gateway?.close();
-  await worker?.close();
-  await rt?.close();
-  await model?.close();
-  await database?.drop();
+  await publishRevision(sys.rt.db, testAgent(sys.model.baseURL, { agent: { namespace: 'default', name: 'learner' }, toolsets: ['memory'], admins: [BOSS], learning: { memoryWriteApproval: true } }));
 });
 
 describe('write approval through the message API and the admin API', () => {
@@ -62,12 +41,12 @@ describe('write approval through the message API and the admin API', () => {
     const again = await admin(`/learning/memory/${id}/reject`, { method: 'POST', body: '{}' });
     expect(again.status).toBe(409);
     expect((await admin(`/learning/skills/${id}/approve`, { method: 'POST', body: '{}' })).status).toBe(404); // not a skill write
-    const { rows } = await rt.db.pool.query<{ decided_by: string }>('SELECT decided_by FROM learning_writes WHERE id = $1', [id]);
+    const { rows } = await sys.rt.db.pool.query<{ decided_by: string }>('SELECT decided_by FROM learning_writes WHERE id = $1', [id]);
     expect(rows[0]!.decided_by).toBe('admin-api:oncall-lead');
 
     // A new conversation (another person's, even) starts with the approved MEMORY.
     await replyOf(await post('learner', 'hello from a new conversation', 'carol'));
-    const req = model.requests.findLast((r) => r.body.messages.some((m) => m.content === 'hello from a new conversation'))!;
+    const req = sys.model.requests.findLast((r) => r.body.messages.some((m) => m.content === 'hello from a new conversation'))!;
     expect(req.body.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n')).toContain('Deploys are frozen on Fridays');
   });
 });

@@ -6,6 +6,8 @@ import { startFakeOpenAI, type FakeOpenAI, type ScriptFn } from './fake-openai.j
 import { openResources, type Runtime } from '../../services/cli/runtime.js';
 import { staticSecrets, type SecretData } from '../../services/agent/index.js';
 import { startWorker, type LoopOptions, type RunningWorker } from '../../services/worker/index.js';
+import type { RunningGateway } from '../../services/gateway/index.js';
+import { startGatewayOn } from '../../services/cli/gateway.js';
 
 export type TestRuntime = Runtime;
 
@@ -68,17 +70,22 @@ export interface AgentSystem {
   worker: RunningWorker;
 }
 
+/** {@link useAgentSystem} with the gateway in front (HTTP on a free loopback port). */
+export interface GatewaySystem extends AgentSystem {
+  gateway: RunningGateway;
+}
+
 /**
  * Registers the suite's beforeAll/afterAll: a migrated database, the fake model answering with
  * `script`, the runtime and an in-process worker (with `worker` options). The returned object is
  * filled in by beforeAll.
  */
-export function useAgentSystem(script: ScriptFn, worker: Parameters<typeof startTestWorker>[1] = {}): AgentSystem {
+export function useAgentSystem(script: ScriptFn, worker: Parameters<typeof startTestWorker>[1] = {}, config: Partial<Record<keyof Config, unknown>> = {}): AgentSystem {
   const sys = {} as AgentSystem;
   beforeAll(async () => {
     sys.database = await createTestDatabase();
     sys.model = await startFakeOpenAI(script);
-    sys.rt = await openTestRuntime(testConfig(sys.database.url));
+    sys.rt = await openTestRuntime(testConfig(sys.database.url, config));
     sys.worker = await startTestWorker(sys.rt, worker);
   });
   afterAll(async () => {
@@ -87,5 +94,13 @@ export function useAgentSystem(script: ScriptFn, worker: Parameters<typeof start
     await sys.model?.close();
     await sys.database?.drop();
   });
+  return sys;
+}
+
+/** {@link useAgentSystem} plus a gateway on 127.0.0.1 (port 0), closed first after the suite. */
+export function useGatewaySystem(script: ScriptFn, config: Partial<Record<keyof Config, unknown>> = {}): GatewaySystem {
+  const sys = useAgentSystem(script, {}, { HERMES_PORT: 0, HERMES_HOST: '127.0.0.1', ...config }) as GatewaySystem;
+  beforeAll(async () => { sys.gateway = await startGatewayOn(sys.rt); });
+  afterAll(async () => { await sys.gateway?.close(); });
   return sys;
 }

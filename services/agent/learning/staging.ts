@@ -26,15 +26,8 @@ export interface StagedWrite {
   createdAt: Date;
 }
 
-export interface StageInput {
-  agentId: string;
-  kind: StagedKind;
-  target: string;
-  userId: string | null;
-  payload: unknown;
-  diff: string;
-  sessionId: string | null;
-}
+/** What a tool stages: the write's own fields; the store adds id, hash, state and times. */
+export type StageInput = Pick<StagedWrite, 'agentId' | 'kind' | 'target' | 'userId' | 'payload' | 'diff'> & { sessionId: string | null };
 
 export interface StagingStore {
   stage(input: StageInput): Promise<StagedWrite>;

@@ -53,7 +53,7 @@ const FENCE = `s.agent_id = $1 AND ($3::boolean OR s.user_id = $2::uuid)`;
 const fenceParams = (f: RecallFence): unknown[] => [f.agentId, f.userId, f.allUsers];
 
 /** LIKE pattern for `text` as a literal substring (%, _ and \ escaped). */
-export const likeLiteral = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+const likeLiteral = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 const cut = (text: string): string => (text.length > MESSAGE_CHARS ? `${text.slice(0, MESSAGE_CHARS)}… [${(text.length - MESSAGE_CHARS).toLocaleString('en-US')} more characters]` : text);
 
@@ -141,9 +141,16 @@ export async function recentSessions(db: Pick<Db, 'pool'>, fence: RecallFence, l
   return rows;
 }
 
-/** Whether the person `userId` is one of `admins` ("platform:platformUserId", as the Agent's spec.admins). */
-export async function isAgentAdmin(db: Pick<Db, 'pool'>, userId: string | null, admins: readonly string[]): Promise<boolean> {
-  if (!userId || admins.length === 0) return false;
+/** The person `userId` as the Agent's spec.admins names people: `platform:platformUserId`. */
+export async function userIdentity(db: Pick<Db, 'pool'>, userId: string | null): Promise<string | undefined> {
+  if (!userId) return undefined;
   const { rows } = await db.pool.query<{ id: string }>(`SELECT platform || ':' || platform_user_id AS id FROM users WHERE id = $1::uuid`, [userId]);
-  return rows[0] !== undefined && admins.includes(rows[0].id);
+  return rows[0]?.id;
+}
+
+/** Whether the person `userId` is one of `admins`. */
+export async function isAgentAdmin(db: Pick<Db, 'pool'>, userId: string | null, admins: readonly string[]): Promise<boolean> {
+  if (admins.length === 0) return false;
+  const id = await userIdentity(db, userId);
+  return id !== undefined && admins.includes(id);
 }

@@ -15,9 +15,9 @@ import type { MemoryAccess } from '../memory/access.js';
 import type { MemoryScope } from '../memory/store.js';
 
 /** Consecutive failed calls in a turn after which the model is told to stop (SPEC, Hermes). */
-export const MEMORY_FAILURES_PER_TURN = 3;
+const MEMORY_FAILURES_PER_TURN = 3;
 
-export const NO_MEMORY_STORE = 'Memory is not available here (no memory store is configured for this worker).';
+const NO_MEMORY_STORE = 'Memory is not available here (no memory store is configured for this worker).';
 
 const op = z.object({
   action: z.enum(['add', 'replace', 'remove']),
@@ -70,19 +70,28 @@ function refused(access: MemoryAccess, ops: readonly MemoryOp[]): string | undef
 }
 
 /** The lines an admin reviews: entries removed (-) and added (+). */
-export function entriesDiff(before: readonly string[], after: readonly string[]): string {
+function entriesDiff(before: readonly string[], after: readonly string[]): string {
   const removed = before.filter((e) => !after.includes(e)).map((e) => `- ${e.replace(/\n/g, '\n  ')}`);
   const added = after.filter((e) => !before.includes(e)).map((e) => `+ ${e.replace(/\n/g, '\n  ')}`);
   return [...removed, ...added].join('\n');
+}
+
+/** A failed write: why, the matches of an ambiguous old_text, and the store as it is (no eviction: the model consolidates). */
+function failedWith(access: MemoryAccess, failure: { error: string; matches?: string[] | undefined; overLimit?: unknown }, entries: readonly string[], limit: number): string {
+  const error = failure.overLimit
+    ? `${failure.error}, over the limit of ${limit.toLocaleString('en-US')}. Consolidate: replace overlapping entries with shorter ones or remove stale ones (current_entries below), in one operations batch with the new entry.`
+    : failure.error;
+  return failed(access, {
+    error, ...(failure.matches ? { matches: failure.matches } : {}),
+    current_entries: entries, usage: `${usedChars(entries).toLocaleString('en-US')}/${limit.toLocaleString('en-US')}`,
+  });
 }
 
 /** Write approval: the batch is checked against the store now and staged for an admin, not written. */
 async function stage(access: MemoryAccess, staging: StagingStore, scope: MemoryScope, ops: readonly MemoryOp[], limit: number): Promise<string> {
   const current = await access.store.read(scope);
   const applied = applyMemoryOps(current.entries, ops, limit);
-  if (!applied.ok) {
-    return failed(access, { error: applied.error, ...(applied.matches ? { matches: applied.matches } : {}), current_entries: current.entries, usage: `${usedChars(current.entries).toLocaleString('en-US')}/${limit.toLocaleString('en-US')}` });
-  }
+  if (!applied.ok) return failedWith(access, applied, current.entries, limit);
   access.failures = 0;
   if (!applied.changed) return json({ success: true, done: true, target: scope.target, message: 'Nothing changed (the entry already exists).' });
   const staged = await staging.stage({
@@ -106,17 +115,7 @@ async function run(access: MemoryAccess, args: z.infer<typeof schema>): Promise<
   const limit = access.limits[target];
   if (access.approval) return stage(access, access.approval, scope, ops, limit);
   const result = await access.store.write(scope, ops, limit, access.sessionId);
-  if (!result.ok) {
-    const current = await access.store.read(scope);
-    return failed(access, {
-      error: result.overLimit
-        ? `${result.error}, over the limit of ${limit.toLocaleString('en-US')}. Consolidate: replace overlapping entries with shorter ones or remove stale ones (current_entries below), in one operations batch with the new entry.`
-        : result.error,
-      ...(result.matches ? { matches: result.matches } : {}),
-      current_entries: current.entries,
-      usage: `${usedChars(current.entries).toLocaleString('en-US')}/${limit.toLocaleString('en-US')}`,
-    });
-  }
+  if (!result.ok) return failedWith(access, result, (await access.store.read(scope)).entries, limit);
   access.failures = 0;
   return json({
     success: true, done: true, target,

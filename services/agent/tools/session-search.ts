@@ -9,7 +9,7 @@ import { defineTool, type ToolContext } from './registry.js';
 import type { RecallAccess } from '../recall/access.js';
 import { isAgentAdmin, messagesAround, readSession, recentSessions, searchSessions, type RecallFence } from '../recall/session-recall.js';
 
-export const NO_RECALL = 'Session search is not available here (no session store is configured for this worker).';
+const NO_RECALL = 'Session search is not available here (no session store is configured for this worker).';
 
 const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'a session id as returned by session_search');
 

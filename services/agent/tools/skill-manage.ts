@@ -126,7 +126,7 @@ export async function manageSkill(access: SkillManageAccess, args: Args): Promis
 }
 
 /** What an admin reviews for a staged skill write. */
-export function skillDiff(before: LearnedSkill | undefined, after: LearnedSkill | null, args: Args): string {
+function skillDiff(before: LearnedSkill | undefined, after: LearnedSkill | null, args: Args): string {
   if (after === null) return `- delete skill ${args.name}`;
   const lines = (text: string, mark: string) => text.split('\n').map((l) => `${mark} ${l}`);
   if (args.action === 'patch') return [...lines(args.old_string ?? '', '-'), ...lines(args.new_string ?? '', '+')].join('\n');

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { defineTool, type ToolContext } from './registry.js';
 import type { CatalogSkill } from '../skills/catalog.js';
 
-export const NO_SKILLS = 'Skills are not available here (no skill store is configured for this worker).';
+const NO_SKILLS = 'Skills are not available here (no skill store is configured for this worker).';
 
 const json = (value: unknown): string => JSON.stringify(value);
 
