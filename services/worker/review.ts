@@ -16,6 +16,7 @@ import { historyFor } from './turn-context.js';
 import { createLoopDeps, type TurnDeps } from './turn-runner.js';
 import { turnTools } from './turn-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
+import { reviewSkipReason } from './review-policy.js';
 
 /** SPEC: a review is a short forked turn. */
 const REVIEW_MAX_ITERATIONS = 16;
@@ -38,10 +39,7 @@ export type ReviewOutcome = 'skipped' | 'already' | 'done' | 'failed';
 /** Why `adm` gets no review, or undefined when it does. */
 function skipReason(adm: Admission | undefined, agent: CompiledAgent | undefined): string | undefined {
   if (!adm || adm.state !== 'terminal') return 'the turn is not finished';
-  if (adm.outcome !== 'completed') return `the turn ended ${adm.outcome ?? 'without an outcome'}`;
-  if (adm.platform === 'cron') return 'cron turns are not reviewed';
-  if (!agent?.learning?.backgroundReview) return 'background review is off for this agent';
-  return undefined;
+  return reviewSkipReason(adm, agent);
 }
 
 /** Claims the review of `admissionId`: false when another job already has (or had) it. */

@@ -21,6 +21,7 @@ import { turnTools, type ToolDeps, type TurnTools } from './turn-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { learningReply } from './learning-commands.js';
 import { curatorReply } from './curator-commands.js';
+import { reviewSkipReason } from './review-policy.js';
 import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
@@ -108,7 +109,6 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
   if (sig?.consumed) return { outcome: 'completed', reply: command.kind === 'stop' ? REPLY.stopped : REPLY.sent };
   return command.kind === 'stop' ? { outcome: 'completed', reply: REPLY.idle } : undefined;
 }
-
 
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
   if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
@@ -267,7 +267,7 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
       const settled = await settleTurn(deps, { lease, adm, result, fence, log });
       deps.metrics.turns.inc({ agent: agentLabel, outcome: settled.kind === 'cut' ? 'cut' : settled.outcome });
       if (settled.kind === 'finished') log.info({ outcome: settled.outcome, obligation: settled.obligationId, ...(result.error ? { error: result.error } : {}) }, 'Finished turn');
-      if (settled.kind === 'finished' && settled.outcome === 'completed' && agent?.learning?.backgroundReview && adm.platform !== 'cron') {
+      if (settled.kind === 'finished' && !reviewSkipReason({ outcome: settled.outcome, platform: adm.platform }, agent)) {
         // The learning loop runs after the reply, as its own job: it never delays this session.
         void enqueueReview(deps.queues, { admissionId: adm.id }).catch((err: unknown) => log.warn({ err }, 'Could not queue the background review'));
       }
