@@ -11,6 +11,7 @@ export * from './compiled.js';
 export * from './sandbox-labels.js';
 export * from './skills.js';
 export * from './config-listener.js';
+export * from './pg-leader.js';
 export * from './agents.js';
 export * from './sweeper.js';
 export * from './health.js';
