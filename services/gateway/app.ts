@@ -2,6 +2,7 @@
 // listens). Wiring only: parsers, error shapes, hooks, routes, and what closing means.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { registerClientGone } from './client-gone.js';
+import { platformConnectors, startConnectors, type Connector, type ConnectorSupervisor } from './connectors/index.js';
 import { createContext } from './context.js';
 import type { GatewayDeps } from './deps.js';
 import { HermesError } from '../core/index.js';
@@ -16,7 +17,12 @@ import { registerOpenAiRoutes } from './routes/openai.js';
 import { registerSlackRoutes } from './routes/slack.js';
 import { registerTracing } from './tracing.js';
 
-export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
+export interface AppOptions {
+  /** The long-lived platform connections a listening gateway campaigns for. @defaultValue platformConnectors */
+  connectors?: readonly Connector[];
+}
+
+export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): FastifyInstance {
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.log,
@@ -52,10 +58,20 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   registerSlackRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
 
-  // Closing: stop taking requests (fastify answers 503), end waits and streams, drop subscriptions.
-  app.addHook('preClose', (done) => {
-    ctx.beginShutdown();
+  // Long-lived platform connections (Socket Mode, long polling, the Discord Gateway): only for a
+  // gateway that listens (not for app.inject in tests) and can read platform secrets.
+  let connections: ConnectorSupervisor | undefined;
+  app.addHook('onListen', (done) => {
+    const connectors = opts.connectors ?? platformConnectors;
+    if (deps.secrets && config.HERMES_CONNECTORS === 'on' && connectors.length > 0) connections = startConnectors(ctx, connectors);
     done();
+  });
+
+  // Closing: stop taking requests (fastify answers 503), end waits and streams, drop subscriptions,
+  // hand the platform connections over (their leader locks are released at once).
+  app.addHook('preClose', async () => {
+    ctx.beginShutdown();
+    await connections?.stop();
   });
   app.addHook('onClose', async () => {
     await ctx.close();

@@ -1,0 +1,9 @@
+// The platforms' long-lived connections (services/gateway/connectors/supervisor.ts). Each
+// platform module that can connect out (Slack Socket Mode, Telegram long polling, the Discord
+// Gateway) adds its Connector to `platformConnectors`.
+import type { Connector } from './supervisor.js';
+
+export * from './supervisor.js';
+
+/** Every connector the gateway runs. */
+export const platformConnectors: readonly Connector[] = [];
