@@ -3,7 +3,7 @@
 // - Gives the run an id, HERMES_TEST_RUN (hack/test.sh sets one first), that every test-plane
 //   process carries (test/support/kube/reaper.ts).
 // - Reaps test-plane processes that earlier runs left behind when their owners died.
-// - When the selected files need the kube test plane (test/integration/kube/, …/operator/, …/sandbox/kubernetes*), builds
+// - When the selected files need the kube test plane (test/integration/kube/, …/operator/, …/chart/, …/sandbox/kubernetes*), builds
 //   or reuses its binaries first, outside any test timeout; if that fails, the run fails with the
 //   cause (never a skip).
 // Its teardown reaps whatever this run's test plane left running. See docs/harness.md.
@@ -12,7 +12,7 @@ import type { TestProject } from 'vitest/node';
 import { buildKubeBinaries } from './kube/binaries.js';
 import { describeReaped, reapTestPlane, RUN_ENV } from './kube/reaper.js';
 
-const KUBE_SUITES = /\/test\/integration\/(kube\/|operator\/|sandbox\/kubernetes)/;
+const KUBE_SUITES = /\/test\/integration\/(kube\/|operator\/|chart\/|sandbox\/kubernetes)/;
 
 const say = (message: string): void => { process.stderr.write(`[test-plane] ${message}\n`); };
 
