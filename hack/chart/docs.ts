@@ -95,6 +95,16 @@ function typeOf(value: unknown): string {
   return typeof value;
 }
 
+/** The schema of one value that is not a group of keys, and its row of the README table. */
+function leaf(path: string, value: unknown, fixed: Schema | undefined, description: string, rows: Row[]): Schema {
+  const json: unknown = isMap(value) || isSeq(value) || isScalar(value) ? value.toJSON() : null;
+  const schema: Schema = { ...(fixed ?? { type: typeOf(json) }), description };
+  if (!fixed && isSeq(value)) schema.items = { type: typeOf((json as unknown[])[0] ?? '') };
+  const type = fixed?.type ?? (fixed?.anyOf ? 'string or number' : typeOf(json));
+  rows.push({ key: path, type: String(type), default: JSON.stringify(json), description });
+  return schema;
+}
+
 function build(map: YAMLMap, prefix: string, rows: Row[], problems: string[]): Schema {
   const properties: Record<string, Schema> = {};
   for (const [index, pair] of (map.items as Pair[]).entries()) {
@@ -108,12 +118,9 @@ function build(map: YAMLMap, prefix: string, rows: Row[], problems: string[]): S
       properties[key] = build(value, path, rows, problems);
       continue;
     }
-    const json: unknown = isMap(value) || isSeq(value) || isScalar(value) ? value.toJSON() : null;
+    const leafSchema = leaf(path, value, fixed, description, rows);
     if (!description) problems.push(`${path}: no "# --" comment describes it`);
-    const schema: Schema = { ...(fixed ?? { type: typeOf(json) }), description };
-    if (!fixed && isSeq(value)) schema.items = { type: typeOf((json as unknown[])[0] ?? '') };
-    properties[key] = schema;
-    rows.push({ key: path, type: String((fixed?.type ?? (fixed?.anyOf ? 'string or number' : undefined)) ?? typeOf(json)), default: JSON.stringify(json), description });
+    properties[key] = leafSchema;
   }
   return { type: 'object', additionalProperties: false, properties };
 }

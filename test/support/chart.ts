@@ -9,6 +9,7 @@ import { repoRoot } from './kube/binaries.js';
 export const chartDir = join(repoRoot, 'charts/hermes');
 
 /** A rendered Kubernetes object (loosely typed: the tests look into any kind). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rendered manifests of every kind, read by path
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; annotations?: Record<string, string>; labels?: Record<string, string> }; spec?: any; data?: Record<string, string> };
 
 export interface RunResult { code: number; stdout: string; stderr: string }

@@ -25,7 +25,8 @@ describe('the chart files', () => {
   it('close every object of the schema, so typos are refused', () => {
     const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8'));
     const open: string[] = [];
-    const walk = (s: any, path: string) => {
+    type Node = { type?: string; properties?: Record<string, Node>; additionalProperties?: unknown };
+    const walk = (s: Node, path: string) => {
       if (s.type === 'object' && s.properties) {
         if (s.additionalProperties !== false) open.push(path);
         for (const [k, v] of Object.entries(s.properties)) walk(v, `${path}.${k}`);

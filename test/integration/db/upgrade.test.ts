@@ -71,8 +71,8 @@ describe('upgrading from the previous release', () => {
     const out = await new Promise<{ code: number; output: string }>((resolve) => {
       execFile(join(repo, 'node_modules/.bin/vitest'), ['run', 'test/integration/db/ledger.test.ts'], {
         cwd: repo, timeout: 240_000, maxBuffer: 16 * 1024 * 1024,
-        env: { ...process.env, HERMES_TEST_DB_TEMPLATE: database.name, HERMES_TEST_RUN: `upgrade-${Date.now()}` },
-      }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, output: `${stdout}${stderr}`.replace(/\u001b\[[0-9;]*m/g, '') }));
+        env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', HERMES_TEST_DB_TEMPLATE: database.name, HERMES_TEST_RUN: `upgrade-${Date.now()}` },
+      }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, output: `${stdout}${stderr}` }));
     });
     expect(out.code, out.output.slice(-3_000)).toBe(0);
     // Every test of the file ran and passed: "Tests  N passed (N)", nothing failed or skipped.
