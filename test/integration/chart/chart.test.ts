@@ -173,3 +173,30 @@ describe('values.schema.json', () => {
     expect(out.stderr).toMatch(/additional properties 'replicass' not allowed/);
   });
 });
+
+describe('helm install, upgrade and uninstall on the real apiserver (objects only: no Pods run here)', () => {
+  it('installs, upgrades with changed values, and leaves the CRDs and the sandbox namespace on uninstall', async () => {
+    const releaseNs = await cp.createNamespace('release');
+    const helmArgs = (...args: string[]) => run(helm, [...args, '--kubeconfig', cp.adminKubeconfig, '--namespace', releaseNs]);
+    // --no-hooks: the migrations hook Job needs a Job controller and a kubelet to finish, which
+    // this plane does not run; the hook itself is checked above.
+    const installed = await helmArgs('install', 'hermes', chartDir, '--no-hooks', '--set', 'sandbox.namespace.name=sbx-install');
+    expect(installed.code, installed.stderr).toBe(0);
+    const deployments = await cp.kubectl(['-n', releaseNs, 'get', 'deployments', '-o', 'name']);
+    expect(deployments.stdout.trim().split('\n').sort()).toEqual(['deployment.apps/hermes-gateway', 'deployment.apps/hermes-operator', 'deployment.apps/hermes-worker']);
+    const hpa = () => cp.kubectl(['-n', releaseNs, 'get', 'hpa', 'hermes-gateway', '-o', 'jsonpath={.spec.maxReplicas}']);
+    expect((await hpa()).stdout).toBe('10');
+
+    const upgraded = await helmArgs('upgrade', 'hermes', chartDir, '--no-hooks', '--reuse-values', '--set', 'gateway.autoscaling.maxReplicas=5');
+    expect(upgraded.code, upgraded.stderr).toBe(0);
+    expect((await hpa()).stdout).toBe('5');
+    expect((await helmArgs('history', 'hermes')).stdout).toMatch(/\n2\s+.*deployed/);
+
+    const uninstalled = await helmArgs('uninstall', 'hermes', '--wait');
+    expect(uninstalled.code, uninstalled.stderr).toBe(0);
+    expect((await cp.kubectl(['-n', releaseNs, 'get', 'deployments', '-o', 'name'])).stdout.trim()).toBe('');
+    // CRDs from the chart's crds/ are never deleted by Helm (Agents and their data stay), nor is the sandbox namespace (resource-policy keep).
+    expect((await cp.kubectl(['get', 'crd', 'agents.hermes.dev'])).code).toBe(0);
+    expect((await cp.kubectl(['get', 'namespace', 'sbx-install'])).code).toBe(0);
+  });
+});
