@@ -69,6 +69,10 @@ lint: deps ## ESLint (complexity, floating promises, dependency direction)
 crds: deps ## Generate crds/*.yaml from the zod API in operator/api
 	@npm run --silent crds
 
+.PHONY: chart-docs
+chart-docs: deps ## Generate charts/hermes/values.schema.json and the README values table from charts/hermes/values.yaml
+	@node --import tsx hack/chart/docs.ts
+
 .PHONY: typecheck
 typecheck: deps ## TypeScript strict typecheck
 	@npx tsc --noEmit -p tsconfig.json

@@ -10,6 +10,7 @@ export interface Metrics {
   tokens: Counter<'agent' | 'model' | 'kind'>;
   deliveries: Counter<'platform' | 'outcome'>;
   ledgerWriteFailures: Counter<'operation'>;
+  leaseLosses: Counter;
   sweeperRequeued: Counter;
   recoveredUnknown: Counter;
   httpRequests: Counter<'route' | 'status'>;
@@ -34,6 +35,7 @@ export function createMetrics(component: string): Metrics {
     tokens: new Counter({ name: 'hermes_model_tokens_total', help: 'Tokens by kind (input, output, cache_read, cache_write, reasoning).', labelNames: ['agent', 'model', 'kind'], registers: r }),
     deliveries: new Counter({ name: 'hermes_deliveries_total', help: 'Delivery attempts by outcome.', labelNames: ['platform', 'outcome'], registers: r }),
     ledgerWriteFailures: new Counter({ name: 'hermes_ledger_write_failures_total', help: 'Ledger writes that failed (alert on any).', labelNames: ['operation'], registers: r }),
+    leaseLosses: new Counter({ name: 'hermes_lease_losses_total', help: 'Turns whose session lease was lost before they could finish (recovery settles them as unknown).', registers: r }),
     sweeperRequeued: new Counter({ name: 'hermes_sweeper_requeued_total', help: 'Queued admissions re-enqueued by the outbox sweeper.', registers: r }),
     recoveredUnknown: new Counter({ name: 'hermes_recovered_unknown_total', help: 'Started admissions of dead owners settled as unknown.', registers: r }),
     httpRequests: new Counter({ name: 'hermes_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers: r }),

@@ -274,6 +274,7 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
       return settled.kind === 'finished' ? { released: settled.released, ...(settled.next ? { next: settled.next } : {}) } : { released: false };
     } catch (err) {
       if (err instanceof LeaseLostError) {
+        deps.metrics.leaseLosses.inc();
         log.warn('Lease lost before the turn could finish; recovery will settle it as unknown');
         await recordLate(deps, result, log);
         return { released: false };

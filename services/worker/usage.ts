@@ -10,7 +10,7 @@ import { estimateCost, priceFor, type Completion, type ModelRoute } from '../age
 
 const costCounters = new WeakMap<Metrics, Counter<'agent' | 'model' | 'status'>>();
 
-function costCounter(metrics: Metrics): Counter<'agent' | 'model' | 'status'> {
+export function costCounter(metrics: Metrics): Counter<'agent' | 'model' | 'status'> {
   let c = costCounters.get(metrics);
   if (!c) {
     c = new Counter({ name: 'hermes_model_cost_usd_total', help: 'Model spend in USD (status: actual = reported by the provider | estimated | included | unknown).', labelNames: ['agent', 'model', 'status'], registers: [metrics.registry] });

@@ -3,16 +3,18 @@
 // - Gives the run an id, HERMES_TEST_RUN (hack/test.sh sets one first), that every test-plane
 //   process carries (test/support/kube/reaper.ts).
 // - Reaps test-plane processes that earlier runs left behind when their owners died.
-// - When the selected files need the kube test plane (test/integration/kube/, …/operator/, …/sandbox/kubernetes*), builds
+// - When the selected files need the kube test plane (test/integration/kube/, …/operator/, …/chart/, …/sandbox/kubernetes*), builds
 //   or reuses its binaries first, outside any test timeout; if that fails, the run fails with the
 //   cause (never a skip).
 // Its teardown reaps whatever this run's test plane left running. See docs/harness.md.
 import { randomBytes } from 'node:crypto';
 import type { TestProject } from 'vitest/node';
-import { buildKubeBinaries } from './kube/binaries.js';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { buildKubeBinaries, repoRoot } from './kube/binaries.js';
 import { describeReaped, reapTestPlane, RUN_ENV } from './kube/reaper.js';
 
-const KUBE_SUITES = /\/test\/integration\/(kube\/|operator\/|sandbox\/kubernetes)/;
+const KUBE_SUITES = /\/test\/integration\/(kube\/|operator\/|chart\/|sandbox\/kubernetes)/;
 
 const say = (message: string): void => { process.stderr.write(`[test-plane] ${message}\n`); };
 
@@ -27,6 +29,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const filters = (project.vitest as unknown as { filenamePattern?: string[] }).filenamePattern;
   const { testFiles } = await project.globTestFiles(filters);
   if (testFiles.some((file) => KUBE_SUITES.test(file))) await buildKubeBinaries();
+  // The chart suites also need promrules and the third-party CRDs (hack/chart/tools.sh, cached).
+  if (testFiles.some((file) => file.includes('/test/integration/chart/'))) {
+    const built = spawnSync('bash', [join(repoRoot, 'hack/chart/tools.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
+    if (built.status !== 0) throw new Error(`bash hack/chart/tools.sh failed (exit ${built.status}): the chart suites cannot run (see above)`);
+  }
 
   return async () => {
     const reaped = await reapTestPlane({ run });

@@ -36,7 +36,11 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
   const name = `${opts.prefix ?? 'hermes_test'}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new pg.Client({ connectionString: databaseUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  // HERMES_TEST_DB_TEMPLATE: every test database starts as a copy of that one (the upgrade test runs
+  // the ledger tests on a database migrated from the previous release, test/integration/db/upgrade.test.ts).
+  const template = process.env.HERMES_TEST_DB_TEMPLATE;
+  if (template !== undefined && !/^[a-z0-9_]+$/.test(template)) throw new Error(`HERMES_TEST_DB_TEMPLATE must be a plain database name, not ${JSON.stringify(template)}`);
+  await admin.query(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
   await admin.end();
   const url = new URL(databaseUrl);
   url.pathname = `/${name}`;

@@ -1,0 +1,163 @@
+{{/* Names, labels and the pieces every runtime Pod shares. */}}
+
+{{- define "hermes.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "hermes.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "hermes.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "hermes.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "hermes.labels" -}}
+{{ include "hermes.selectorLabels" . }}
+app.kubernetes.io/part-of: hermes
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "hermes.image" -}}
+{{- $img := .Values.image -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "hermes.serviceAccount" -}}
+{{- printf "%s-%s" (include "hermes.fullname" .root) .component -}}
+{{- end -}}
+
+{{/* The restricted Pod Security profile: non-root, no privilege escalation, no capabilities, read-only root, RuntimeDefault seccomp. */}}
+{{- define "hermes.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "hermes.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* DATABASE_URL and REDIS_URL: from the Secret you made (production), or the bundled evaluation instances. */}}
+{{- define "hermes.storeEnv" -}}
+{{- $full := include "hermes.fullname" . -}}
+- name: DATABASE_URL
+{{- if .Values.bundled.postgresql.enabled }}
+  value: {{ printf "postgresql://hermes@%s-postgresql.%s.svc:5432/hermes" $full .Release.Namespace | quote }}
+{{- else }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.database.existingSecret | quote }}
+      key: {{ .Values.database.secretKey | quote }}
+{{- end }}
+- name: REDIS_URL
+{{- if .Values.bundled.redis.enabled }}
+  value: {{ printf "redis://%s-redis.%s.svc:6379" $full .Release.Namespace | quote }}
+{{- else }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.redis.existingSecret | quote }}
+      key: {{ .Values.redis.secretKey | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Settings every runtime container shares. */}}
+{{- define "hermes.commonEnv" -}}
+{{ include "hermes.storeEnv" . }}
+- name: HERMES_QUEUE_PREFIX
+  value: {{ .Values.redis.queuePrefix | quote }}
+- name: HERMES_HOST
+  value: "0.0.0.0"
+- name: HERMES_SECRETS_SOURCE
+  value: kubernetes
+- name: HOME
+  value: /tmp
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end -}}
+
+{{/* Topology spread over zones and nodes (soft, so a one-node cluster still schedules). */}}
+{{- define "hermes.topologySpread" -}}
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "hermes.selectorLabels" . | nindent 8 }}
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "hermes.selectorLabels" . | nindent 8 }}
+{{- end -}}
+
+{{/* HTTP probes on a port: liveness on /healthz, readiness on /readyz, a startup probe for slow starts. */}}
+{{- define "hermes.probes" -}}
+startupProbe:
+  httpGet: { path: /healthz, port: http }
+  periodSeconds: 2
+  failureThreshold: 60
+livenessProbe:
+  httpGet: { path: /healthz, port: http }
+  periodSeconds: 10
+  timeoutSeconds: 3
+  failureThreshold: 3
+readinessProbe:
+  httpGet: { path: /readyz, port: http }
+  periodSeconds: 5
+  timeoutSeconds: 3
+  failureThreshold: 2
+{{- end -}}
+
+{{/* Scheduling values of one component (nodeSelector, tolerations, affinity). */}}
+{{- define "hermes.scheduling" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,202 @@
+// The chart with the real helm: lint clean, renders with the defaults, the bundled evaluation
+// stores and a 3-replica production values file, every rendered object accepted by
+// `kubectl apply --dry-run=server` on the real kube-apiserver (with the chart's CRDs and the real
+// CRDs of the third-party kinds installed), the security properties of every Pod it renders, and
+// bad values (a typo, a wrong type) refused by values.schema.json.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startControlPlane, type ControlPlane } from '../../support/kube/index.js';
+import { chartDir, chartTools, parseManifests, run, type K8sObject } from '../../support/chart.js';
+
+const production = join(chartDir, 'ci/production-values.yaml');
+let cp: ControlPlane;
+let helm: string;
+let ns: string;
+
+const template = (...args: string[]) => run(helm, ['template', 'hermes', chartDir, '--namespace', ns, ...args]);
+
+async function render(...args: string[]): Promise<K8sObject[]> {
+  const out = await template(...args);
+  expect(out.stderr, 'helm template stderr').toBe('');
+  expect(out.code).toBe(0);
+  return parseManifests(out.stdout);
+}
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  helm = cp.binaries.helm;
+  ns = await cp.createNamespace('chart');
+  // The namespaces the rendered objects live in must exist for a server-side dry run of them.
+  for (const name of ['hermes-sandbox', 'team-a', 'team-b']) {
+    const created = await cp.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }) });
+    expect(created.code, created.stderr).toBe(0);
+  }
+  const crds = [join(chartDir, 'crds'), ...readdirSync(chartTools().crdDir).filter((f) => f.endsWith('.yaml')).map((f) => join(chartTools().crdDir, f))];
+  for (const path of crds) {
+    const applied = await cp.kubectl(['apply', '--server-side', '-f', path]);
+    expect(applied.code, applied.stderr).toBe(0);
+  }
+  const established = await cp.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
+  expect(established.code, established.stderr).toBe(0);
+});
+afterAll(async () => { await cp?.stop(); });
+
+describe('helm lint', () => {
+  it('is clean with the defaults and with the production values', async () => {
+    for (const extra of [[], ['-f', production], ['--set', 'bundled.postgresql.enabled=true,bundled.redis.enabled=true']]) {
+      const out = await run(helm, ['lint', '--strict', chartDir, ...extra]);
+      expect(out.code, `${out.stdout}${out.stderr}`).toBe(0);
+      expect(out.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+      expect(out.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+    }
+  });
+});
+
+describe('every rendered object on the real apiserver', () => {
+  const variants: [string, string[]][] = [
+    ['defaults', []],
+    ['production (3 replicas, KEDA, Ingress, monitoring)', ['-f', production]],
+    ['bundled evaluation stores, HTTPRoute', ['--set', 'bundled.postgresql.enabled=true,bundled.redis.enabled=true,httpRoute.enabled=true,httpRoute.parentRefs[0].name=public,networkPolicy.enabled=true']],
+  ];
+  for (const [name, args] of variants) {
+    it(`validates with kubectl apply --dry-run=server: ${name}`, async () => {
+      const out = await template(...args);
+      expect(out.code, out.stderr).toBe(0);
+      const objects = parseManifests(out.stdout);
+      expect(objects.length).toBeGreaterThan(20);
+      const applied = await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: out.stdout });
+      expect(applied.code, applied.stderr).toBe(0);
+      // kubectl names each object it validated: all of them, none refused.
+      expect(applied.stdout.trim().split('\n')).toHaveLength(objects.length);
+      expect(applied.stdout).toMatch(/\(server dry run\)/);
+    });
+  }
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rendered Pod specs, read by path
+type Loose = any;
+type Container = { name: string; image: string; securityContext?: Loose; resources?: Loose; env?: { name: string; value?: string; valueFrom?: unknown }[] };
+
+function podSpecs(objects: K8sObject[]): [string, Loose][] {
+  return objects.filter((o) => ['Deployment', 'StatefulSet', 'Job', 'DaemonSet'].includes(o.kind)).map((o) => [`${o.kind}/${o.metadata.name}`, o.spec.template.spec]);
+}
+
+describe('security over the rendered output', () => {
+  for (const [name, args] of [['defaults', []], ['production', ['-f', production]]] as [string, string[]][]) {
+    it(`${name}: every container non-root, no escalation, drops ALL, read-only root, seccomp, resources, pinned image; no Secret values`, async () => {
+      const objects = await render(...args);
+      const pods = podSpecs(objects);
+      expect(pods.map(([n]) => n).sort()).toEqual(['Deployment/hermes-gateway', 'Deployment/hermes-operator', 'Deployment/hermes-worker', 'Job/hermes-migrate']);
+      for (const [where, spec] of pods) {
+        expect(spec.securityContext?.runAsNonRoot, where).toBe(true);
+        expect(spec.securityContext?.seccompProfile?.type, where).toBe('RuntimeDefault');
+        for (const c of [...(spec.initContainers ?? []), ...spec.containers] as Container[]) {
+          const at = `${where} container ${c.name}`;
+          expect(c.securityContext?.runAsNonRoot, at).toBe(true);
+          expect(c.securityContext?.allowPrivilegeEscalation, at).toBe(false);
+          expect(c.securityContext?.capabilities?.drop, at).toEqual(['ALL']);
+          expect(c.securityContext?.capabilities?.add, at).toBeUndefined();
+          expect(c.securityContext?.readOnlyRootFilesystem, at).toBe(true);
+          expect(c.securityContext?.privileged, at).not.toBe(true);
+          expect(c.resources?.requests?.cpu && c.resources?.requests?.memory, at).toBeTruthy();
+          expect(c.resources?.limits?.memory, at).toBeTruthy();
+          expect(c.image, at).toMatch(/^[^@\s]+(:[\w][\w.-]*|@sha256:[a-f0-9]{64})$/);
+          expect(c.image, at).not.toMatch(/:latest$/);
+          for (const e of c.env ?? []) {
+            if (/(URL|TOKEN|SECRET|PASSWORD|KEY)$/.test(e.name)) expect(e.value, `${at} env ${e.name} must come from a Secret`).toBeUndefined();
+          }
+        }
+        expect(spec.hostNetwork ?? false, where).toBe(false);
+        expect(spec.hostPID ?? false, where).toBe(false);
+      }
+      expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+      // Probes on the components that serve.
+      for (const d of objects.filter((o) => o.kind === 'Deployment')) {
+        const c = d.spec.template.spec.containers[0];
+        expect(c.livenessProbe.httpGet.path).toBe('/healthz');
+        expect(c.readinessProbe.httpGet.path).toBe('/readyz');
+        expect(d.spec.template.spec.topologySpreadConstraints).toHaveLength(2);
+        expect(objects.some((o) => o.kind === 'PodDisruptionBudget' && o.metadata.name === d.metadata.name)).toBe(true);
+      }
+    });
+  }
+
+  it('renders the sandbox namespace restricted, its ServiceAccount without a token, default deny everywhere', async () => {
+    const objects = await render();
+    const sandboxNs = objects.find((o) => o.kind === 'Namespace' && o.metadata.name === 'hermes-sandbox')!;
+    expect(sandboxNs.metadata.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
+    const sa = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === 'hermes-sandbox') as unknown as { automountServiceAccountToken: boolean };
+    expect(sa.automountServiceAccountToken).toBe(false);
+    const deny = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.namespace === 'hermes-sandbox')!;
+    expect(deny.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
+    const releaseDeny = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'hermes-default-deny')!;
+    expect(releaseDeny.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(releaseDeny.spec.ingress ?? releaseDeny.spec.egress).toBeUndefined();
+    // Workers reach HTTPS outside the private ranges, never the whole internet on any port.
+    const worker = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'hermes-worker')!;
+    for (const rule of worker.spec.egress) expect(rule.ports?.length, JSON.stringify(rule)).toBeGreaterThan(0);
+  });
+
+  it('runs the migrations as a pre-install/pre-upgrade hook Job, and scales workers with KEDA on the turn queue when asked', async () => {
+    const objects = await render('-f', production);
+    const job = objects.find((o) => o.kind === 'Job')!;
+    expect(job.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    expect(job.spec.template.spec.containers[0].args).toEqual(['migrate']);
+    const scaled = objects.find((o) => o.kind === 'ScaledObject')!;
+    expect(scaled.spec.triggers[0]).toMatchObject({ type: 'redis', metadata: { listName: 'hermes:turns:wait', address: 'redis.data.svc:6379' } });
+    expect(objects.filter((o) => o.kind === 'HorizontalPodAutoscaler').map((o) => o.metadata.name)).toEqual(['hermes-gateway']);
+    expect(objects.filter((o) => o.kind === 'RoleBinding').map((o) => `${o.metadata.namespace}/${o.metadata.name}`).sort())
+      .toEqual(['hermes-sandbox/hermes-worker', 'team-a/hermes-gateway', 'team-a/hermes-worker', 'team-b/hermes-gateway', 'team-b/hermes-worker']);
+  });
+});
+
+describe('values.schema.json', () => {
+  it('refuses an unknown key (a typo) with a clear message', async () => {
+    const out = await template('--set', 'gateway.replica=3');
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toMatch(/at '\/gateway': additional properties 'replica' not allowed/);
+    const nested = await template('--set', 'metrics.serviceMonitor.intervall=1m');
+    expect(nested.stderr).toMatch(/additional properties 'intervall' not allowed/);
+  });
+
+  it('refuses wrong types and values, and the latest tag', async () => {
+    expect((await template('--set', 'worker.turnConcurrency=lots')).stderr).toMatch(/at '\/worker\/turnConcurrency': got string, want integer/);
+    expect((await template('--set', 'sandbox.backend=docker')).stderr).toMatch(/sandbox\/backend/);
+    expect((await template('--set', 'image.tag=latest')).code).not.toBe(0);
+    expect((await template('--set-string', 'image.digest=abc')).stderr).toMatch(/image\/digest/);
+  });
+
+  it('fails helm install too, before anything reaches the cluster', async () => {
+    const out = await run(helm, ['install', 'typo', chartDir, '--namespace', ns, '--kubeconfig', cp.adminKubeconfig, '--set', 'worker.replicass=2', '--dry-run=server']);
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toMatch(/additional properties 'replicass' not allowed/);
+  });
+});
+
+describe('helm install, upgrade and uninstall on the real apiserver (objects only: no Pods run here)', () => {
+  it('installs, upgrades with changed values, and leaves the CRDs and the sandbox namespace on uninstall', async () => {
+    const releaseNs = await cp.createNamespace('release');
+    const helmArgs = (...args: string[]) => run(helm, [...args, '--kubeconfig', cp.adminKubeconfig, '--namespace', releaseNs]);
+    // --no-hooks: the migrations hook Job needs a Job controller and a kubelet to finish, which
+    // this plane does not run; the hook itself is checked above.
+    const installed = await helmArgs('install', 'hermes', chartDir, '--no-hooks', '--set', 'sandbox.namespace.name=sbx-install');
+    expect(installed.code, installed.stderr).toBe(0);
+    const deployments = await cp.kubectl(['-n', releaseNs, 'get', 'deployments', '-o', 'name']);
+    expect(deployments.stdout.trim().split('\n').sort()).toEqual(['deployment.apps/hermes-gateway', 'deployment.apps/hermes-operator', 'deployment.apps/hermes-worker']);
+    const hpa = () => cp.kubectl(['-n', releaseNs, 'get', 'hpa', 'hermes-gateway', '-o', 'jsonpath={.spec.maxReplicas}']);
+    expect((await hpa()).stdout).toBe('10');
+
+    const upgraded = await helmArgs('upgrade', 'hermes', chartDir, '--no-hooks', '--reuse-values', '--set', 'gateway.autoscaling.maxReplicas=5');
+    expect(upgraded.code, upgraded.stderr).toBe(0);
+    expect((await hpa()).stdout).toBe('5');
+    expect((await helmArgs('history', 'hermes')).stdout).toMatch(/\n2\s+.*deployed/);
+
+    const uninstalled = await helmArgs('uninstall', 'hermes', '--wait');
+    expect(uninstalled.code, uninstalled.stderr).toBe(0);
+    expect((await cp.kubectl(['-n', releaseNs, 'get', 'deployments', '-o', 'name'])).stdout.trim()).toBe('');
+    // CRDs from the chart's crds/ are never deleted by Helm (Agents and their data stay), nor is the sandbox namespace (resource-policy keep).
+    expect((await cp.kubectl(['get', 'crd', 'agents.hermes.dev'])).code).toBe(0);
+    expect((await cp.kubectl(['get', 'namespace', 'sbx-install'])).code).toBe(0);
+  });
+});
