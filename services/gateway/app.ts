@@ -14,6 +14,9 @@ import { registerAdmissionRoutes } from './routes/admissions.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerMessageRoutes } from './routes/messages.js';
 import { registerOpenAiRoutes } from './routes/openai.js';
+import { registerResponseRoutes } from './routes/responses.js';
+import { registerRunRoutes } from './routes/runs.js';
+import { registerSessionRoutes } from './routes/sessions.js';
 import { registerSlackRoutes } from './routes/slack.js';
 import { registerTracing } from './tracing.js';
 
@@ -55,6 +58,9 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   registerAdmissionRoutes(app, ctx);
   registerAdmissionEventRoutes(app, ctx);
   registerOpenAiRoutes(app, ctx);
+  registerResponseRoutes(app, ctx);
+  registerRunRoutes(app, ctx);
+  registerSessionRoutes(app, ctx);
   registerSlackRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
 

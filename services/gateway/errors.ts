@@ -65,6 +65,10 @@ const openAiCodes: Partial<Record<ApiError['code'], string>> = {
   HERMES_FORBIDDEN: 'invalid_api_key',
   HERMES_AGENT_NOT_FOUND: 'model_not_found',
   HERMES_TOO_MANY_WAITS: 'rate_limit_exceeded',
+  HERMES_IDEMPOTENCY_CONFLICT: 'idempotency_key_conflict',
+  HERMES_RESPONSE_NOT_FOUND: 'response_not_found',
+  HERMES_RUN_NOT_FOUND: 'run_not_found',
+  HERMES_SESSION_NOT_FOUND: 'session_not_found',
 };
 
 function openAiType(status: number): string {
@@ -85,8 +89,8 @@ export function openAiErrorBody(e: ApiError): { status: number; body: { error: {
 
 export const hermesErrorBody = (e: ApiError) => ({ error: { code: e.code, message: e.message, ...e.extra } });
 
-/** The OpenAI-compatible routes answer errors in OpenAI's shape. */
-export const isOpenAiRoute = (url: string) => /^\/v1\/(chat\/completions|models)(\/|\?|$)/.test(url);
+/** The OpenAI-compatible routes (and Hermes' API-server routes beside them) answer errors in OpenAI's shape. */
+export const isOpenAiRoute = (url: string) => /^\/v1\/(chat\/completions|models|responses|runs|sessions)(\/|\?|$)/.test(url);
 
 export function sendApiError(reply: FastifyReply, request: FastifyRequest, e: ApiError): FastifyReply {
   if (isOpenAiRoute(request.url)) {

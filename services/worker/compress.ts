@@ -5,6 +5,7 @@ import { appendTurnMessage, type Admission, type CompiledAgent, type Db, type Le
 import { callModel, compress, estimateTokens, hygieneTokens, summaryRow, SummaryRefused, type ChatMessage, type CompressOptions, type ModelRoute, type TailOptions } from '../agent/index.js';
 import type { LoopDeps } from './turn-runner.js';
 import type { SpendAccounting } from './usage.js';
+import { hasCallerConversation } from './turn-context.js';
 
 export async function recordCompression(db: Db, lease: Lease, adm: Admission, summary: string, coversSeq: number | undefined): Promise<void> {
   // Caller-supplied history (OpenAI API) has no stored sequence: nothing to mark in the transcript.
@@ -71,7 +72,7 @@ export async function compressReply(c: CompressCommand): Promise<TurnResult | un
 export async function precompress(c: CompressCommand, log: Logger): Promise<ChatMessage[]> {
   const history = await c.history();
   // Caller-supplied history (OpenAI API) is not a stored transcript; the loop still compresses it.
-  if (c.adm.callerHistory || history.length < 4) return history;
+  if (hasCallerConversation(c.adm) || history.length < 4) return history;
   const tokens = estimateTokens(history);
   const limit = hygieneTokens(c.tail.contextWindow);
   if (tokens < limit) return history;

@@ -16,9 +16,16 @@ const CONTROL_REPLIES: ReadonlySet<string> = new Set([...Object.values(REPLY), N
 /** Request-only (never stored): what a resumed turn is told about the turn it continues. */
 export const RESUME_NOTE = '[System note: your previous reply to the user was cut off because the service restarted before it finished. Continue from where it stopped and answer the user\'s last request. A tool call without a result may or may not have run; check before repeating it.]';
 
+/**
+ * True when the caller sent its own conversation (OpenAI API) instead of using the stored one.
+ * Caller history of system lines only (`instructions` of /v1/responses and /v1/runs on a stored
+ * conversation) is request-only context layered on the prompt: the stored transcript still applies.
+ */
+export const hasCallerConversation = (adm: Pick<Admission, 'callerHistory'>) => adm.callerHistory?.some((m) => m.role !== 'system') ?? false;
+
 /** The conversation for `adm`: the caller's own history (OpenAI API), else the stored transcript. */
 export function historyFor(adm: Admission, ctx: TurnContext): ChatMessage[] {
-  if (adm.callerHistory) {
+  if (adm.callerHistory && hasCallerConversation(adm)) {
     const prior = adm.callerHistory.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, content: m.content }) as ChatMessage);
     return [...prior, { role: 'user', content: adm.content }];
   }
