@@ -14,6 +14,8 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerMessageRoutes } from './routes/messages.js';
 import { registerOpenAiRoutes } from './routes/openai.js';
 import { registerSlackRoutes } from './routes/slack.js';
+import { registerTeamsRoutes } from './routes/teams.js';
+import { registerWebhookRoutes } from './routes/webhook.js';
 import { registerTracing } from './tracing.js';
 
 export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
@@ -50,6 +52,8 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   registerAdmissionEventRoutes(app, ctx);
   registerOpenAiRoutes(app, ctx);
   registerSlackRoutes(app, ctx);
+  registerTeamsRoutes(app, ctx);
+  registerWebhookRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
 
   // Closing: stop taking requests (fastify answers 503), end waits and streams, drop subscriptions.
