@@ -21,6 +21,8 @@ export const TEAMS_CLOCK_SKEW_SECONDS = 300;
 const KEYS_MAX_AGE_MS = 24 * 3_600_000;
 /** An unknown kid refreshes the keys at most this often. */
 const REFRESH_COOLDOWN_MS = 60_000;
+/** With no keys at all, a failed fetch is retried at most this often. */
+const FAILED_RETRY_MS = 5_000;
 /** Bounds on what the metadata and key documents may be. */
 const MAX_DOCUMENT_BYTES = 256 * 1024;
 const MAX_KEYS = 64;
@@ -90,6 +92,8 @@ export class BotFrameworkKeys {
   async forKid(kid: string): Promise<{ issuer: string; key?: SigningKey }> {
     let set = this.current;
     const now = this.now();
+    // Without any keys, a failed fetch is retried at most every FAILED_RETRY_MS (requests meanwhile get the 503).
+    if (!set && !this.pending && now - this.lastFetch < FAILED_RETRY_MS) throw new Error('the Bot Framework keys could not be fetched a moment ago');
     if (!set || now - set.fetchedAt > KEYS_MAX_AGE_MS) set = await this.refresh();
     else if (!set.keys.has(kid) && now - this.lastFetch > REFRESH_COOLDOWN_MS) set = await this.refresh();
     return { issuer: set.issuer, ...(set.keys.has(kid) ? { key: set.keys.get(kid)! } : {}) };
