@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { apiVersion, baseStatusShape, localObjectRefSchema, objectMetaSchema, secretValueSchema, withRules } from './common.js';
 
-export const platformTypes = ['slack', 'telegram', 'discord', 'matrix', 'mattermost', 'whatsapp', 'signal', 'email', 'teams'] as const;
+export const platformTypes = ['slack', 'telegram', 'discord', 'matrix', 'mattermost', 'whatsapp', 'signal', 'email', 'teams', 'webhook'] as const;
 
 export const platformSchema = withRules(z.object({
   type: z.enum(platformTypes).describe('Chat platform this agent connects to.'),
@@ -15,11 +15,17 @@ export const platformSchema = withRules(z.object({
   allowAll: z.boolean().default(false).describe('Let everyone on the platform talk to the agent (no allowlist). Off by default.'),
   dmPairing: z.boolean().default(true).describe('Unknown users may request access in a DM; an admin approves with a pairing code.'),
   groupPolicy: z.enum(['mention', 'all', 'off']).default('mention').describe('In group channels: answer when mentioned, to every message, or never.'),
-  apiUrl: z.string().url().optional().describe('Base URL of the platform\'s API for this agent (e.g. an egress proxy); unset: the install\'s (HERMES_SLACK_API_URL, default https://slack.com/api/). The bot token from credentials is sent there.'),
+  apiUrl: z.string().url().optional().describe('Base URL of the platform\'s API for this agent (e.g. an egress proxy); unset: the install\'s (HERMES_SLACK_API_URL, default https://slack.com/api/; HERMES_TEAMS_API_URL, default the activity\'s serviceUrl). The bot token from credentials is sent there.'),
+  toolsets: z.array(z.string().min(1)).max(64).optional().describe('Toolsets offered in turns that come from this platform (only those the Profile enables). Unset: all of the Profile\'s, except on the webhook platform, whose default is the restricted set for untrusted input (clock, web, vision, clarify).'),
+  callbackUrl: z.string().url().optional().describe('webhook only: replies are POSTed here, signed with WEBHOOK_SECRET like inbound requests. Unset: replies are only stored (read them with a signed GET on the hook URL).'),
 }), [{
   rule: '!(self.allowAll && size(self.allowlist) > 0)',
   message: 'allowAll and allowlist are exclusive: drop the allowlist or set allowAll to false',
   check: (p) => !(p.allowAll && p.allowlist.length > 0),
+}, {
+  rule: '!has(self.callbackUrl) || self.type == \'webhook\'',
+  message: 'callbackUrl is only for the webhook platform',
+  check: (p) => p.callbackUrl === undefined || p.type === 'webhook',
 }]);
 export type Platform = z.infer<typeof platformSchema>;
 

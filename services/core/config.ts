@@ -5,7 +5,8 @@ import { z } from 'zod';
 const seconds = (def: number, doc: string) => z.coerce.number().positive().default(def).describe(doc);
 
 /** The provider keys the examples name, and the dev API key: what `hermes dev` allows by default. */
-export const DEV_SECRET_ENV: readonly string[] = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'HERMES_DEV_API_KEY', 'SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_APP_TOKEN'];
+export const DEV_SECRET_ENV: readonly string[] = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'HERMES_DEV_API_KEY', 'SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_APP_TOKEN',
+  'TEAMS_APP_ID', 'TEAMS_APP_PASSWORD', 'TEAMS_TENANT_ID', 'WEBHOOK_SECRET'];
 
 export const configSchema = z.object({
   DATABASE_URL: z.string().url().describe('Postgres connection string (the ledger and all durable state).'),
@@ -73,6 +74,9 @@ export const configSchema = z.object({
   HERMES_SLACK_API_URL: z.string().url().default('https://slack.com/api/').describe('Base URL of Slack\'s Web API (chat.postMessage, chat.update) for agents whose slack platform sets no apiUrl: point it at an egress proxy or a test server.'),
   HERMES_CONNECTOR_REFRESH_SECONDS: z.coerce.number().positive().default(15).describe('How often each gateway re-reads the agents for the long-lived platform connections it campaigns for (Slack Socket Mode, Telegram long polling, the Discord Gateway): a new or changed agent connects within this time.'),
   HERMES_CONNECTORS: z.enum(['on', 'off']).default('on').describe('Whether this gateway campaigns for long-lived platform connections (off: webhooks only, e.g. for gateways that serve only HTTP).'),
+  HERMES_TEAMS_OPENID_URL: z.string().url().default('https://login.botframework.com/v1/.well-known/openidconfiguration').describe('OpenID metadata the Bot Framework tokens on inbound Teams activities are checked against (issuer, signing keys via its jwks_uri).'),
+  HERMES_TEAMS_LOGIN_URL: z.string().url().default('https://login.microsoftonline.com').describe('Microsoft identity platform base URL: the Teams bot token is requested from <url>/<TEAMS_TENANT_ID>/oauth2/v2.0/token (client credentials).'),
+  HERMES_TEAMS_API_URL: z.string().url().optional().describe('Base URL of the Bot Framework connector for agents whose teams platform sets no apiUrl. Unset: replies go to the serviceUrl of the (verified) activity they answer, which must be https. Set: every reply goes here instead (an egress proxy, e.g. in front of https://smba.trafficmanager.net/teams/, or a test server).'),
   OPENAI_BASE_URL: z.string().url().optional().describe('Default base URL for provider "openai" when the Profile sets none (any OpenAI-compatible server).'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP endpoint; traces are exported when set.'),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP traces endpoint (overrides the generic one).'),

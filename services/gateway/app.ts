@@ -18,6 +18,8 @@ import { registerResponseRoutes } from './routes/responses.js';
 import { registerRunRoutes } from './routes/runs.js';
 import { registerSessionRoutes } from './routes/sessions.js';
 import { registerSlackRoutes } from './routes/slack.js';
+import { registerTeamsRoutes } from './routes/teams.js';
+import { registerWebhookRoutes } from './routes/webhook.js';
 import { registerTracing } from './tracing.js';
 
 export interface AppOptions {
@@ -62,6 +64,8 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   registerRunRoutes(app, ctx);
   registerSessionRoutes(app, ctx);
   registerSlackRoutes(app, ctx);
+  registerTeamsRoutes(app, ctx);
+  registerWebhookRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
 
   // Long-lived platform connections (Socket Mode, long polling, the Discord Gateway): only for a

@@ -2,7 +2,7 @@
 // current revision and the bot token by reference (ADR 0001: the Secret named by the platform's
 // credentials, in the Agent's namespace), then sends through the platform module.
 import type { AgentCache, Config, Obligation } from '../core/index.js';
-import { platformOf, slack } from '../platforms/index.js';
+import { platformOf, slack, teams, webhook, type PlatformSettings } from '../platforms/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import type { DeliveryAdapter } from './delivery.js';
 
@@ -12,7 +12,7 @@ export interface PlatformDeliveryDeps {
   secrets: SecretResolver;
 }
 
-/** The reply cannot be sent as configured (no slack platform, no bot token): a failed attempt, retried like any other. */
+/** The reply cannot be sent as configured (no such platform, no bot token): a failed attempt, retried like any other. */
 export class Undeliverable extends Error {
   override name = 'Undeliverable';
 }
@@ -33,7 +33,57 @@ export function slackDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
   };
 }
 
+/** The agent's settings for `type` and its namespace, or Undeliverable. */
+async function settingsFor(deps: PlatformDeliveryDeps, ob: Obligation, type: string): Promise<{ settings: PlatformSettings; namespace: string }> {
+  const agent = await deps.agents.getById(ob.agentId);
+  const settings = agent ? platformOf(agent.compiled, type) : undefined;
+  if (!agent || !settings) throw new Undeliverable(`agent ${ob.agentId} has no ${type} platform any more`);
+  return { settings, namespace: agent.compiled.agent.namespace };
+}
+
+async function secretOf(deps: PlatformDeliveryDeps, namespace: string, settings: PlatformSettings, key: string, required: boolean): Promise<string | undefined> {
+  const ref = { name: settings.credentialsSecret, key };
+  const value = await deps.secrets.resolve(namespace, ref);
+  if (!value && required) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
+  return value || undefined;
+}
+
+/**
+ * Teams: the connector REST API with the app's client-credentials token (one token cache per
+ * worker). The connector is the verified activity's serviceUrl unless HERMES_TEAMS_API_URL or the
+ * platform's apiUrl names one (platforms/teams/send.ts).
+ */
+export function teamsDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
+  const tokens = new teams.TeamsTokens({ loginUrl: deps.config.HERMES_TEAMS_LOGIN_URL });
+  return {
+    async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
+      const { settings, namespace } = await settingsFor(deps, ob, 'teams');
+      const appId = (await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.appId, true))!;
+      const password = (await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.password, true))!;
+      const tenantId = await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.tenantId, false);
+      const apiUrl = teams.teamsApiUrl(settings, deps.config.HERMES_TEAMS_API_URL);
+      const sender = new teams.TeamsSender({ credentials: { appId, password, ...(tenantId ? { tenantId } : {}) }, tokens, ...(apiUrl ? { apiUrl } : {}) });
+      await sender.send(ob.target as { kind: string }, text, signal);
+    },
+  };
+}
+
+/**
+ * The signed webhook: replies POSTed (signed with WEBHOOK_SECRET) to the platform's callbackUrl;
+ * without one they are only stored (read with the signed GET), and the obligation is settled as delivered.
+ */
+export function webhookDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
+  return {
+    async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
+      const { settings, namespace } = await settingsFor(deps, ob, 'webhook');
+      if (!settings.callbackUrl) return;
+      const secret = (await secretOf(deps, namespace, settings, webhook.WEBHOOK_KEYS.secret, true))!;
+      await webhook.postWebhookReply({ url: settings.callbackUrl, secret }, { obligationId: ob.id, admissionId: ob.admissionId, target: ob.target, text }, signal);
+    },
+  };
+}
+
 /** The adapters a worker delivers with, by platform name. */
 export function platformAdapters(deps: PlatformDeliveryDeps): Map<string, DeliveryAdapter> {
-  return new Map([['slack', slackDelivery(deps)]]);
+  return new Map([['slack', slackDelivery(deps)], ['teams', teamsDelivery(deps)], ['webhook', webhookDelivery(deps)]]);
 }

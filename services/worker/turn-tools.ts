@@ -5,6 +5,7 @@
 // the skills the agent offers.
 import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
 import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
 
@@ -46,7 +47,9 @@ export function turnMemory(db: Db, agent: CompiledAgent, adm: Admission): Memory
 
 export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, guard?: CommandGuard): TurnTools {
   const sandbox = loop.sandboxes ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
-  const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
+  // A platform may narrow the toolsets of the turns it admits (the signed webhook: untrusted input).
+  const allowed = platformToolsets(agent, adm.platform);
+  const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (sandbox || !SANDBOX_TOOLSETS.includes(t)) && (!allowed || allowed.includes(t)));
   const tools = loop.tools.select(toolsets);
   const enabled = { toolsets, tools: tools.map((t) => t.name) };
   return {

@@ -58,6 +58,25 @@ describe('Skill and CronJob controllers, examples', () => {
     await waitForCondition(kc(), 'agents', ns, 'coder', { type: 'SandboxReady', status: 'True', reason: 'PodPerCall' });
   });
 
+  it('an Agent with Teams and signed-webhook platforms lists both hook URLs in its status and compiles callbackUrl and toolsets', async () => {
+    const ns = await namespaceWithSecrets('hooks');
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'teams-bot', '--from-literal=TEAMS_APP_ID=app', '--from-literal=TEAMS_APP_PASSWORD=pw', '--from-literal=TEAMS_TENANT_ID=t']);
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'ci-hook', '--from-literal=WEBHOOK_SECRET=s']);
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', `${examplesDir}slack-team/`]);
+    const agent = (platforms: unknown[]) => doc({ kind: 'Agent', metadata: { name: 'hooks' }, spec: { profileRef: { name: 'team-assistant' }, platforms } });
+    const teams = { type: 'teams', credentials: { secretRef: { name: 'teams-bot' }, keys: ['TEAMS_APP_ID', 'TEAMS_APP_PASSWORD'] }, allowAll: true };
+    const hook = { type: 'webhook', credentials: { secretRef: { name: 'ci-hook' }, keys: ['WEBHOOK_SECRET'] }, callbackUrl: 'https://ci.example.com/replies', toolsets: ['clock'] };
+    // callbackUrl belongs to the webhook platform only: the apiserver refuses it elsewhere.
+    const refused = await plane.cp.kubectl(['-n', ns, 'apply', '-f', '-'], { input: agent([{ ...teams, callbackUrl: 'https://x.example' }]) });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('callbackUrl is only for the webhook platform');
+    await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], agent([teams, hook]));
+    const a = await waitForCondition(kc(), 'agents', ns, 'hooks', { type: 'Ready', status: 'True' });
+    expect(a.status?.hooks).toEqual([expect.stringMatching(new RegExp(`/hooks/teams/${ns}/hooks$`)), expect.stringMatching(new RegExp(`/hooks/webhook/${ns}/hooks$`))]);
+    const { rows } = await plane.db.pool.query(`SELECT r.compiled FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id WHERE a.namespace = $1 AND a.name = 'hooks'`, [ns]);
+    expect(rows[0].compiled.platforms[1]).toMatchObject({ type: 'webhook', callbackUrl: 'https://ci.example.com/replies', toolsets: ['clock'] });
+  });
+
   it('the Slack example compiles platforms with allowlist and pairing, and the fallback model', async () => {
     const ns = await namespaceWithSecrets('slack');
     await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', `${examplesDir}slack-team/`]);

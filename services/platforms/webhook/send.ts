@@ -1,0 +1,48 @@
+// Replies of the signed webhook platform. The callback URL comes from the Agent spec (the
+// platform's callbackUrl), never from a request. Each reply is one POST of
+//   { "type": "reply", "event_id", "admission_id", "user", "conversation"?, "text" }
+// signed with the platform's WEBHOOK_SECRET exactly as inbound requests are (X-Hermes-Timestamp,
+// X-Hermes-Signature), with `Idempotency-Key: <obligation id>` so the receiver can drop a re-send
+// (a re-send after a crash also starts with the ledger's duplicate marker). Redirects are refused.
+// A 429 is RateLimited (Retry-After honoured, no attempt spent); other non-2xx answers fail the attempt.
+import { z } from 'zod';
+import { RateLimited } from '../adapter.js';
+import { retryAfterSeconds } from '../teams/send.js';
+import { signWebhook } from './verify.js';
+
+export const webhookTargetSchema = z.object({ kind: z.literal('webhook'), user: z.string(), conversation: z.string().optional(), eventId: z.string() });
+
+export interface WebhookReply {
+  /** The delivery obligation's id: the Idempotency-Key of the callback. */
+  obligationId: string;
+  admissionId: string;
+  target: unknown;
+  text: string;
+}
+
+export interface WebhookCallbackOptions {
+  url: string;
+  secret: string;
+  /** Bound on one HTTP call. @defaultValue 30 000 */
+  timeoutMs?: number;
+  now?: () => number;
+}
+
+/** POSTs one reply to the callback URL; throws RateLimited or an Error naming the status. */
+export async function postWebhookReply(opts: WebhookCallbackOptions, reply: WebhookReply, signal: AbortSignal): Promise<void> {
+  const t = webhookTargetSchema.parse(reply.target);
+  const body = JSON.stringify({
+    type: 'reply', event_id: t.eventId, admission_id: reply.admissionId, user: t.user, ...(t.conversation !== undefined ? { conversation: t.conversation } : {}), text: reply.text,
+  });
+  const now = (opts.now ?? Date.now)();
+  const res = await fetch(opts.url, {
+    method: 'POST',
+    redirect: 'error',
+    headers: { 'content-type': 'application/json', 'idempotency-key': reply.obligationId, ...signWebhook(opts.secret, body, Math.floor(now / 1_000)) },
+    body,
+    signal: AbortSignal.any([signal, AbortSignal.timeout(opts.timeoutMs ?? 30_000)]),
+  });
+  await res.body?.cancel();
+  if (res.status === 429) throw new RateLimited(retryAfterSeconds(res.headers.get('retry-after'), now), 'webhook callback');
+  if (!res.ok) throw new Error(`the webhook callback ${new URL(opts.url).origin} answered HTTP ${res.status}`);
+}
