@@ -106,6 +106,7 @@ function compilePlatform(p: Agent['spec']['platforms'][number]): NonNullable<Com
   return {
     type: p.type, credentialsSecret: p.credentials.secretRef.name, allowlist: p.allowlist, allowAll: p.allowAll, dmPairing: p.dmPairing, groupPolicy: p.groupPolicy,
     ...(p.apiUrl ? { apiUrl: p.apiUrl } : {}),
+    ...(p.mode ? { mode: p.mode } : {}),
   };
 }
 

@@ -18,6 +18,9 @@ import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } 
 
 export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready', SANDBOX_CONDITION] as const;
 
+/** Platforms whose events the gateway receives on a hook URL: Slack, and Telegram unless it long-polls. */
+const receivesWebhooks = (p: Agent['spec']['platforms'][number]) => p.type === 'slack' || (p.type === 'telegram' && p.mode !== 'polling');
+
 const cond = (type: string, status: ConditionInput['status'], reason: string, message: string): ConditionInput => ({ type, status, reason, message });
 
 function notReady(profile: ConditionInput, credentials: ConditionInput, ready: ConditionInput, fields: Record<string, unknown> = {}): StatusDraft {
@@ -78,8 +81,8 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   const dedicated = agent.spec.runtime.mode === 'dedicated';
   const base = dedicated ? `http://${childName(name)}.${namespace}.svc:8080` : ctx.gatewayUrl;
   const url = `${base}/v1/agents/${namespace}/${name}/messages`;
-  // Platforms that receive webhooks (today Slack's Events API): the URL to paste into the app's settings.
-  const hooks = agent.spec.platforms.filter((p) => p.type === 'slack').map((p) => `${base}/hooks/${p.type}/${namespace}/${name}`);
+  // Platforms that receive webhooks (Slack's Events API, Telegram unless it long-polls): the URL to paste into the app's settings.
+  const hooks = agent.spec.platforms.filter(receivesWebhooks).map((p) => `${base}/hooks/${p.type}/${namespace}/${name}`);
   const sandbox = await sandboxCondition(ctx, compiled);
   return {
     applied: true,

@@ -15,6 +15,7 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerMessageRoutes } from './routes/messages.js';
 import { registerOpenAiRoutes } from './routes/openai.js';
 import { registerSlackRoutes } from './routes/slack.js';
+import { registerTelegramRoutes } from './routes/telegram.js';
 import { registerTracing } from './tracing.js';
 
 export interface AppOptions {
@@ -56,6 +57,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   registerAdmissionEventRoutes(app, ctx);
   registerOpenAiRoutes(app, ctx);
   registerSlackRoutes(app, ctx);
+  registerTelegramRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
 
   // Long-lived platform connections (Socket Mode, long polling, the Discord Gateway): only for a
