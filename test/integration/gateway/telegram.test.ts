@@ -70,7 +70,7 @@ afterAll(async () => {
 
 const post = (body: string, headers: Record<string, string>, url = hook) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 const secretHeader = (secret = WEBHOOK_SECRET) => ({ 'x-telegram-bot-api-secret-token': secret });
-const update = (m: TelegramMessageInput) => ({ update_id: hookTg.nextUpdateId(), ...telegramMessage(m) });
+const update = (m: TelegramMessageInput): { update_id: number; message?: unknown } => ({ update_id: hookTg.nextUpdateId(), ...telegramMessage(m) });
 const send = async (m: TelegramMessageInput) => {
   const u = update(m);
   const res = await post(JSON.stringify(u), secretHeader());

@@ -45,7 +45,7 @@ describe('TelegramSender', () => {
   });
 
   it('a refused token is an error that does not contain the token; the deadline aborts the call', async () => {
-    const err = await sender('424242:wrong').send({ kind: 'telegram', chatId: -4 }, 'x', never()).catch((e: unknown) => e as Error);
+    const err = await sender('424242:wrong').send({ kind: 'telegram', chatId: -4 }, 'x', never()).then(() => new Error('sent'), (e: unknown) => e as Error);
     expect(err.message).toMatch(/401/);
     expect(err.message).not.toContain('424242:wrong');
     const gone = new AbortController();
