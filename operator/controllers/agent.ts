@@ -19,7 +19,7 @@ import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } 
 export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready', SANDBOX_CONDITION] as const;
 
 /** Platforms whose events the gateway receives on a hook URL: Slack, and Telegram unless it long-polls. */
-const receivesWebhooks = (p: Agent['spec']['platforms'][number]) => p.type === 'slack' || (p.type === 'telegram' && p.mode !== 'polling');
+export const receivesWebhooks = (p: Agent['spec']['platforms'][number]) => p.type === 'slack' || (p.type === 'telegram' && p.mode !== 'polling');
 
 const cond = (type: string, status: ConditionInput['status'], reason: string, message: string): ConditionInput => ({ type, status, reason, message });
 
