@@ -95,6 +95,8 @@ export const telegramPolling: Connector = {
       } catch (err) {
         if (signal.aborted) break;
         failures++;
+        // A refused token (revoked, replaced in the Secret): read it again before the next try.
+        if (err instanceof GrammyError && (err.error_code === 401 || err.error_code === 404)) ready = undefined;
         const wait = backoffAfter(err, failures);
         log.warn({ reason: describe(err), retryInMs: wait }, 'Telegram polling failed; retrying');
         await sleep(wait, signal);
