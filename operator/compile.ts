@@ -108,6 +108,7 @@ function compilePlatform(p: Agent['spec']['platforms'][number]): NonNullable<Com
     ...(p.apiUrl ? { apiUrl: p.apiUrl } : {}),
     ...(p.toolsets ? { toolsets: p.toolsets } : {}),
     ...(p.callbackUrl ? { callbackUrl: p.callbackUrl } : {}),
+    ...(p.mode ? { mode: p.mode } : {}),
   };
 }
 

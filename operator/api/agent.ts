@@ -15,9 +15,10 @@ export const platformSchema = withRules(z.object({
   allowAll: z.boolean().default(false).describe('Let everyone on the platform talk to the agent (no allowlist). Off by default.'),
   dmPairing: z.boolean().default(true).describe('Unknown users may request access in a DM; an admin approves with a pairing code.'),
   groupPolicy: z.enum(['mention', 'all', 'off']).default('mention').describe('In group channels: answer when mentioned, to every message, or never.'),
-  apiUrl: z.string().url().optional().describe('Base URL of the platform\'s API for this agent (e.g. an egress proxy); unset: the install\'s (HERMES_SLACK_API_URL, default https://slack.com/api/; HERMES_TEAMS_API_URL, default the activity\'s serviceUrl). The bot token from credentials is sent there.'),
+  apiUrl: z.string().url().optional().describe('Base URL of the platform\'s API for this agent (e.g. an egress proxy); unset: the install\'s (HERMES_SLACK_API_URL, HERMES_TELEGRAM_API_URL, HERMES_DISCORD_API_URL, HERMES_TEAMS_API_URL — see the README). The bot token from credentials is sent there.'),
   toolsets: z.array(z.string().min(1)).max(64).optional().describe('Toolsets offered in turns that come from this platform (only those the Profile enables). Unset: all of the Profile\'s, except on the webhook platform, whose default is the restricted set for untrusted input (clock, web, vision, clarify).'),
   callbackUrl: z.string().url().optional().describe('webhook only: replies are POSTed here, signed with WEBHOOK_SECRET like inbound requests. Unset: replies are only stored (read them with a signed GET on the hook URL).'),
+  mode: z.enum(['webhook', 'polling']).optional().describe('Telegram: how updates arrive. webhook (default): Telegram POSTs them to the gateway\'s hook URL (status.hooks), checked against TELEGRAM_WEBHOOK_SECRET; polling: one gateway replica long-polls getUpdates (no public URL needed; the bot\'s webhook is deleted).'),
 }), [{
   rule: '!(self.allowAll && size(self.allowlist) > 0)',
   message: 'allowAll and allowlist are exclusive: drop the allowlist or set allowAll to false',
@@ -26,6 +27,10 @@ export const platformSchema = withRules(z.object({
   rule: '!has(self.callbackUrl) || self.type == \'webhook\'',
   message: 'callbackUrl is only for the webhook platform',
   check: (p) => p.callbackUrl === undefined || p.type === 'webhook',
+}, {
+  rule: '!has(self.mode) || self.type == \'telegram\'',
+  message: 'mode (webhook | polling) applies to telegram platforms only',
+  check: (p) => p.mode === undefined || p.type === 'telegram',
 }]);
 export type Platform = z.infer<typeof platformSchema>;
 
@@ -53,7 +58,7 @@ export const agentStatusSchema = z.object({
   platforms: z.string().optional().describe('Configured platform types, comma-separated.'),
   revision: z.string().optional().describe('Hash of the compiled revision in Postgres.'),
   url: z.string().optional().describe('Message API URL of this agent on the gateway.'),
-  hooks: z.array(z.string()).optional().describe('Inbound webhook URLs of the agent\'s chat platforms on the gateway (paste them into the platform\'s app settings), e.g. <gateway>/hooks/slack/<namespace>/<name>.'),
+  hooks: z.array(z.string()).optional().describe('Inbound webhook URLs of the agent\'s chat platforms on the gateway (paste them into the platform\'s app settings), e.g. <gateway>/hooks/slack/<namespace>/<name> (telegram: webhook mode only).'),
   openaiModel: z.string().optional().describe('Model name to use with the OpenAI-compatible endpoint.'),
 });
 

@@ -18,8 +18,9 @@ import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } 
 
 export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready', SANDBOX_CONDITION] as const;
 
-/** Platforms whose events arrive as webhooks on the gateway: their URLs go into the status (`hooks`). */
+/** Platforms whose events the gateway receives on a hook URL: Slack, Teams, signed webhooks, and Telegram unless it long-polls. */
 const HOOK_PLATFORMS: ReadonlySet<string> = new Set(['slack', 'teams', 'webhook']);
+export const receivesWebhooks = (p: Agent['spec']['platforms'][number]) => HOOK_PLATFORMS.has(p.type) || (p.type === 'telegram' && p.mode !== 'polling');
 
 const cond = (type: string, status: ConditionInput['status'], reason: string, message: string): ConditionInput => ({ type, status, reason, message });
 
@@ -81,8 +82,8 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   const dedicated = agent.spec.runtime.mode === 'dedicated';
   const base = dedicated ? `http://${childName(name)}.${namespace}.svc:8080` : ctx.gatewayUrl;
   const url = `${base}/v1/agents/${namespace}/${name}/messages`;
-  // Platforms that receive webhooks (Slack's Events API, Teams' messaging endpoint, signed webhooks): the URL to paste into the app's settings.
-  const hooks = agent.spec.platforms.filter((p) => HOOK_PLATFORMS.has(p.type)).map((p) => `${base}/hooks/${p.type}/${namespace}/${name}`);
+  // Platforms that receive webhooks (Slack's Events API, Telegram unless it long-polls): the URL to paste into the app's settings.
+  const hooks = agent.spec.platforms.filter(receivesWebhooks).map((p) => `${base}/hooks/${p.type}/${namespace}/${name}`);
   const sandbox = await sandboxCondition(ctx, compiled);
   return {
     applied: true,

@@ -107,6 +107,20 @@ async function slackHookPaths(rt: Runtime, agents: string[]): Promise<string[]> 
   return out;
 }
 
+/** What each loaded agent with a telegram platform needs: its webhook path, or that the gateway polls. */
+async function telegramLines(rt: Runtime, agents: string[], gatewayUrl: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const key of agents) {
+    const [ns, name] = key.split('/') as [string, string];
+    const tg = (await findAgent(rt.db.pool, ns, name))?.compiled.platforms?.find((p) => p.type === 'telegram');
+    if (!tg) continue;
+    out.push(tg.mode === 'polling'
+      ? `  Telegram:       ${key} long-polls the Bot API (no URL to set; see README "Connect Telegram")`
+      : `  Telegram hook:  ${gatewayUrl}/hooks/telegram/${ns}/${name}   (setWebhook url, with secret_token; see README "Connect Telegram")`);
+  }
+  return out;
+}
+
 /** What `hermes dev` prints once it runs: where to reach it, with what key, and what to try. */
 function printBanner(b: { rt: Runtime; gw: { url: string; metricsUrl?: string | undefined }; apiKey: string; agents: string[]; keyless: string[]; slackHooks: string[]; podsInCluster: boolean }): void {
   const { gw, apiKey } = b;
@@ -165,6 +179,7 @@ export const devCommand = new Command('dev')
     const worker = await startWorker({ ...rt, secrets, instance, kubeConfig: clusterKubeConfig });
     const gw = await startGatewayOn(rt, secrets);
     printBanner({ rt, gw, apiKey, agents, keyless, slackHooks: await slackHookPaths(rt, agents), podsInCluster: opts.k8s === true && rt.config.HERMES_SANDBOX_BACKEND === 'kubernetes' });
+    for (const line of await telegramLines(rt, agents, gw.url)) say(line);
     say('Press Ctrl-C to stop.');
     onShutdown(rt.log, async () => {
       await gw.close();

@@ -96,12 +96,14 @@ export const compiledAgentSchema = z.object({
     allowAll: z.boolean(),
     dmPairing: z.boolean(),
     groupPolicy: z.enum(['mention', 'all', 'off']),
-    /** The platform's API base URL for this agent (absent: the install's, e.g. HERMES_SLACK_API_URL). */
+    /** The platform's API base URL for this agent (absent: the install's, e.g. HERMES_SLACK_API_URL, HERMES_TELEGRAM_API_URL). */
     apiUrl: z.string().url().optional(),
     /** Toolsets offered in turns from this platform (each also enabled for the agent); absent: the platform's default (all, or the restricted webhook set). */
     toolsets: z.array(z.string()).optional(),
     /** Signed webhook: where replies are POSTed (signed with the platform's secret); absent: replies are only stored. */
     callbackUrl: z.string().url().optional(),
+    /** Telegram: webhook (absent: the default) or long polling by one leader-elected gateway replica. */
+    mode: z.enum(['webhook', 'polling']).optional(),
   })).optional(),
   admins: z.array(z.string()).optional(),
   /**

@@ -18,6 +18,7 @@ export const errorCatalogue = {
   HERMES_UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send Content-Type: application/json.' },
   HERMES_PLATFORM_SECRETS_UNAVAILABLE: { status: 503, message: 'The gateway cannot read platform secrets right now; nothing was accepted. Retry later.' },
   HERMES_PLATFORM_KEYS_UNAVAILABLE: { status: 503, message: 'The gateway cannot fetch the platform\'s token signing keys (OpenID metadata) right now; nothing was accepted. Retry later.' },
+  HERMES_PLATFORM_UNAVAILABLE: { status: 503, message: 'The chat platform\'s API did not answer (the bot\'s identity could not be read); nothing was accepted. Retry later.' },
   HERMES_STORE_UNAVAILABLE: { status: 503, message: 'The ledger (Postgres) is unavailable; nothing was accepted. Retry later.' },
   HERMES_REPLY_TIMEOUT: { status: 504, message: 'The turn did not finish in time; the message is accepted and its reply will still be recorded.' },
   HERMES_TURN_FAILED: { status: 502, message: 'The agent could not answer.' },

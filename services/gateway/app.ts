@@ -20,6 +20,7 @@ import { registerSessionRoutes } from './routes/sessions.js';
 import { registerSlackRoutes } from './routes/slack.js';
 import { registerTeamsRoutes } from './routes/teams.js';
 import { registerWebhookRoutes } from './routes/webhook.js';
+import { registerTelegramRoutes } from './routes/telegram.js';
 import { registerTracing } from './tracing.js';
 
 export interface AppOptions {
@@ -66,6 +67,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   registerSlackRoutes(app, ctx);
   registerTeamsRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
+  registerTelegramRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
 
   // Long-lived platform connections (Socket Mode, long polling, the Discord Gateway): only for a

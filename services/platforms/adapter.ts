@@ -3,7 +3,7 @@
 //   authorise → session key → admission (the gateway's generic part, gateway/platform-admission.ts).
 // Outbound, for the delivery worker: send (split to the platform's limit), edit, and a typed
 // RateLimited error that the ledger turns into `not_before` without spending an attempt.
-// One module per platform (slack/ today); Telegram, Discord and Teams add theirs beside it.
+// One module per platform (slack/, telegram/); Discord and Teams add theirs beside them.
 import type { CompiledAgent, SecretRef } from '../core/index.js';
 
 export type PlatformSettings = NonNullable<CompiledAgent['platforms']>[number];

@@ -22,7 +22,7 @@ import { runCurator } from '../agent/index.js';
 
 export { drainSession } from './session-drainer.js';
 export { deliver, type DeliveryAdapter } from './delivery.js';
-export { platformAdapters, slackDelivery, teamsDelivery, webhookDelivery } from './platform-delivery.js';
+export { platformAdapters, slackDelivery, teamsDelivery, telegramDelivery, webhookDelivery } from './platform-delivery.js';
 export { createLoopDeps, type LoopDeps, type LoopOptions } from './turn-runner.js';
 export { startWorkerProbes, type RunningProbes } from './probes.js';
 

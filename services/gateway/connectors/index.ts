@@ -2,8 +2,9 @@
 // platform module that can connect out (Slack Socket Mode, Telegram long polling, the Discord
 // Gateway) adds its Connector to `platformConnectors`.
 import type { Connector } from './supervisor.js';
+import { telegramPolling } from './telegram.js';
 
 export * from './supervisor.js';
 
 /** Every connector the gateway runs. */
-export const platformConnectors: readonly Connector[] = [];
+export const platformConnectors: readonly Connector[] = [telegramPolling];

@@ -1,7 +1,7 @@
 // A gateway and a worker's probe server through a real Postgres outage (a private server,
 // stopped and started): /healthz answers throughout, /readyz is 503 while Postgres is down —
 // naming it, without its address or the driver's text — and 200 again after; requests get a 503
-// instead of hanging (a Slack event too, so Slack retries it); the config listener comes back as
+// instead of hanging (a Slack event and a Telegram update too, so the platform retries them); the config listener comes back as
 // one connection; no process crashes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -18,6 +18,7 @@ import type { Redis } from 'ioredis';
 import { compiledAgent, testKey } from '../gateway/harness.js';
 import { staticSecrets } from '../../../services/agent/index.js';
 import { slackEvent, slackSignedHeaders } from '../../support/fake-slack.js';
+import { startFakeTelegram, telegramMessage, type FakeTelegram } from '../../support/fake-telegram.js';
 import { privatePostgres, type PrivatePostgres } from '../../support/postgres-server.js';
 import { eventually, testConfig } from '../../support/services.js';
 
@@ -29,6 +30,7 @@ let redis: Redis;
 let queues: Queues;
 let app: FastifyInstance;
 let probes: RunningProbes;
+let fakeTg: FakeTelegram;
 
 beforeAll(async () => {
   server = await privatePostgres();
@@ -38,15 +40,19 @@ beforeAll(async () => {
   await admin.end();
   const url = server.urlFor('hermes');
   await applyMigrations(url);
-  config = testConfig(url, { HERMES_WORKER_PORT: 0, HERMES_HOST: '127.0.0.1' });
+  fakeTg = await startFakeTelegram(tgToken);
+  config = testConfig(url, { HERMES_WORKER_PORT: 0, HERMES_HOST: '127.0.0.1', HERMES_TELEGRAM_API_URL: fakeTg.url });
   db = openDb(url);
   agents = new AgentCache(db, url, { listener: { initialBackoffMs: 20, maxBackoffMs: 200 } });
   await agents.start();
-  await publishRevision(db, { ...compiledAgent('demo'), platforms: [{ type: 'slack', credentialsSecret: 'slack', allowlist: [], allowAll: true, dmPairing: false, groupPolicy: 'mention' }] });
+  await publishRevision(db, { ...compiledAgent('demo'), platforms: [
+    { type: 'slack', credentialsSecret: 'slack', allowlist: [], allowAll: true, dmPairing: false, groupPolicy: 'mention' },
+    { type: 'telegram', credentialsSecret: 'slack', allowlist: [], allowAll: true, dmPairing: false, groupPolicy: 'mention' },
+  ] });
   redis = connectRedis(config.REDIS_URL, { failFast: true });
   queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
   const log = createLogger('test', config.HERMES_LOG_LEVEL);
-  const secrets = staticSecrets([{ namespace: 'default', name: 'slack', data: { SLACK_SIGNING_SECRET: signingSecret } }]);
+  const secrets = staticSecrets([{ namespace: 'default', name: 'slack', data: { SLACK_SIGNING_SECRET: signingSecret, TELEGRAM_BOT_TOKEN: tgToken, TELEGRAM_WEBHOOK_SECRET: signingSecret } }]);
   app = buildGatewayApp({ config, db, redis, queues, agents, log, metrics: createMetrics('gateway'), secrets, tuning: { readinessTimeoutMs: 1_000 } });
   await app.ready();
   probes = await startWorkerProbes({ config, db, redis, log, metrics: createMetrics('worker') }, { readinessTimeoutMs: 1_000 });
@@ -59,6 +65,7 @@ afterAll(async () => {
   await agents?.close();
   await db?.close();
   await server?.cleanup();
+  await fakeTg?.close();
 });
 
 const signingSecret = 'outage-signing-secret';
@@ -68,6 +75,15 @@ const slackDm = (text: string) => {
   const payload = JSON.stringify(slackEvent({ user: 'U1', text, channel: 'D1', channelType: 'im' }).body);
   return app.inject({ method: 'POST', url: '/hooks/slack/default/demo', headers: slackSignedHeaders(signingSecret, payload), payload });
 };
+
+const tgToken = '777:outage-telegram-token';
+let updateId = 1;
+/** A Telegram DM update with the webhook's secret token: Telegram re-sends anything but a 2xx. */
+const telegramDm = (text: string) => app.inject({
+  method: 'POST', url: '/hooks/telegram/default/demo',
+  headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': signingSecret },
+  payload: JSON.stringify({ update_id: updateId++, ...telegramMessage({ chat: { id: 5, type: 'private' }, from: { id: 5 }, text }) }),
+});
 
 const listeners = async () => {
   const c = new pg.Client({ connectionString: server.url });
@@ -97,6 +113,7 @@ describe('a Postgres outage', () => {
     for (const probe of [gatewayProbe, workerProbe]) await eventually(async () => (await probe('/readyz')).status === 200, 'ready (Redis connected)');
     expect((await post('before')).statusCode).toBe(202);
     expect((await slackDm('before')).statusCode).toBe(200);
+    expect((await telegramDm('before')).statusCode).toBe(200);
 
     await server.stop('immediate');
     for (const probe of [gatewayProbe, workerProbe]) {
@@ -117,6 +134,9 @@ describe('a Postgres outage', () => {
     const slackRefused = await slackDm('during');
     expect(slackRefused.statusCode).toBe(503);
     expect(slackRefused.json().error.code).toBe('HERMES_STORE_UNAVAILABLE');
+    const telegramRefused = await telegramDm('during');
+    expect(telegramRefused.statusCode).toBe(503);
+    expect(telegramRefused.json().error.code).toBe('HERMES_STORE_UNAVAILABLE');
 
     await server.start();
     for (const probe of [gatewayProbe, workerProbe]) {
@@ -125,6 +145,7 @@ describe('a Postgres outage', () => {
     }
     expect((await post('after')).statusCode).toBe(202);
     expect((await slackDm('after')).statusCode).toBe(200);
+    expect((await telegramDm('after')).statusCode).toBe(200);
     await eventually(() => agents.listening, 'the config listener back');
     expect(await listeners()).toBe(1);
   });

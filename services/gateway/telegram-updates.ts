@@ -1,0 +1,50 @@
+// What the webhook route and the long-polling connector share for one Telegram update, once it is
+// known to come from Telegram: the bot's identity (getMe, cached), normalise, admit.
+import type { FastifyBaseLogger } from 'fastify';
+import { HermesError, type AgentRecord, type TraceCarrier } from '../core/index.js';
+import { telegram, type PlatformSettings } from '../platforms/index.js';
+import type { GatewayContext } from './context.js';
+import { admitPlatformEvent, type PlatformAdmission } from './platform-admission.js';
+
+/** getMe answers for this process, filled only for verified requests and polled bots. */
+export const botIdentities = new telegram.BotIdentities();
+
+/** The Bot API options for an agent's telegram platform and its token. */
+export const apiOptions = (ctx: GatewayContext, settings: PlatformSettings, token: string): telegram.TelegramApiOptions =>
+  ({ token, apiUrl: telegram.telegramApiUrl(settings, ctx.deps.config.HERMES_TELEGRAM_API_URL) });
+
+/** getMe, as a 503 when Telegram does not answer (the platform retries the webhook). */
+export async function botIdentity(opts: telegram.TelegramApiOptions, log: FastifyBaseLogger): Promise<telegram.BotIdentity> {
+  try {
+    return await botIdentities.get(opts);
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'Could not read the Telegram bot\'s identity (getMe)');
+    throw new HermesError('HERMES_PLATFORM_UNAVAILABLE');
+  }
+}
+
+export type UpdateOutcome = PlatformAdmission | { outcome: 'ignored'; reason: string };
+
+/** Normalises and admits one update; too long a text is a HermesError (400 on the webhook). */
+export async function admitTelegramUpdate(
+  ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, update: telegram.TelegramUpdate, via: { bot: telegram.BotIdentity; trace: TraceCarrier; log: FastifyBaseLogger },
+): Promise<UpdateOutcome> {
+  const normalised = telegram.normaliseTelegram(update, settings, via.bot);
+  if (normalised.kind !== 'message') return { outcome: 'ignored', reason: normalised.kind === 'ignore' ? normalised.reason : `a ${normalised.kind}` };
+  const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;
+  if (normalised.event.text.length > maxChars) throw new HermesError('HERMES_BAD_REQUEST', `The message has ${normalised.event.text.length} characters; this gateway takes at most ${maxChars} (HERMES_MAX_MESSAGE_CHARS).`);
+  return admitPlatformEvent(ctx, agent, settings, normalised.event, { trace: via.trace, log: via.log });
+}
+
+/** Reads one key of the platform's Secret; a read failure is a 503 (logged), a missing key undefined. */
+export async function telegramSecret(ctx: GatewayContext, log: FastifyBaseLogger, namespace: string, settings: PlatformSettings, key: string): Promise<string | undefined> {
+  const { secrets } = ctx.deps;
+  if (!secrets) throw new HermesError('HERMES_PLATFORM_SECRETS_UNAVAILABLE', 'This gateway was started without a secret source (HERMES_SECRETS_SOURCE).');
+  const ref = { name: settings.credentialsSecret, key };
+  try {
+    return (await secrets.resolve(namespace, ref)) || undefined;
+  } catch (err) {
+    log.warn({ err, namespace, secret: ref.name, key }, 'Could not read the Telegram secret');
+    throw new HermesError('HERMES_PLATFORM_SECRETS_UNAVAILABLE');
+  }
+}
