@@ -5,6 +5,7 @@ import type { PlatformSettings } from './adapter.js';
 
 export * from './adapter.js';
 export * as slack from './slack/index.js';
+export * as discord from './discord/index.js';
 
 /** The agent's settings for `type`, when it has that platform. */
 export const platformOf = (agent: CompiledAgent, type: string): PlatformSettings | undefined => agent.platforms?.find((p) => p.type === type);
