@@ -78,8 +78,8 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   const dedicated = agent.spec.runtime.mode === 'dedicated';
   const base = dedicated ? `http://${childName(name)}.${namespace}.svc:8080` : ctx.gatewayUrl;
   const url = `${base}/v1/agents/${namespace}/${name}/messages`;
-  // Platforms that receive webhooks (today Slack's Events API): the URL to paste into the app's settings.
-  const hooks = agent.spec.platforms.filter((p) => p.type === 'slack').map((p) => `${base}/hooks/${p.type}/${namespace}/${name}`);
+  // Platforms that receive webhooks (Slack's Events API, Discord's interactions endpoint): the URL to paste into the app's settings.
+  const hooks = agent.spec.platforms.filter((p) => p.type === 'slack' || p.type === 'discord').map((p) => `${base}/hooks/${p.type}/${namespace}/${name}`);
   const sandbox = await sandboxCondition(ctx, compiled);
   return {
     applied: true,
