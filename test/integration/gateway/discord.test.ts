@@ -4,7 +4,7 @@
 // webhooks. The Gateway connection is held by one of two connector supervisors (two gateway
 // replicas) on the same database, and fails over between them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObligationForAdmission, type CompiledAgent } from '../../../services/core/index.js';
+import { getObligationForAdmission, sha256, type CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { createContext, type GatewayContext } from '../../../services/gateway/context.js';
 import { discordConnector, startConnectors, type ConnectorSupervisor } from '../../../services/gateway/connectors/index.js';
@@ -303,6 +303,38 @@ describe('Discord Gateway failover between two gateway replicas', () => {
     } finally {
       await supB.stop();
       await ctxB.close();
+    }
+  });
+
+  it('drops the connection when its holder\'s Postgres session dies; exactly one replica holds it again, nothing admitted twice', async () => {
+    const secrets = staticSecrets([testModelSecret, { namespace: 'default', name: 'discord', data: { DISCORD_BOT_TOKEN: BOT_TOKEN } }]);
+    const ctxs = [createContext({ ...rt, secrets }), createContext({ ...rt, secrets })];
+    const sups = ctxs.map((c) => startConnectors(c, [discordConnector], leaderOpts));
+    const leaders = () => sups.filter((x) => x.leading().length === 1).length;
+    try {
+      await eventually(() => (leaders() === 1 && fake.live().length === 1) || undefined, 'one replica connected');
+      const m1 = fake.dispatchMessage({ content: 'before the kill', authorId: ALICE, channelId: '300000000000000800' });
+      await admissionOf(m1.id as string);
+      const identifies = fake.gatewayLog.filter((l) => l.op === 'identify').length;
+      // The holder's lock session dies (a crashed replica, a cut network path): Postgres frees the lock.
+      const lock = `hermes-connection:discord-gateway:${sha256(BOT_TOKEN).slice(0, 16)}`;
+      const killed = await rt.db.pool.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+           AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)`, [lock]);
+      expect(killed.rowCount).toBe(1);
+      await eventually(() => (fake.gatewayLog.filter((l) => l.op === 'identify').length === identifies + 1 && fake.live().length === 1 && leaders() === 1) || undefined, 'a new holder connected');
+      await new Promise((r) => setTimeout(r, 500));
+      expect(fake.live()).toHaveLength(1);
+      expect(leaders()).toBe(1);
+      fake.dispatchMessage({ id: m1.id as string, content: 'before the kill', authorId: ALICE, channelId: '300000000000000800' });
+      const m2 = fake.dispatchMessage({ content: 'after the kill', authorId: ALICE, channelId: '300000000000000800' });
+      await delivered('answer to: after the kill');
+      await admissionOf(m2.id as string);
+      expect(modelCalls('before the kill')).toBe(1);
+      expect(messagesWith('answer to: before the kill')).toHaveLength(1);
+    } finally {
+      for (const x of sups) await x.stop();
+      for (const c of ctxs) await c.close();
     }
   });
 });
