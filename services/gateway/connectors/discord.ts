@@ -3,8 +3,8 @@
 // supervisor's leader lock is named by a hash of the bot token); a bot without a token in its
 // Secret has none. Each MESSAGE_CREATE is normalised, admitted (deduplicated by message id), and
 // only then is the Gateway's sequence advanced; a failed admission resumes before the message.
-import { sha256, type AgentRecord, type Logger } from '../../core/index.js';
-import { discord, type PlatformSettings } from '../../platforms/index.js';
+import { isStoreUnavailable, sha256, type AgentRecord, type Logger } from '../../core/index.js';
+import { discord, type InboundEvent, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
 import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
 import type { Connector } from './supervisor.js';
@@ -61,8 +61,22 @@ async function onMessage(link: Link, botUserId: string | undefined, d: unknown):
     log.warn({ message: m.id, chars: normalised.event.text.length }, 'Ignored a Discord message longer than HERMES_MAX_MESSAGE_CHARS');
     return;
   }
-  const admitted = await admitPlatformEvent(ctx, agent, settings, normalised.event, { trace: {}, log });
-  log.info({ platform: 'discord', eventId: m.id, ...admitted }, 'Admitted Discord message');
+  await admitOrSkip(link, normalised.event);
+}
+
+/**
+ * Postgres (or Redis) unavailable: rethrown, so the connection resumes before this message and
+ * Discord sends it again. Anything else would fail again the same way: logged and skipped.
+ */
+async function admitOrSkip(link: Link, event: InboundEvent): Promise<void> {
+  const { ctx, agent, settings, log } = link;
+  try {
+    const admitted = await admitPlatformEvent(ctx, agent, settings, event, { trace: {}, log });
+    log.info({ platform: 'discord', eventId: event.eventId, ...admitted }, 'Admitted Discord message');
+  } catch (err) {
+    if (isStoreUnavailable(err) || ((err as { statusCode?: number }).statusCode ?? 0) >= 500) throw err;
+    log.error({ err, message: event.eventId }, 'Could not admit a Discord message; skipped');
+  }
 }
 
 export const discordConnector: Connector = {

@@ -136,6 +136,7 @@ function connectOnce(opts: GatewayOptions, state: { session?: Session }, url: st
           if (state.session && seq !== null) state.session.seq = seq;
         } catch (err) {
           opts.log.warn({ err, event: f.t, seq }, 'Could not handle a Discord event; resuming before it so Discord sends it again');
+          established = false; // back off before the resume: whatever failed may take a while to return
           close(4000, 'an event could not be handled');
         }
       });

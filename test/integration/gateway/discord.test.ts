@@ -4,7 +4,7 @@
 // webhooks. The Gateway connection is held by one of two connector supervisors (two gateway
 // replicas) on the same database, and fails over between them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObligationForAdmission, sha256, type CompiledAgent } from '../../../services/core/index.js';
+import { getObligationForAdmission, openDb, sha256, type CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { createContext, type GatewayContext } from '../../../services/gateway/context.js';
 import { discordConnector, startConnectors, type ConnectorSupervisor } from '../../../services/gateway/connectors/index.js';
@@ -13,6 +13,7 @@ import { staticSecrets, type SecretData } from '../../../services/agent/index.js
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { askInteraction, discordSignedHeaders, discordTestKeys, snowflake, startFakeDiscord, type FakeDiscord } from '../../support/fake-discord.js';
+import { startTcpProxy } from '../../support/tcp-proxy.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { createTestAgent, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
 
@@ -337,4 +338,33 @@ describe('Discord Gateway failover between two gateway replicas', () => {
       for (const c of ctxs) await c.close();
     }
   });
+
+  it('resumes before a message whose admission met a Postgres outage, so Discord sends it again and it is admitted once', async () => {
+    const proxy = await startTcpProxy({ port: Number(new URL(database.url).port) });
+    const viaProxy = openDb(proxy.via(database.url), { queryTimeoutMs: 500 });
+    const secrets = staticSecrets([testModelSecret, { namespace: 'default', name: 'discord', data: { DISCORD_BOT_TOKEN: BOT_TOKEN } }]);
+    // This replica's ledger writes go through the proxy; its leader lock does not.
+    const ctx = createContext({ ...rt, db: viaProxy, secrets });
+    const sup = startConnectors(ctx, [discordConnector], leaderOpts);
+    try {
+      await eventually(() => (sup.leading().length === 1 && fake.live().length === 1) || undefined, 'connected');
+      const resumes = fake.gatewayLog.filter((l) => l.op === 'resume').length;
+      proxy.mode = 'reset';
+      proxy.strand();
+      const m = fake.dispatchMessage({ content: 'during the outage', authorId: ALICE, channelId: '300000000000000900' });
+      await eventually(() => fake.gatewayLog.filter((l) => l.op === 'resume').length > resumes || undefined, 'a RESUME after the failed admission');
+      const { rows } = await rt.db.pool.query(`SELECT 1 FROM inbound_events WHERE event_id = $1`, [m.id]);
+      expect(rows).toHaveLength(0);
+      proxy.mode = 'forward';
+      await delivered('answer to: during the outage');
+      const { rows: once } = await rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbound_events WHERE event_id = $1`, [m.id]);
+      expect(once[0]!.n).toBe(1);
+      expect(modelCalls('during the outage')).toBe(1);
+    } finally {
+      await sup.stop();
+      await ctx.close();
+      await viaProxy.close();
+      await proxy.close();
+    }
+  }, 30_000);
 });
