@@ -137,6 +137,21 @@ describe('Discord interactions the gateway refuses, touching nothing', () => {
   });
 });
 
+describe('Discord interactions when the secrets cannot be read', () => {
+  it('answers 503 (Discord shows the user an error; nothing is admitted)', async () => {
+    const broken = { source: 'kubernetes', resolve: () => Promise.reject(new Error('the apiserver is unreachable')) };
+    const other = await startGateway({ ...rt, secrets: broken as unknown as ReturnType<typeof staticSecrets> });
+    try {
+      const res = await signedPost(askInteraction({ prompt: 'secrets down', userId: ALICE, channelId: '300000000000000050', applicationId: fake.applicationId }), `${other.url}/hooks/discord/default/demo`);
+      expect(res.status).toBe(503);
+      const { rows } = await rt.db.pool.query(`SELECT 1 FROM admissions WHERE content = 'secrets down'`);
+      expect(rows).toHaveLength(0);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe('Discord /ask', () => {
   it('defers at once, then replaces "thinking…" with the reply through the interaction webhook; a duplicate is one turn', async () => {
     const interaction = askInteraction({ prompt: 'what is up?', userId: ALICE, channelId: '300000000000000010', applicationId: fake.applicationId });
