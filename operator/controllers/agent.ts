@@ -19,7 +19,7 @@ import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } 
 export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready', SANDBOX_CONDITION] as const;
 
 /** Platforms whose events the gateway receives on a hook URL: Slack, Teams, signed webhooks, and Telegram unless it long-polls. */
-const HOOK_PLATFORMS: ReadonlySet<string> = new Set(['slack', 'teams', 'webhook']);
+const HOOK_PLATFORMS: ReadonlySet<string> = new Set(['slack', 'discord', 'teams', 'webhook']);
 export const receivesWebhooks = (p: Agent['spec']['platforms'][number]) => HOOK_PLATFORMS.has(p.type) || (p.type === 'telegram' && p.mode !== 'polling');
 
 const cond = (type: string, status: ConditionInput['status'], reason: string, message: string): ConditionInput => ({ type, status, reason, message });
@@ -82,7 +82,7 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   const dedicated = agent.spec.runtime.mode === 'dedicated';
   const base = dedicated ? `http://${childName(name)}.${namespace}.svc:8080` : ctx.gatewayUrl;
   const url = `${base}/v1/agents/${namespace}/${name}/messages`;
-  // Platforms that receive webhooks (Slack's Events API, Telegram unless it long-polls): the URL to paste into the app's settings.
+  // Platforms that receive webhooks (Slack's Events API, Discord's interactions endpoint, Teams, signed webhooks, Telegram unless it long-polls): the URL to paste into the app's settings.
   const hooks = agent.spec.platforms.filter(receivesWebhooks).map((p) => `${base}/hooks/${p.type}/${namespace}/${name}`);
   const sandbox = await sandboxCondition(ctx, compiled);
   return {

@@ -7,7 +7,8 @@ const seconds = (def: number, doc: string) => z.coerce.number().positive().defau
 /** The provider keys the examples name, and the dev API key: what `hermes dev` allows by default. */
 export const DEV_SECRET_ENV: readonly string[] = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'HERMES_DEV_API_KEY', 'SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_APP_TOKEN',
   'TEAMS_APP_ID', 'TEAMS_APP_PASSWORD', 'TEAMS_TENANT_ID', 'WEBHOOK_SECRET',
-  'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET'];
+  'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET',
+  'DISCORD_BOT_TOKEN', 'DISCORD_PUBLIC_KEY', 'DISCORD_APPLICATION_ID'];
 
 export const configSchema = z.object({
   DATABASE_URL: z.string().url().describe('Postgres connection string (the ledger and all durable state).'),
@@ -74,6 +75,7 @@ export const configSchema = z.object({
   HERMES_BWRAP_ALLOWLIST: z.enum(['refuse', 'host']).default('refuse').describe('bubblewrap sandbox: what a Profile\'s network egress "allowlist" means, which bwrap cannot filter by destination: refuse (the call is degraded, nothing runs) or host (the host network, unfiltered, loopback services included).'),
   HERMES_SLACK_API_URL: z.string().url().default('https://slack.com/api/').describe('Base URL of Slack\'s Web API (chat.postMessage, chat.update) for agents whose slack platform sets no apiUrl: point it at an egress proxy or a test server.'),
   HERMES_TELEGRAM_API_URL: z.string().url().default('https://api.telegram.org').describe('Base URL of the Telegram Bot API (requests go to <url>/bot<token>/<method>) for agents whose telegram platform sets no apiUrl: point it at a local Bot API server, an egress proxy or a test server.'),
+  HERMES_DISCORD_API_URL: z.string().url().default('https://discord.com/api/v10').describe('Base URL of Discord\'s REST API (channel messages, interaction follow-ups, GET /gateway/bot — the Gateway URL comes from there) for agents whose discord platform sets no apiUrl: point it at an egress proxy or a test server.'),
   HERMES_CONNECTOR_REFRESH_SECONDS: z.coerce.number().positive().default(15).describe('How often each gateway re-reads the agents for the long-lived platform connections it campaigns for (Slack Socket Mode, Telegram long polling, the Discord Gateway): a new or changed agent connects within this time.'),
   HERMES_CONNECTORS: z.enum(['on', 'off']).default('on').describe('Whether this gateway campaigns for long-lived platform connections (off: webhooks only, e.g. for gateways that serve only HTTP).'),
   HERMES_TEAMS_OPENID_URL: z.string().url().default('https://login.botframework.com/v1/.well-known/openidconfiguration').describe('OpenID metadata the Bot Framework tokens on inbound Teams activities are checked against (issuer, signing keys via its jwks_uri).'),

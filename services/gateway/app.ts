@@ -11,6 +11,7 @@ import { registerRequestMetrics } from './request-metrics.js';
 import { registerAdminLearningRoutes } from './routes/admin-learning.js';
 import { registerAdmissionEventRoutes } from './routes/admission-events.js';
 import { registerAdmissionRoutes } from './routes/admissions.js';
+import { registerDiscordRoutes } from './routes/discord.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerMessageRoutes } from './routes/messages.js';
 import { registerOpenAiRoutes } from './routes/openai.js';
@@ -68,6 +69,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   registerTeamsRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
   registerTelegramRoutes(app, ctx);
+  registerDiscordRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
 
   // Long-lived platform connections (Socket Mode, long polling, the Discord Gateway): only for a

@@ -9,6 +9,7 @@ export * as slack from './slack/index.js';
 export * as teams from './teams/index.js';
 export * as webhook from './webhook/index.js';
 export * as telegram from './telegram/index.js';
+export * as discord from './discord/index.js';
 
 /** The agent's settings for `type`, when it has that platform. */
 export const platformOf = (agent: CompiledAgent, type: string): PlatformSettings | undefined => agent.platforms?.find((p) => p.type === type);

@@ -2,7 +2,7 @@
 // current revision and the bot token by reference (ADR 0001: the Secret named by the platform's
 // credentials, in the Agent's namespace), then sends through the platform module.
 import type { AgentCache, Config, Obligation } from '../core/index.js';
-import { platformOf, slack, teams, telegram, webhook, type PlatformSettings } from '../platforms/index.js';
+import { discord, platformOf, slack, teams, telegram, webhook, type PlatformSettings } from '../platforms/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import type { DeliveryAdapter } from './delivery.js';
 
@@ -74,6 +74,26 @@ export function teamsDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
   };
 }
 
+/**
+ * Discord: a `/ask` reply through the interaction's webhook while its token lives (no bot token
+ * needed for that), else — and for Gateway messages — a channel message as the bot.
+ */
+export function discordDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
+  return {
+    async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
+      const agent = await deps.agents.getById(ob.agentId);
+      const settings = agent ? platformOf(agent.compiled, 'discord') : undefined;
+      if (!agent || !settings) throw new Undeliverable(`agent ${ob.agentId} has no discord platform any more`);
+      const namespace = agent.compiled.agent.namespace;
+      const ref = { name: settings.credentialsSecret, key: discord.DISCORD_KEYS.botToken };
+      const token = await deps.secrets.resolve(namespace, ref);
+      if (!token) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
+      const sender = new discord.DiscordSender({ token, apiUrl: discord.discordApiUrl(settings, deps.config.HERMES_DISCORD_API_URL) });
+      await sender.send(ob.target as { kind: string }, text, signal);
+    },
+  };
+}
+
 export function telegramDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
   return {
     async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
@@ -101,5 +121,5 @@ export function webhookDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
 
 /** The adapters a worker delivers with, by platform name. */
 export function platformAdapters(deps: PlatformDeliveryDeps): Map<string, DeliveryAdapter> {
-  return new Map([['slack', slackDelivery(deps)], ['teams', teamsDelivery(deps)], ['webhook', webhookDelivery(deps)], ['telegram', telegramDelivery(deps)]]);
+  return new Map([['slack', slackDelivery(deps)], ['teams', teamsDelivery(deps)], ['webhook', webhookDelivery(deps)], ['telegram', telegramDelivery(deps)], ['discord', discordDelivery(deps)]]);
 }

@@ -1,10 +1,12 @@
 // The platforms' long-lived connections (services/gateway/connectors/supervisor.ts). Each
 // platform module that can connect out (Slack Socket Mode, Telegram long polling, the Discord
 // Gateway) adds its Connector to `platformConnectors`.
+import { discordConnector } from './discord.js';
 import type { Connector } from './supervisor.js';
 import { telegramPolling } from './telegram.js';
 
 export * from './supervisor.js';
+export { discordConnector } from './discord.js';
 
 /** Every connector the gateway runs. */
-export const platformConnectors: readonly Connector[] = [telegramPolling];
+export const platformConnectors: readonly Connector[] = [telegramPolling, discordConnector];
