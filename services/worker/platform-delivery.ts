@@ -19,6 +19,8 @@ export class Undeliverable extends Error {
 
 export function slackDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
   return {
+    // The ledger splits and records each piece (a retry sends only the rest).
+    maxMessageChars: slack.SLACK_MAX_MESSAGE_CHARS,
     async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
       const agent = await deps.agents.getById(ob.agentId);
       const settings = agent ? platformOf(agent.compiled, 'slack') : undefined;

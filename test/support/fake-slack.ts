@@ -31,8 +31,10 @@ export interface FakeSlack {
   posts(): SlackCall[];
   /** The next `times` calls (after `skip` calls answered as usual) answer 429 with `Retry-After: retryAfterSeconds`. */
   rateLimitNext(times: number, retryAfterSeconds: number, skip?: number): void;
-  /** The next `times` calls answer HTTP `status` (a 5xx outage). */
-  failNext(times: number, status: number): void;
+  /** The next `times` calls (after `skip` calls answered as usual) answer HTTP `status` (a 5xx outage). */
+  failNext(times: number, status: number, skip?: number): void;
+  /** The next `times` calls are recorded (status 0) and never answered: a send whose fate the client cannot know. */
+  hangNext(times: number): void;
   /** Socket Mode (only with an app token given to startFakeSlack). */
   socket: FakeSocketMode;
   close(): Promise<void>;
@@ -134,7 +136,8 @@ export async function startFakeSlack(botToken: string, appToken?: string): Promi
   const socket = fakeSocketMode();
   const tickets = new Set<string>();
   let limited = { times: 0, retryAfter: 1, skip: 0 };
-  let failing = { times: 0, status: 503 };
+  let failing = { times: 0, status: 503, skip: 0 };
+  let hanging = 0;
   let ts = 1_700_000_000;
   const server: Server = createServer((req, res) => {
     void (async () => {
@@ -146,7 +149,13 @@ export async function startFakeSlack(botToken: string, appToken?: string): Promi
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(body));
       };
-      if (failing.times > 0) {
+      if (hanging > 0 && method !== 'apps.connections.open') {
+        hanging--;
+        calls.push({ method, args, token, status: 0, ok: false });
+        return;
+      }
+      if (failing.times > 0 && failing.skip > 0) failing.skip--;
+      else if (failing.times > 0) {
         failing.times--;
         answer(failing.status, { ok: false, error: 'fatal_error' });
         return;
@@ -190,7 +199,8 @@ export async function startFakeSlack(botToken: string, appToken?: string): Promi
     calls,
     posts: () => calls.filter((c) => c.method === 'chat.postMessage' && c.ok),
     rateLimitNext: (times, retryAfterSeconds, skip = 0) => { limited = { times, retryAfter: retryAfterSeconds, skip }; },
-    failNext: (times, status) => { failing = { times, status }; },
+    failNext: (times, status, skip = 0) => { failing = { times, status, skip }; },
+    hangNext: (times) => { hanging = times; },
     socket,
     close: () => new Promise((r) => { socket.closeAll(); wss.close(); server.closeAllConnections(); server.close(() => r()); }),
   };
