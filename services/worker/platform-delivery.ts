@@ -2,7 +2,7 @@
 // current revision and the bot token by reference (ADR 0001: the Secret named by the platform's
 // credentials, in the Agent's namespace), then sends through the platform module.
 import type { AgentCache, Config, Obligation } from '../core/index.js';
-import { platformOf, slack } from '../platforms/index.js';
+import { phraseCommands, platformOf, slack } from '../platforms/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import type { DeliveryAdapter } from './delivery.js';
 
@@ -30,7 +30,8 @@ export function slackDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
       const token = await deps.secrets.resolve(namespace, ref);
       if (!token) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
       const sender = new slack.SlackSender({ token, apiUrl: slack.slackApiUrl(settings, deps.config.HERMES_SLACK_API_URL) });
-      await sender.send(ob.target as { kind: string }, text, signal);
+      // Notices name commands as `/retry`; on Slack they are written `!retry`.
+      await sender.send(ob.target as { kind: string }, phraseCommands(text, slack.SLACK_COMMAND_PREFIX), signal);
     },
   };
 }
