@@ -16,6 +16,7 @@ import type { DeathRule } from './ledger/instances.js';
 import { freeDeadOwnersLeases } from './ledger/leases.js';
 import { abandonExpired, countDeliveriesByState, getObligationForAdmission, listAbandonedAttempts, listDueDeliveries, oldestPendingAgeSeconds, pruneDeliveries } from './ledger/deliveries.js';
 import { pruneToolResultSpills } from './ledger/spills.js';
+import { pruneProgressMessages } from './ledger/progress.js';
 
 type SweepConfig = Pick<Config, 'HERMES_INSTANCE_TTL_SECONDS' | 'HERMES_SWEEP_GRACE_SECONDS' | 'HERMES_DELIVERY_MAX_AGE_SECONDS' | 'HERMES_TOOL_RESULT_RETENTION_SECONDS'>;
 
@@ -96,6 +97,7 @@ export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, met
   report.prunedToolResults = await pruneToolResultSpills(db.pool, config.HERMES_TOOL_RESULT_RETENTION_SECONDS);
   report.prunedDeliveries = await pruneDeliveries(db.pool, DELIVERY_RETENTION.seconds, DELIVERY_RETENTION.perSession);
   metrics?.prunedDeliveries.inc(report.prunedDeliveries);
+  await pruneProgressMessages(db.pool, 86_400);
   metrics?.oldestPendingDeliverySeconds.set(await oldestPendingAgeSeconds(db.pool));
   if (metrics) for (const [state, n] of Object.entries(await countDeliveriesByState(db.pool))) metrics.deliveryObligations.set({ state }, n);
   return report;

@@ -112,6 +112,8 @@ export interface PlatformSender {
   send(target: ReplyTarget, text: string, signal: AbortSignal): Promise<SentMessage[]>;
   /** Replaces the text of a message sent before (progress messages). */
   edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void>;
+  /** Deletes a message sent before (the "working…" message once the reply is out). Optional. */
+  remove?(target: ReplyTarget, message: SentMessage, signal: AbortSignal): Promise<void>;
 }
 
 /**

@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { RateLimited, splitMessage } from '../platforms/index.js';
 import {
-  claimDelivery, deferDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed, recordPiecesSent,
+  claimDelivery, deferDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed, recordPiecesSent, takeProgressMessage,
   type Config, type Db, type Instance, type Judge, type Logger, type Metrics, type Obligation,
 } from '../core/index.js';
 
@@ -19,6 +19,18 @@ export interface DeliveryAdapter {
    * piece sends only the rest. Unset: the whole reply is one `send`.
    */
   maxMessageChars?: number;
+  /** The platform's "working…" message while a turn runs (worker/progress.ts); unset: no progress shown. */
+  progress?: ProgressChannel;
+}
+
+/** Where a turn's reply will go: its agent (for the platform settings and token) and target. */
+export interface ProgressRef { agentId: string; target: unknown }
+
+export interface ProgressChannel {
+  /** Posts a message; returns its reference. */
+  post(ref: ProgressRef, text: string, signal: AbortSignal): Promise<string | undefined>;
+  edit(ref: ProgressRef, messageId: string, text: string, signal: AbortSignal): Promise<void>;
+  remove(ref: ProgressRef, messageId: string, signal: AbortSignal): Promise<void>;
 }
 
 export interface DeliveryDeps {
@@ -115,6 +127,18 @@ async function defer(deps: DeliveryDeps, ob: Obligation, err: RateLimited, log: 
   return 'deferred';
 }
 
+/** The reply is out (or never will be): the turn's "working…" message goes. Best effort. */
+async function removeProgress(deps: DeliveryDeps, ob: Obligation, log: Logger): Promise<void> {
+  const channel = deps.adapters.get(ob.platform)?.progress;
+  if (!channel) return;
+  try {
+    const m = await takeProgressMessage(deps.db.pool, ob.admissionId);
+    if (m) await channel.remove({ agentId: ob.agentId, target: m.target }, m.messageId, AbortSignal.timeout(10_000));
+  } catch (err) {
+    log.debug({ err }, 'Could not remove the progress message (ignored)');
+  }
+}
+
 export async function deliver(deps: DeliveryDeps, obligationId: string): Promise<'delivered' | 'deferred' | 'skipped' | 'failed' | 'abandoned'> {
   const { config, db, instance } = deps;
   const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: deps.judge?.steady() ?? false };
@@ -134,6 +158,7 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
     })).catch((e: unknown) => { deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_failed' }); throw e; });
     deps.metrics.deliveries.inc({ platform: ob.platform, outcome: state ?? 'lost' });
     log.warn({ err, state }, 'Delivery attempt failed');
+    if (state === 'abandoned') await removeProgress(deps, ob, log);
     return state === 'abandoned' ? 'abandoned' : 'failed';
   }
   const ok = await retried(() => markDelivered(db.pool, ob.id, instance)).catch((e: unknown) => {
@@ -144,5 +169,6 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
   });
   deps.metrics.deliveries.inc({ platform: ob.platform, outcome: isSilence(ob.content) ? 'silent' : 'delivered' });
   if (ok) log.info('Delivered reply');
+  await removeProgress(deps, ob, log);
   return 'delivered';
 }

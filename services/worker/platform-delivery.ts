@@ -18,20 +18,29 @@ export class Undeliverable extends Error {
 }
 
 export function slackDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
+  /** The agent's Slack sender: its current settings and bot token (by reference). */
+  async function senderFor(agentId: string): Promise<slack.SlackSender> {
+    const agent = await deps.agents.getById(agentId);
+    const settings = agent ? platformOf(agent.compiled, 'slack') : undefined;
+    if (!agent || !settings) throw new Undeliverable(`agent ${agentId} has no slack platform any more`);
+    const namespace = agent.compiled.agent.namespace;
+    const ref = { name: settings.credentialsSecret, key: slack.SLACK_KEYS.botToken };
+    const token = await deps.secrets.resolve(namespace, ref);
+    if (!token) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
+    return new slack.SlackSender({ token, apiUrl: slack.slackApiUrl(settings, deps.config.HERMES_SLACK_API_URL) });
+  }
+  const target = (t: unknown) => t as { kind: string };
   return {
     // The ledger splits and records each piece (a retry sends only the rest).
     maxMessageChars: slack.SLACK_MAX_MESSAGE_CHARS,
     async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
-      const agent = await deps.agents.getById(ob.agentId);
-      const settings = agent ? platformOf(agent.compiled, 'slack') : undefined;
-      if (!agent || !settings) throw new Undeliverable(`agent ${ob.agentId} has no slack platform any more`);
-      const namespace = agent.compiled.agent.namespace;
-      const ref = { name: settings.credentialsSecret, key: slack.SLACK_KEYS.botToken };
-      const token = await deps.secrets.resolve(namespace, ref);
-      if (!token) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
-      const sender = new slack.SlackSender({ token, apiUrl: slack.slackApiUrl(settings, deps.config.HERMES_SLACK_API_URL) });
       // Notices name commands as `/retry`; on Slack they are written `!retry`.
-      await sender.send(ob.target as { kind: string }, phraseCommands(text, slack.SLACK_COMMAND_PREFIX), signal);
+      await (await senderFor(ob.agentId)).send(target(ob.target), phraseCommands(text, slack.SLACK_COMMAND_PREFIX), signal);
+    },
+    progress: {
+      post: async (r, text, signal) => (await (await senderFor(r.agentId)).send(target(r.target), text, signal))[0]?.id,
+      edit: async (r, id, text, signal) => (await senderFor(r.agentId)).edit(target(r.target), { id }, text, signal),
+      remove: async (r, id, signal) => (await senderFor(r.agentId)).remove(target(r.target), { id }, signal),
     },
   };
 }

@@ -178,6 +178,7 @@ export async function startFakeSlack(botToken: string, appToken?: string): Promi
         if (!args.channel || !args.text) answer(200, { ok: false, error: args.channel ? 'no_text' : 'channel_not_found' });
         else answer(200, { ok: true, channel: args.channel, ts: `${ts++}.000100`, message: { text: args.text } });
       } else if (method === 'chat.update') answer(200, { ok: true, channel: args.channel, ts: args.ts, text: args.text });
+      else if (method === 'chat.delete') answer(200, { ok: true, channel: args.channel, ts: args.ts });
       else answer(200, { ok: false, error: 'unknown_method' });
     })().catch((err: unknown) => { res.writeHead(500).end(String(err)); });
   });

@@ -8,12 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  admitAnswered, countDeliveriesByState, createMetrics, duplicateMarker, enqueueDelivery, getObligationForAdmission, pruneDeliveries, registerInstance, type CompiledAgent,
+  admit, admitAnswered, countDeliveriesByState, enqueueTurn, createMetrics, duplicateMarker, enqueueDelivery, getObligationForAdmission, pruneDeliveries, registerInstance, type CompiledAgent,
 } from '../../../services/core/index.js';
 import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
 import { deliver, platformAdapters, type RunningWorker } from '../../../services/worker/index.js';
 import { ProcessGroup } from '../../chaos/processes.js';
 import { startFakeSlack, type FakeSlack } from '../../support/fake-slack.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
 
@@ -26,17 +27,24 @@ let database: TestDatabase;
 let fake: FakeSlack;
 let rt: TestRuntime;
 let agentId: string;
+let slowAgentId: string;
+let model: FakeOpenAI;
+let release: () => void = () => undefined;
 
 beforeAll(async () => {
   database = await createTestDatabase();
   fake = await startFakeSlack(BOT_TOKEN);
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fake.apiUrl }), 'delivery');
+  const hold = new Promise<void>((r) => { release = r; });
+  model = await startFakeOpenAI(() => ({ text: 'the slow answer', hold }));
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fake.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 0.3, HERMES_PROGRESS_EDIT_SECONDS: 0.4 }), 'delivery');
   agentId = await createTestAgent(rt, 'http://127.0.0.1:9/v1', { platforms: [platform] });
+  slowAgentId = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'slow' }, platforms: [platform] });
 });
 
 afterAll(async () => {
   await rt?.close();
   await fake?.close();
+  await model?.close();
   await database?.drop();
 });
 
@@ -137,6 +145,41 @@ describe('platform delivery', () => {
       await survivor?.close();
       await procs.close();
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('shows one "working…" message while a turn runs, edits it (throttled) and removes it when the reply is delivered', async () => {
+    const worker = await startTestWorker(rt, { secrets: [slackSecret] });
+    try {
+      const a = await admit(rt.db, {
+        agentId: slowAgentId, platform: 'slack', sessionKey: 'agent:default/slow:slack:dm:DPROGRESS', user: { platformUserId: 'UALICE' }, eventId: 'progress-1',
+        content: 'think hard', replyTarget: { kind: 'slack', channel: 'DPROGRESS' },
+      });
+      await enqueueTurn(rt.queues, { admissionId: a.admissionId, sessionId: a.sessionId });
+      const calls = () => fake.calls.filter((c) => c.args.channel === 'DPROGRESS');
+      const posted = await eventually(() => calls().find((c) => c.method === 'chat.postMessage' && c.ok), 'the working… message');
+      expect(posted.args.text).toMatch(/^⏳ working… \(\d+ s/);
+      await eventually(() => calls().filter((c) => c.method === 'chat.update').length >= 2 || undefined, 'edits while the turn runs');
+      release();
+      await eventually(() => calls().some((c) => c.method === 'chat.delete') || undefined, 'the working… message removed');
+      const seen = calls().map((c) => c.method);
+      expect((await rt.db.pool.query(`SELECT 1 FROM progress_messages WHERE admission_id = $1`, [a.admissionId])).rowCount).toBe(0);
+      // One post for progress, edits of that same message only, the reply, then the delete of the progress message.
+      expect(seen.filter((m) => m === 'chat.postMessage')).toHaveLength(2);
+      const updates = calls().filter((c) => c.method === 'chat.update');
+      // The edits and the delete all name the progress message (the ts Slack answered for its post).
+      const progressTsOf = fake.calls.find((c) => c === posted)!;
+      const del = calls().find((c) => c.method === 'chat.delete')!;
+      expect(updates.every((u) => u.args.ts === del.args.ts)).toBe(true);
+      expect(del.args.ts).toBeTruthy();
+      expect(progressTsOf.args.text).not.toBe('the slow answer');
+      expect(seen.lastIndexOf('chat.postMessage')).toBeLessThan(seen.indexOf('chat.delete'));
+      expect(calls().filter((c) => c.method === 'chat.postMessage').at(-1)!.args.text).toBe('the slow answer');
+      // Throttled: edits at most every 0.4 s.
+      expect(updates.length).toBeLessThan(20);
+    } finally {
+      release();
+      await worker.close();
     }
   });
 
