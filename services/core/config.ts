@@ -38,6 +38,8 @@ export const configSchema = z.object({
   HERMES_CURATOR_INTERVAL_HOURS: z.coerce.number().int().positive().default(168).describe('How often each worker runs the skill curator over learned skills (stale after 14 days unused, archived after 30; SPEC: weekly), and once at start. Idempotent across workers.'),
   HERMES_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3).describe('Delivery attempts before abandoning (SPEC: 3).'),
   HERMES_DELIVERY_MAX_AGE_SECONDS: seconds(86_400, 'Delivery obligations older than this are abandoned (SPEC: 24 h).'),
+  HERMES_PROGRESS_DELAY_SECONDS: z.coerce.number().min(0).default(3).describe('Chat platforms: a turn still running after this many seconds shows one "working…" message (Slack has no typing indicator for bots); it is removed when the reply is delivered.'),
+  HERMES_PROGRESS_EDIT_SECONDS: z.coerce.number().positive().default(5).describe('Chat platforms: the "working…" message is edited (the turn\'s elapsed time and steps) at most this often.'),
   HERMES_DELIVERY_ATTEMPT_SECONDS: seconds(60, 'Deadline of one delivery attempt: the platform send is cancelled after it, and an attempt still unrecorded past it is claimed again (marked as a possible duplicate).'),
   HERMES_TOOL_RESULT_RETENTION_SECONDS: seconds(86_400, 'Oversized tool results stored for read_tool_result are deleted after this long (Hermes keeps its spill files 24 h).'),
   HERMES_APPROVAL_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(500).describe('How often a command waiting for /approve or /deny re-reads its pending approval in Postgres (the decision, the deadline).'),

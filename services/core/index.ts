@@ -24,6 +24,7 @@ export * from './ledger/refusals.js';
 export * from './ledger/admission-status.js';
 export * from './ledger/turns.js';
 export * from './ledger/deliveries.js';
+export * from './ledger/progress.js';
 export * from './ledger/transcript.js';
 export * from './ledger/signals.js';
 export * from './ledger/usage.js';

@@ -15,6 +15,8 @@ export interface Metrics {
   recoveredUnknown: Counter;
   httpRequests: Counter<'route' | 'status'>;
   oldestPendingDeliverySeconds: Gauge;
+  deliveryObligations: Gauge<'state'>;
+  prunedDeliveries: Counter;
   configListenerReconnects: Counter;
   followedAdmissions: Gauge;
   admissionPolls: Counter;
@@ -39,6 +41,8 @@ export function createMetrics(component: string): Metrics {
     sweeperRequeued: new Counter({ name: 'hermes_sweeper_requeued_total', help: 'Queued admissions re-enqueued by the outbox sweeper.', registers: r }),
     recoveredUnknown: new Counter({ name: 'hermes_recovered_unknown_total', help: 'Started admissions of dead owners settled as unknown.', registers: r }),
     httpRequests: new Counter({ name: 'hermes_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers: r }),
+    deliveryObligations: new Gauge({ name: 'hermes_delivery_obligations', help: 'Delivery obligations by state (pending, attempting, delivered, failed, abandoned), as of the last sweep.', labelNames: ['state'], registers: r }),
+    prunedDeliveries: new Counter({ name: 'hermes_delivery_pruned_total', help: 'Settled delivery obligations pruned (older than 7 days, or past 500 per session).', registers: r }),
     oldestPendingDeliverySeconds: new Gauge({ name: 'hermes_delivery_oldest_pending_seconds', help: 'Age of the oldest undelivered obligation.', registers: r }),
     followedAdmissions: new Gauge({ name: 'hermes_gateway_followed_admissions', help: 'Admissions the gateway follows now for waiting requests and event streams (one status poll covers them all).', registers: r }),
     admissionPolls: new Counter({ name: 'hermes_gateway_admission_polls_total', help: 'Statements the gateway ran to poll followed admissions (one per tick for all of them).', registers: r }),

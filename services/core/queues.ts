@@ -79,8 +79,9 @@ export async function enqueueReview(queues: Queues, job: ReviewJob): Promise<voi
   await queues.reviews.add('review', job, { jobId: `review-${job.admissionId}` });
 }
 
-export async function enqueueDelivery(queues: Queues, job: DeliveryJob): Promise<void> {
-  await queues.deliveries.add('delivery', job, { jobId: job.obligationId });
+/** `retake`: a new job for an abandoned attempt (its old job may still be locked by a dead worker), one per attempt count. */
+export async function enqueueDelivery(queues: Queues, job: DeliveryJob, retake?: { attempts: number }): Promise<void> {
+  await queues.deliveries.add('delivery', job, { jobId: retake ? `${job.obligationId}:retake:${retake.attempts}` : job.obligationId });
 }
 
 /** Channel on which a session's turn events (deltas, finish) and control signals are published. */

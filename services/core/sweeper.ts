@@ -14,8 +14,9 @@ import { enqueueDelivery, enqueueTurn, type Queues } from './queues.js';
 import { listStrandedQueued, settleOrphanedTurns } from './ledger/admissions.js';
 import type { DeathRule } from './ledger/instances.js';
 import { freeDeadOwnersLeases } from './ledger/leases.js';
-import { abandonExpired, getObligationForAdmission, listDueDeliveries, oldestPendingAgeSeconds } from './ledger/deliveries.js';
+import { abandonExpired, countDeliveriesByState, getObligationForAdmission, listAbandonedAttempts, listDueDeliveries, oldestPendingAgeSeconds, pruneDeliveries } from './ledger/deliveries.js';
 import { pruneToolResultSpills } from './ledger/spills.js';
+import { pruneProgressMessages } from './ledger/progress.js';
 
 type SweepConfig = Pick<Config, 'HERMES_INSTANCE_TTL_SECONDS' | 'HERMES_SWEEP_GRACE_SECONDS' | 'HERMES_DELIVERY_MAX_AGE_SECONDS' | 'HERMES_TOOL_RESULT_RETENTION_SECONDS'>;
 
@@ -28,7 +29,12 @@ export interface SweepReport {
   abandoned: number;
   /** Stored tool results past their retention, deleted. */
   prunedToolResults: number;
+  /** Settled delivery obligations pruned (SPEC: 7 days / 500 per session). */
+  prunedDeliveries: number;
 }
+
+/** SPEC: settled obligations are kept 7 days, at most 500 per session. */
+export const DELIVERY_RETENTION = { seconds: 7 * 86_400, perSession: 500 };
 
 /** True when a job with this id is waiting or running; a finished one is removed so the id can be reused. */
 async function jobIsLive(queue: Queue, id: string): Promise<boolean> {
@@ -47,13 +53,31 @@ export interface Judge {
   steady(): boolean;
 }
 
+/** Due or abandoned obligations → (re-)enqueued; returns how many. */
+async function requeueDeliveries(db: Db, queues: Queues, rule: DeathRule, graceSeconds: number): Promise<number> {
+  let n = 0;
+  for (const id of await listDueDeliveries(db.pool, rule, graceSeconds)) {
+    if (await jobIsLive(queues.deliveries, id)) continue;
+    await enqueueDelivery(queues, { obligationId: id });
+    n++;
+  }
+  // An abandoned attempt whose job still looks active (a SIGKILLed worker's lock): woken under its own job id; the claim is a conditional update, so a second job is harmless.
+  for (const { id, attempts } of await listAbandonedAttempts(db.pool, rule)) {
+    if (!(await jobIsLive(queues.deliveries, id))) continue;
+    if (await jobIsLive(queues.deliveries, `${id}:retake:${attempts}`)) continue;
+    await enqueueDelivery(queues, { obligationId: id }, { attempts });
+    n++;
+  }
+  return n;
+}
+
 /**
  * One pass. `judge` says whether our own view of heartbeats can be trusted right now; without one
  * (tests, tools) only stopped owners count as dead.
  */
 export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, metrics?: Metrics, judge?: Judge): Promise<SweepReport> {
   const rule: DeathRule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: judge?.steady() ?? false };
-  const report: SweepReport = { freedLeases: 0, settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0, prunedToolResults: 0 };
+  const report: SweepReport = { freedLeases: 0, settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0, prunedToolResults: 0, prunedDeliveries: 0 };
 
   report.freedLeases = (await freeDeadOwnersLeases(db.pool, rule)).length;
   for (const admissionId of await settleOrphanedTurns(db)) {
@@ -68,14 +92,14 @@ export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, met
     report.requeuedTurns++;
     metrics?.sweeperRequeued.inc();
   }
-  for (const id of await listDueDeliveries(db.pool, rule, config.HERMES_SWEEP_GRACE_SECONDS)) {
-    if (await jobIsLive(queues.deliveries, id)) continue;
-    await enqueueDelivery(queues, { obligationId: id });
-    report.requeuedDeliveries++;
-  }
+  report.requeuedDeliveries = await requeueDeliveries(db, queues, rule, config.HERMES_SWEEP_GRACE_SECONDS);
   report.abandoned = await abandonExpired(db.pool, config.HERMES_DELIVERY_MAX_AGE_SECONDS);
   report.prunedToolResults = await pruneToolResultSpills(db.pool, config.HERMES_TOOL_RESULT_RETENTION_SECONDS);
+  report.prunedDeliveries = await pruneDeliveries(db.pool, DELIVERY_RETENTION.seconds, DELIVERY_RETENTION.perSession);
+  metrics?.prunedDeliveries.inc(report.prunedDeliveries);
+  await pruneProgressMessages(db.pool, 86_400);
   metrics?.oldestPendingDeliverySeconds.set(await oldestPendingAgeSeconds(db.pool));
+  if (metrics) for (const [state, n] of Object.entries(await countDeliveriesByState(db.pool))) metrics.deliveryObligations.set({ state }, n);
   return report;
 }
 

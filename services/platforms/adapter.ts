@@ -112,6 +112,8 @@ export interface PlatformSender {
   send(target: ReplyTarget, text: string, signal: AbortSignal): Promise<SentMessage[]>;
   /** Replaces the text of a message sent before (progress messages). */
   edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void>;
+  /** Deletes a message sent before (the "working…" message once the reply is out). Optional. */
+  remove?(target: ReplyTarget, message: SentMessage, signal: AbortSignal): Promise<void>;
 }
 
 /**
@@ -135,4 +137,18 @@ export function splitMessage(text: string, limit: number): string[] {
   }
   if (rest) out.push(rest);
   return out.filter((p) => p.length > 0);
+}
+
+/** The commands users type (SPEC; issue 11 point 4); a notice that names one is reworded per platform. */
+export const COMMAND_NAMES = ['new', 'reset', 'stop', 'status', 'usage', 'approve', 'deny', 'retry', 'discard', 'compress', 'model', 'queue', 'steer', 'redirect', 'whoami', 'help', 'rollback'] as const;
+
+const COMMAND_MENTION = new RegExp(`(^|[\\s(\`"'«“])/(${COMMAND_NAMES.join('|')})(?=$|[\\s.,;:!?)\`"'»”])`, 'gim');
+
+/**
+ * Rewrites the commands a text names (`/retry`, `/new`, …) as users write them on a platform whose
+ * prefix is not `/` (Slack: `!retry`, since Slack keeps `/…` for its own commands). Only whole
+ * command words after a space or an opening quote are touched; paths such as `/new/file` are not.
+ */
+export function phraseCommands(text: string, prefix: string): string {
+  return prefix === '/' ? text : text.replace(COMMAND_MENTION, (_m, before: string, name: string) => `${before}${prefix}${name}`);
 }

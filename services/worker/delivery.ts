@@ -4,15 +4,33 @@
 // an attempt. `api` replies are read by the caller from the gateway, so their obligations are
 // delivered when written (core ledger/deliveries.ts pulledPlatforms).
 import type { Redis } from 'ioredis';
-import { RateLimited } from '../platforms/index.js';
+import { RateLimited, splitMessage } from '../platforms/index.js';
 import {
-  claimDelivery, deferDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed,
+  claimDelivery, deferDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed, recordPiecesSent, takeProgressMessage,
   type Config, type Db, type Instance, type Judge, type Logger, type Metrics, type Obligation,
 } from '../core/index.js';
 
 export interface DeliveryAdapter {
   /** Sends `text`; throws on failure. `signal` aborts at the attempt deadline (HERMES_DELIVERY_ATTEMPT_SECONDS). */
-  send(ob: Obligation, text: string, signal: AbortSignal): Promise<void>;
+  send(ob: Obligation, text: string, signal: AbortSignal): Promise<unknown>;
+  /**
+   * The platform's message length limit. When set, the ledger splits the reply itself, sends one
+   * piece per `send` and records each piece sent (`pieces_sent`), so a retry after a failed later
+   * piece sends only the rest. Unset: the whole reply is one `send`.
+   */
+  maxMessageChars?: number;
+  /** The platform's "working…" message while a turn runs (worker/progress.ts); unset: no progress shown. */
+  progress?: ProgressChannel;
+}
+
+/** Where a turn's reply will go: its agent (for the platform settings and token) and target. */
+export interface ProgressRef { agentId: string; target: unknown }
+
+export interface ProgressChannel {
+  /** Posts a message; returns its reference. */
+  post(ref: ProgressRef, text: string, signal: AbortSignal): Promise<string | undefined>;
+  edit(ref: ProgressRef, messageId: string, text: string, signal: AbortSignal): Promise<void>;
+  remove(ref: ProgressRef, messageId: string, signal: AbortSignal): Promise<void>;
 }
 
 export interface DeliveryDeps {
@@ -48,7 +66,36 @@ async function retried<T>(write: () => Promise<T>): Promise<T> {
   }
 }
 
-async function sendWithin(adapter: DeliveryAdapter | undefined, ob: Obligation, text: string, seconds: number): Promise<void> {
+const markerPrefix = `♻️ (${duplicateMarker})\n\n`;
+
+/**
+ * The reply's pieces, split the same way on every attempt (`pieces_sent` counts into this list).
+ * The duplicate marker is added after splitting, so it never moves the cuts; a piece it pushes
+ * past the limit is split once more by the platform's sender (the rare re-send of a full piece).
+ */
+export const replyPieces = (content: string, maxChars: number) => splitMessage(content, maxChars);
+
+/** A piece went out but recording it failed: the failure is recorded as uncertain (the re-send is marked). */
+class UnrecordedPiece extends Error {
+  override name = 'UnrecordedPiece';
+}
+
+/** Sends the pieces not sent yet, recording each; the first one this attempt sends carries the marker on a possible duplicate. */
+async function sendPieces(deps: DeliveryDeps, adapter: DeliveryAdapter & { maxMessageChars: number }, ob: Obligation, signal: AbortSignal): Promise<void> {
+  const pieces = replyPieces(ob.content, adapter.maxMessageChars);
+  for (let i = ob.piecesSent; i < pieces.length; i++) {
+    const text = ob.possibleDuplicate && i === ob.piecesSent ? `${markerPrefix}${pieces[i]!}` : pieces[i]!;
+    await adapter.send(ob, text, signal);
+    const recorded = await retried(() => recordPiecesSent(deps.db.pool, ob.id, deps.instance, i + 1)).catch(() => false);
+    if (!recorded) {
+      deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_piece' });
+      throw new UnrecordedPiece(`piece ${i + 1} of ${pieces.length} was sent but could not be recorded`);
+    }
+  }
+}
+
+async function sendWithin(deps: DeliveryDeps, ob: Obligation, seconds: number): Promise<void> {
+  const adapter = deps.adapters.get(ob.platform);
   if (!adapter) throw new Error(`no delivery adapter for platform "${ob.platform}"`);
   const deadline = AbortSignal.timeout(seconds * 1_000);
   let onAbort: (() => void) | undefined;
@@ -57,7 +104,11 @@ async function sendWithin(adapter: DeliveryAdapter | undefined, ob: Obligation, 
     deadline.addEventListener('abort', onAbort, { once: true });
   });
   try {
-    await Promise.race([adapter.send(ob, text, deadline), late]);
+    const { maxMessageChars } = adapter;
+    const sending = maxMessageChars
+      ? sendPieces(deps, { ...adapter, maxMessageChars }, ob, deadline)
+      : adapter.send(ob, ob.possibleDuplicate ? `${markerPrefix}${ob.content}` : ob.content, deadline);
+    await Promise.race([sending, late]);
   } finally {
     deadline.removeEventListener('abort', onAbort!);
   }
@@ -76,25 +127,38 @@ async function defer(deps: DeliveryDeps, ob: Obligation, err: RateLimited, log: 
   return 'deferred';
 }
 
+/** The reply is out (or never will be): the turn's "working…" message goes. Best effort. */
+async function removeProgress(deps: DeliveryDeps, ob: Obligation, log: Logger): Promise<void> {
+  const channel = deps.adapters.get(ob.platform)?.progress;
+  if (!channel) return;
+  try {
+    const m = await takeProgressMessage(deps.db.pool, ob.admissionId);
+    if (m) await channel.remove({ agentId: ob.agentId, target: m.target }, m.messageId, AbortSignal.timeout(10_000));
+  } catch (err) {
+    log.debug({ err }, 'Could not remove the progress message (ignored)');
+  }
+}
+
 export async function deliver(deps: DeliveryDeps, obligationId: string): Promise<'delivered' | 'deferred' | 'skipped' | 'failed' | 'abandoned'> {
   const { config, db, instance } = deps;
   const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: deps.judge?.steady() ?? false };
   const ob = await claimDelivery(db.pool, obligationId, instance, rule, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
   if (!ob) return 'skipped';
   const log = deps.log.child({ obligation: ob.id, admission: ob.admissionId, platform: ob.platform });
-  const text = ob.possibleDuplicate ? `♻️ (${duplicateMarker})\n\n${ob.content}` : ob.content;
   try {
     // The agent chose to say nothing (Hermes' silence tokens): the reply stays in the transcript, nothing is sent.
     if (isSilence(ob.content)) log.info('Reply is a silence token; recorded, not sent');
-    else await sendWithin(deps.adapters.get(ob.platform), ob, text, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
+    else await sendWithin(deps, ob, config.HERMES_DELIVERY_ATTEMPT_SECONDS);
   } catch (err) {
     if (err instanceof RateLimited) return defer(deps, ob, err, log);
     // If even this write fails, the attempt deadline makes the row claimable again (as a possible duplicate).
     const state = await retried(() => markFailed(db.pool, ob.id, instance, (err as Error).message, {
       maxAttempts: config.HERMES_DELIVERY_MAX_ATTEMPTS, maxAgeSeconds: config.HERMES_DELIVERY_MAX_AGE_SECONDS, retryAfterSeconds: retryAfterSeconds(ob.attempts),
+      uncertain: err instanceof UnrecordedPiece,
     })).catch((e: unknown) => { deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_failed' }); throw e; });
     deps.metrics.deliveries.inc({ platform: ob.platform, outcome: state ?? 'lost' });
     log.warn({ err, state }, 'Delivery attempt failed');
+    if (state === 'abandoned') await removeProgress(deps, ob, log);
     return state === 'abandoned' ? 'abandoned' : 'failed';
   }
   const ok = await retried(() => markDelivered(db.pool, ob.id, instance)).catch((e: unknown) => {
@@ -105,5 +169,6 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
   });
   deps.metrics.deliveries.inc({ platform: ob.platform, outcome: isSilence(ob.content) ? 'silent' : 'delivered' });
   if (ok) log.info('Delivered reply');
+  await removeProgress(deps, ob, log);
   return 'delivered';
 }

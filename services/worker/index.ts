@@ -64,7 +64,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
   const sandboxes = deps.loop?.sandboxes ?? openSandboxBackends(config, log, { metrics: deps.metrics, ...(deps.kubeConfig ? { kubeConfig: deps.kubeConfig } : {}) });
   const loop = createLoopDeps(config, deps.secrets, { ...deps.loop, sandboxes });
-  const drainDeps = { ...deps, instance, liveness, running, draining: draining.signal, shutdown: shutdown.signal, loop, control };
+  const drainDeps = { ...deps, instance, liveness, running, draining: draining.signal, shutdown: shutdown.signal, loop, control, adapters };
   const connection = deps.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
   connection.on('error', () => undefined);
   const prefix = config.HERMES_QUEUE_PREFIX;

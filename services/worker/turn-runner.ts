@@ -12,6 +12,8 @@ import {
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
 import type { ControlHub } from './control.js';
+import type { DeliveryAdapter } from './delivery.js';
+import { startProgress } from './progress.js';
 import { spendAccounting, usageReply, type SpendAccounting } from './usage.js';
 import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
 import { recoveryCommand } from './recovery-commands.js';
@@ -39,6 +41,8 @@ export interface TurnDeps {
   loop?: LoopDeps;
   /** Routes /stop, steer and redirect signals to running turns. */
   control?: ControlHub;
+  /** The delivery adapters by platform: a turn shows progress through the one of its platform. */
+  adapters?: Map<string, DeliveryAdapter>;
 }
 
 export interface LoopDeps extends ToolDeps {
@@ -200,6 +204,10 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     pollMs: deps.config.HERMES_TURN_WATCHDOG_POLL_SECONDS * 1_000,
     ...loop.watchdog,
   });
+  const progress = startProgress({
+    adapter: deps.adapters?.get(adm.platform), adm, db: deps.db, log: deps.log,
+    timing: { delayMs: deps.config.HERMES_PROGRESS_DELAY_SECONDS * 1_000, everyMs: deps.config.HERMES_PROGRESS_EDIT_SECONDS * 1_000 },
+  });
   const result = await runAgentLoop({
     sessionId: adm.sessionId,
     routes,
@@ -209,7 +217,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     toolContext,
     signal: AbortSignal.any([s.fence.signal, control.signal, watchdog.signal]),
     control,
-    onProgress: watchdog.progress,
+    onProgress: () => { watchdog.progress(); progress.tick(); },
     unattended: adm.platform === 'cron', // SPEC: the tool-loop guard's hard halts only where nobody watches
     // Every command a tool runs passes the approval guard first (ctx.guard).
     guard: turnGuard({ deps, adm, agent, loop, routes, accounting: s.accounting, breaker: loop.approvalBreaker ??= new DenialBreaker() }),
@@ -230,7 +238,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     beforeCall: s.accounting.beforeCall,
     onCall: s.accounting.onCall,
     onDelta: (text) => void publishTurnEvent(deps.redis, deps.config.HERMES_QUEUE_PREFIX, adm.id, { type: 'delta', text }).catch(() => undefined),
-  }).finally(() => watchdog.stop());
+  }).finally(async () => { watchdog.stop(); await progress.stop(); });
   if (result.outcome !== 'completed') deps.metrics.modelCalls.inc({ agent: `${agent.agent.namespace}/${agent.agent.name}`, model: agent.model.model, outcome: result.outcome });
   const withPrompt: TurnResult = prompt.store ? { ...result, sessionPrompt: prompt.store } : result;
   // Refused context files: the user sees why the agent lacks them (once, when the prompt was built).

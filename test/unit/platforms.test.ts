@@ -2,7 +2,7 @@
 // authorisation order and what a Slack envelope becomes.
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { authorise, platformSessionKey, slack, splitMessage, type InboundEvent, type PlatformSettings } from '../../services/platforms/index.js';
+import { phraseCommands, authorise, platformSessionKey, slack, splitMessage, type InboundEvent, type PlatformSettings } from '../../services/platforms/index.js';
 
 const secret = 'signing-secret';
 const body = Buffer.from('{"type":"event_callback"}');
@@ -98,5 +98,15 @@ describe('Slack envelopes', () => {
     expect(slack.normaliseSlack(envelope({ type: 'reaction_added', user: 'U1' }), settings({})).kind).toBe('ignore');
     expect(slack.normaliseSlack(slack.parseSlackEnvelope({ type: 'app_rate_limited', team_id: 'T1', minute_rate_limited: 1_518_467_820 }), settings({}))).toMatchObject({ kind: 'ignore', warn: true });
     expect(() => slack.parseSlackEnvelope({ type: 'something_new' })).toThrow();
+  });
+});
+
+describe('phraseCommands (notices name commands as users write them on the platform)', () => {
+  it('writes Slack commands with `!`, whole command words only', () => {
+    const notice = 'The turn was interrupted. Send /retry or /discard (or start over with /new). See "/help".';
+    expect(phraseCommands(notice, '!')).toBe('The turn was interrupted. Send !retry or !discard (or start over with !new). See "!help".');
+    expect(phraseCommands('/retry', '!')).toBe('!retry');
+    expect(phraseCommands('Edit /new/file.txt, /usr/bin/stop and a/retry; /retrying is no command', '!')).toBe('Edit /new/file.txt, /usr/bin/stop and a/retry; /retrying is no command');
+    expect(phraseCommands(notice, '/')).toBe(notice);
   });
 });

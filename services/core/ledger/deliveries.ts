@@ -20,11 +20,13 @@ export interface Obligation {
   state: DeliveryState;
   attempts: number;
   possibleDuplicate: boolean;
+  /** Pieces of the split reply already sent (a retry starts after them). */
+  piecesSent: number;
   createdAt: Date;
 }
 
 export const obligationColumns = `id, admission_id AS "admissionId", agent_id AS "agentId", session_id AS "sessionId", platform, target, content, state,
-  attempts, possible_duplicate AS "possibleDuplicate", created_at AS "createdAt"`;
+  attempts, possible_duplicate AS "possibleDuplicate", pieces_sent AS "piecesSent", created_at AS "createdAt"`;
 
 export const duplicateMarker = 'gateway restarted during delivery, so this may be a duplicate';
 
@@ -69,15 +71,22 @@ export async function markDelivered(sql: Sql, id: string, owner: Instance): Prom
 }
 
 /** A failed attempt: retried after `retryAfterSeconds`, or abandoned when out of attempts or too old. */
-export async function markFailed(sql: Sql, id: string, owner: Instance, error: string, limits: { maxAttempts: number; maxAgeSeconds: number; retryAfterSeconds: number }): Promise<DeliveryState | undefined> {
+export async function markFailed(sql: Sql, id: string, owner: Instance, error: string, limits: { maxAttempts: number; maxAgeSeconds: number; retryAfterSeconds: number; uncertain?: boolean }): Promise<DeliveryState | undefined> {
+  // `limits.uncertain`: a piece may have gone out without being recorded, so the re-send carries the duplicate marker.
   const { rows } = await sql.query<{ state: DeliveryState }>(
-    `UPDATE delivery_obligations SET last_error = $4,
+    `UPDATE delivery_obligations SET last_error = $4, possible_duplicate = possible_duplicate OR $8,
        state = CASE WHEN attempts >= $5 OR created_at < now() - make_interval(secs => $6) THEN 'abandoned'::delivery_state ELSE 'failed'::delivery_state END,
        not_before = now() + make_interval(secs => $7)
      WHERE ${ownedBy} RETURNING state`,
-    [id, owner.id, owner.startedAt, pgText(error.slice(0, 2_000)), limits.maxAttempts, limits.maxAgeSeconds, limits.retryAfterSeconds],
+    [id, owner.id, owner.startedAt, pgText(error.slice(0, 2_000)), limits.maxAttempts, limits.maxAgeSeconds, limits.retryAfterSeconds, limits.uncertain ?? false],
   );
   return rows[0]?.state;
+}
+
+/** Records that the first `count` pieces of the reply were sent (only while this attempt owns the row). */
+export async function recordPiecesSent(sql: Sql, id: string, owner: Instance, count: number): Promise<boolean> {
+  const { rowCount } = await sql.query(`UPDATE delivery_obligations SET pieces_sent = GREATEST(pieces_sent, $4), updated_at = now() WHERE ${ownedBy}`, [id, owner.id, owner.startedAt, count]);
+  return rowCount === 1;
 }
 
 /** Flood control: wait until `notBefore` without spending an attempt. */
@@ -101,6 +110,19 @@ export async function listDueDeliveries(sql: Sql, rule: DeathRule, graceSeconds:
   return rows.map((r) => r.id);
 }
 
+/**
+ * Abandoned attempts (deadline passed or owner dead) with their attempt count: their queue job may
+ * still look active (a killed worker's job stays locked until BullMQ finds it stalled), so the
+ * sweeper wakes them under a job id of their own (`<id>:retake:<attempts>`).
+ */
+export async function listAbandonedAttempts(sql: Sql, rule: DeathRule, limit = 500): Promise<{ id: string; attempts: number }[]> {
+  const { rows } = await sql.query<{ id: string; attempts: number }>(
+    `SELECT id, attempts FROM delivery_obligations d WHERE ${abandonedAttempt('$1', '$2')} ORDER BY d.created_at LIMIT $3`,
+    [rule.instanceTtlSeconds, rule.steady, limit],
+  );
+  return rows;
+}
+
 /** Settles obligations past the age limit (an attempt in progress only once its deadline passed); returns how many. */
 export async function abandonExpired(sql: Sql, maxAgeSeconds: number): Promise<number> {
   const { rowCount } = await sql.query(
@@ -110,6 +132,30 @@ export async function abandonExpired(sql: Sql, maxAgeSeconds: number): Promise<n
     [maxAgeSeconds],
   );
   return rowCount ?? 0;
+}
+
+/**
+ * SPEC: settled rows (delivered, abandoned) are pruned after `maxAgeSeconds` (7 days), and each
+ * session keeps at most `keepPerSession` (500) of them, the newest. Rows still owed are never pruned.
+ */
+export async function pruneDeliveries(sql: Sql, maxAgeSeconds: number, keepPerSession: number): Promise<number> {
+  const { rowCount } = await sql.query(
+    `DELETE FROM delivery_obligations d WHERE d.state IN ('delivered', 'abandoned') AND (
+       d.created_at < now() - make_interval(secs => $1)
+       OR d.id IN (SELECT id FROM (
+         SELECT id, row_number() OVER (PARTITION BY session_id ORDER BY created_at DESC, id DESC) AS n
+         FROM delivery_obligations WHERE state IN ('delivered', 'abandoned')) ranked WHERE n > $2))`,
+    [maxAgeSeconds, keepPerSession],
+  );
+  return rowCount ?? 0;
+}
+
+/** Obligations by state (every state, zero included), for the `hermes_delivery_obligations` gauge. */
+export async function countDeliveriesByState(sql: Sql): Promise<Record<DeliveryState, number>> {
+  const { rows } = await sql.query<{ state: DeliveryState; n: number }>(`SELECT state, count(*)::int AS n FROM delivery_obligations GROUP BY state`);
+  const counts: Record<DeliveryState, number> = { pending: 0, attempting: 0, delivered: 0, failed: 0, abandoned: 0 };
+  for (const r of rows) counts[r.state] = r.n;
+  return counts;
 }
 
 export async function oldestPendingAgeSeconds(sql: Sql): Promise<number> {

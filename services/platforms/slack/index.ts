@@ -10,3 +10,6 @@ export const SLACK_KEYS = { botToken: 'SLACK_BOT_TOKEN', signingSecret: 'SLACK_S
 
 /** The API base URL for an agent's slack platform: its own `apiUrl`, else the install's. */
 export const slackApiUrl = (settings: PlatformSettings, installDefault: string) => settings.apiUrl ?? installDefault;
+
+/** Slack keeps `/…` for its own slash commands: ours are written `!retry`, `!new`, … (events.ts). */
+export const SLACK_COMMAND_PREFIX = '!';

@@ -83,6 +83,15 @@ export class SlackSender implements PlatformSender {
     return sent;
   }
 
+  async remove(target: ReplyTarget, message: SentMessage, signal: AbortSignal): Promise<void> {
+    const t = slackTargetSchema.parse(target);
+    try {
+      await this.client(signal).chat.delete({ channel: t.channel, ts: message.id });
+    } catch (err) {
+      throw asRateLimited(err) ?? err;
+    }
+  }
+
   async edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void> {
     const t = slackTargetSchema.parse(target);
     try {

@@ -1,0 +1,208 @@
+// The delivery ledger against a fake Slack (the real @slack/web-api client over HTTP), on real
+// Postgres and Redis: a split reply records each piece, so a retry after a failed (or rate-limited)
+// later piece sends only the rest; a worker process SIGKILLed while its send hangs leaves an
+// `attempting` row whose re-send (by another worker) carries the duplicate marker, and nothing is
+// sent twice unmarked; pruning keeps 500 settled rows per session.
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  admit, admitAnswered, countDeliveriesByState, enqueueTurn, createMetrics, duplicateMarker, enqueueDelivery, getObligationForAdmission, pruneDeliveries, registerInstance, type CompiledAgent,
+} from '../../../services/core/index.js';
+import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
+import { deliver, platformAdapters, type RunningWorker } from '../../../services/worker/index.js';
+import { ProcessGroup } from '../../chaos/processes.js';
+import { startFakeSlack, type FakeSlack } from '../../support/fake-slack.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
+import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
+import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+
+const BOT_TOKEN = 'xoxb-delivery-bot';
+const slackSecret: SecretData = { namespace: 'default', name: 'slack', data: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: 'unused-here' } };
+const platform: NonNullable<CompiledAgent['platforms']>[number] = { type: 'slack', credentialsSecret: 'slack', allowlist: ['UALICE'], allowAll: false, dmPairing: false, groupPolicy: 'mention' };
+const marker = `♻️ (${duplicateMarker})\n\n`;
+
+let database: TestDatabase;
+let fake: FakeSlack;
+let rt: TestRuntime;
+let agentId: string;
+let slowAgentId: string;
+let model: FakeOpenAI;
+let release: () => void = () => undefined;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  fake = await startFakeSlack(BOT_TOKEN);
+  const hold = new Promise<void>((r) => { release = r; });
+  model = await startFakeOpenAI(() => ({ text: 'the slow answer', hold }));
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fake.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 0.3, HERMES_PROGRESS_EDIT_SECONDS: 0.4 }), 'delivery');
+  agentId = await createTestAgent(rt, 'http://127.0.0.1:9/v1', { platforms: [platform] });
+  slowAgentId = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'slow' }, platforms: [platform] });
+});
+
+afterAll(async () => {
+  await rt?.close();
+  await fake?.close();
+  await model?.close();
+  await database?.drop();
+});
+
+let n = 0;
+/** A reply owed to Slack channel `channel` (an answered admission and its pending obligation). */
+async function owed(channel: string, reply: string): Promise<{ admissionId: string; obligationId: string }> {
+  const a = await admitAnswered(rt.db, {
+    agentId, platform: 'slack', sessionKey: `agent:default/demo:slack:dm:${channel}`, user: { platformUserId: 'UALICE' }, eventId: `delivery-${++n}`,
+    content: 'question', replyTarget: { kind: 'slack', channel },
+  }, reply);
+  return { admissionId: a.admissionId, obligationId: a.obligationId! };
+}
+
+async function deliveryDeps() {
+  const instance = await registerInstance(rt.db.pool, 'worker');
+  const secrets = staticSecrets([slackSecret]);
+  return { config: rt.config, db: rt.db, redis: rt.redis, instance, log: rt.log, metrics: createMetrics('worker'), adapters: platformAdapters({ config: rt.config, agents: rt.agents, secrets }) };
+}
+
+const dueNow = (id: string) => rt.db.pool.query(`UPDATE delivery_obligations SET not_before = now() WHERE id = $1`, [id]);
+const sentTo = (channel: string) => fake.calls.filter((c) => c.method === 'chat.postMessage' && c.args.channel === channel);
+const long = `${'a'.repeat(3_990)} ${'b'.repeat(3_990)} ${'c'.repeat(100)}`;
+
+describe('platform delivery', () => {
+  it('a split reply whose second piece fails: the retry sends only the rest', async () => {
+    const deps = await deliveryDeps();
+    const { obligationId, admissionId } = await owed('DSPLIT', long);
+    fake.failNext(1, 500, 1); // the first piece goes out, the second fails
+    expect(await deliver(deps, obligationId)).toBe('failed');
+    let ob = (await getObligationForAdmission(rt.db.pool, admissionId))!;
+    expect([ob.state, ob.piecesSent, ob.attempts]).toEqual(['failed', 1, 1]);
+    await dueNow(obligationId);
+    expect(await deliver(deps, obligationId)).toBe('delivered');
+    ob = (await getObligationForAdmission(rt.db.pool, admissionId))!;
+    expect([ob.state, ob.piecesSent, ob.attempts, ob.possibleDuplicate]).toEqual(['delivered', 3, 2, false]);
+    expect(sentTo('DSPLIT').map((c) => [c.status, (c.args.text ?? '')[0]])).toEqual([[200, 'a'], [500, 'b'], [200, 'b'], [200, 'c']]);
+  });
+
+  it('a 429 then 200: a rate limit on a later piece defers without spending an attempt, and the retry sends only the rest', async () => {
+    const deps = await deliveryDeps();
+    const { obligationId, admissionId } = await owed('DLIMIT', long);
+    fake.rateLimitNext(1, 1, 1);
+    expect(await deliver(deps, obligationId)).toBe('deferred');
+    let ob = (await getObligationForAdmission(rt.db.pool, admissionId))!;
+    expect([ob.state, ob.piecesSent, ob.attempts]).toEqual(['pending', 1, 0]);
+    expect(await deliver(deps, obligationId)).toBe('skipped'); // not before Retry-After
+    await dueNow(obligationId);
+    expect(await deliver(deps, obligationId)).toBe('delivered');
+    ob = (await getObligationForAdmission(rt.db.pool, admissionId))!;
+    expect([ob.state, ob.attempts]).toEqual(['delivered', 1]);
+    expect(sentTo('DLIMIT').map((c) => [c.status, (c.args.text ?? '')[0]])).toEqual([[200, 'a'], [429, 'b'], [200, 'b'], [200, 'c']]);
+  });
+
+  it('abandons a reply after 3 failed attempts', async () => {
+    const deps = await deliveryDeps();
+    const { obligationId, admissionId } = await owed('DFAIL', 'never arrives');
+    const outcomes: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      fake.failNext(1, 503);
+      outcomes.push(await deliver(deps, obligationId));
+      await dueNow(obligationId);
+    }
+    expect(outcomes).toEqual(['failed', 'failed', 'abandoned']);
+    expect((await getObligationForAdmission(rt.db.pool, admissionId))!.state).toBe('abandoned');
+    expect(await deliver(deps, obligationId)).toBe('skipped');
+  });
+
+  it('a worker process killed while its send hangs: the re-send by another worker carries the marker, nothing is sent twice unmarked', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hermes-delivery-'));
+    await mkdir(join(dir, 'default', 'slack'), { recursive: true });
+    for (const [k, v] of Object.entries(slackSecret.data)) await writeFile(join(dir, 'default', 'slack', k), v);
+    const procs = new ProcessGroup(dir);
+    let survivor: RunningWorker | undefined;
+    try {
+      const child = procs.spawn('worker', {
+        DATABASE_URL: rt.config.DATABASE_URL, REDIS_URL: rt.config.REDIS_URL, HERMES_QUEUE_PREFIX: rt.config.HERMES_QUEUE_PREFIX,
+        HERMES_WORKER_PORT: '0', HERMES_HOST: '127.0.0.1', HERMES_LOG_LEVEL: 'info', HERMES_SLACK_API_URL: fake.apiUrl,
+        HERMES_SECRETS_SOURCE: 'files', HERMES_SECRETS_DIR: dir, HERMES_HEARTBEAT_SECONDS: '1', HERMES_INSTANCE_TTL_SECONDS: '3', HERMES_SWEEP_SECONDS: '1',
+        // Its attempt's deadline: past it the row is claimable by anyone, dead owner judged or not.
+        HERMES_DELIVERY_ATTEMPT_SECONDS: '6',
+      });
+      fake.hangNext(1); // the child's post reaches Slack, and no answer ever comes back
+      const { obligationId, admissionId } = await owed('DKILL', 'the reply being sent when the worker died');
+      await enqueueDelivery(rt.queues, { obligationId });
+      await eventually(() => sentTo('DKILL').length === 1 || undefined, 'the child worker sends', 30_000);
+      expect((await getObligationForAdmission(rt.db.pool, admissionId))!.state).toBe('attempting');
+      await procs.kill(child, 'SIGKILL');
+
+      survivor = await startTestWorker(rt, { secrets: [slackSecret] });
+      const ob = await eventually(async () => {
+        const o = await getObligationForAdmission(rt.db.pool, admissionId);
+        return o?.state === 'delivered' ? o : undefined;
+      }, 'the re-send by the surviving worker', 30_000);
+      expect(ob.possibleDuplicate).toBe(true);
+      const texts = sentTo('DKILL').map((c) => c.args.text);
+      expect(texts).toEqual(['the reply being sent when the worker died', `${marker}the reply being sent when the worker died`]);
+    } finally {
+      await survivor?.close();
+      await procs.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('shows one "working…" message while a turn runs, edits it (throttled) and removes it when the reply is delivered', async () => {
+    const worker = await startTestWorker(rt, { secrets: [slackSecret] });
+    try {
+      const a = await admit(rt.db, {
+        agentId: slowAgentId, platform: 'slack', sessionKey: 'agent:default/slow:slack:dm:DPROGRESS', user: { platformUserId: 'UALICE' }, eventId: 'progress-1',
+        content: 'think hard', replyTarget: { kind: 'slack', channel: 'DPROGRESS' },
+      });
+      await enqueueTurn(rt.queues, { admissionId: a.admissionId, sessionId: a.sessionId });
+      const calls = () => fake.calls.filter((c) => c.args.channel === 'DPROGRESS');
+      const posted = await eventually(() => calls().find((c) => c.method === 'chat.postMessage' && c.ok), 'the working… message');
+      expect(posted.args.text).toMatch(/^⏳ working… \(\d+ s/);
+      await eventually(() => calls().filter((c) => c.method === 'chat.update').length >= 2 || undefined, 'edits while the turn runs');
+      release();
+      await eventually(() => calls().some((c) => c.method === 'chat.delete') || undefined, 'the working… message removed');
+      const seen = calls().map((c) => c.method);
+      expect((await rt.db.pool.query(`SELECT 1 FROM progress_messages WHERE admission_id = $1`, [a.admissionId])).rowCount).toBe(0);
+      // One post for progress, edits of that same message only, the reply, then the delete of the progress message.
+      expect(seen.filter((m) => m === 'chat.postMessage')).toHaveLength(2);
+      const updates = calls().filter((c) => c.method === 'chat.update');
+      // The edits and the delete all name the progress message (the ts Slack answered for its post).
+      const progressTsOf = fake.calls.find((c) => c === posted)!;
+      const del = calls().find((c) => c.method === 'chat.delete')!;
+      expect(updates.every((u) => u.args.ts === del.args.ts)).toBe(true);
+      expect(del.args.ts).toBeTruthy();
+      expect(progressTsOf.args.text).not.toBe('the slow answer');
+      expect(seen.lastIndexOf('chat.postMessage')).toBeLessThan(seen.indexOf('chat.delete'));
+      expect(calls().filter((c) => c.method === 'chat.postMessage').at(-1)!.args.text).toBe('the slow answer');
+      // Throttled: edits at most every 0.4 s.
+      expect(updates.length).toBeLessThan(20);
+    } finally {
+      release();
+      await worker.close();
+    }
+  });
+
+  it('prunes settled obligations past 500 per session, never those still owed', async () => {
+    const { admissionId } = await owed('DPRUNE', 'kept while owed');
+    const { rows } = await rt.db.pool.query<{ session_id: string }>(`SELECT session_id FROM delivery_obligations WHERE admission_id = $1`, [admissionId]);
+    const session = rows[0]!.session_id;
+    // 505 delivered replies in the same session, all older than the owed one.
+    for (let i = 0; i < 505; i++) {
+      const old = await admitAnswered(rt.db, {
+        agentId, platform: 'slack', sessionKey: 'agent:default/demo:slack:dm:DPRUNE', user: { platformUserId: 'UALICE' }, eventId: `prune-${i}`,
+        content: 'old', replyTarget: { kind: 'slack', channel: 'DPRUNE' },
+      }, 'old reply');
+      await rt.db.pool.query(`UPDATE delivery_obligations SET state = 'attempting' WHERE id = $1`, [old.obligationId]);
+      await rt.db.pool.query(`UPDATE delivery_obligations SET state = 'delivered', delivered_at = now(), created_at = now() - interval '1 hour' + make_interval(secs => $2) WHERE id = $1`, [old.obligationId, i]);
+    }
+    const before = await countDeliveriesByState(rt.db.pool);
+    const pruned = await pruneDeliveries(rt.db.pool, 7 * 86_400, 500);
+    const after = await countDeliveriesByState(rt.db.pool);
+    const { rows: left } = await rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_obligations WHERE session_id = $1 AND state = 'delivered'`, [session]);
+    expect(left[0]!.n).toBe(500);
+    expect(pruned).toBe(before.delivered - after.delivered);
+    expect(after.pending).toBe(before.pending);
+    expect((await getObligationForAdmission(rt.db.pool, admissionId))!.state).toBe('pending');
+  });
+});
