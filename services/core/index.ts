@@ -32,3 +32,4 @@ export * from './ledger/approvals.js';
 export * from './ledger/unknown.js';
 export * from './ledger/pg-text.js';
 export * from './ledger/turn-context.js';
+export * from './pairing.js';

@@ -8,6 +8,7 @@ import { HermesError } from '../core/index.js';
 import { sendApiError, toApiError } from './errors.js';
 import { registerRequestMetrics } from './request-metrics.js';
 import { registerAdminLearningRoutes } from './routes/admin-learning.js';
+import { registerAdminPairingRoutes } from './routes/admin-pairing.js';
 import { registerAdmissionEventRoutes } from './routes/admission-events.js';
 import { registerAdmissionRoutes } from './routes/admissions.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -51,6 +52,7 @@ export function buildGatewayApp(deps: GatewayDeps): FastifyInstance {
   registerOpenAiRoutes(app, ctx);
   registerSlackRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
+  registerAdminPairingRoutes(app, ctx);
 
   // Closing: stop taking requests (fastify answers 503), end waits and streams, drop subscriptions.
   app.addHook('preClose', (done) => {
