@@ -33,3 +33,4 @@ export * from './ledger/unknown.js';
 export * from './ledger/pg-text.js';
 export * from './ledger/turn-context.js';
 export * from './pairing.js';
+export * from './permissions.js';

@@ -3,7 +3,7 @@
 // only after this returns (the admission, or the refusal, is committed); the model is never awaited.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, admitAnswered, enqueueDelivery, getAdmissionStatus, hasSessionKey, isPaired, type Answered, type AgentRecord, type TraceCarrier,
+  admit, admitAnswered, enqueueDelivery, getAdmissionStatus, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
 } from '../core/index.js';
 import { allowedWithoutPairing, authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
 import { enqueueSoon, recordApprovalDecision, signalRunningTurn } from './admission.js';
@@ -90,8 +90,9 @@ export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord
   });
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
   if (!admitted.duplicate) {
-    await signalRunningTurn(ctx, admitted, event.text);
-    await recordApprovalDecision(ctx, admitted, event.text);
+    const perms = permissionsFor(agent.compiled, { platform: event.platform, userId: event.user.id, chatId: event.chat.id });
+    await signalRunningTurn(ctx, admitted, event.text, perms);
+    await recordApprovalDecision(ctx, admitted, event.text, perms);
   }
   const state = admitted.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, admitted.admissionId))?.state : 'queued';
   // A duplicate still queued may have lost its first enqueue; adding it again is idempotent.
