@@ -37,7 +37,7 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
   const resolved = resolveProfileTexts(profile, sources.configMaps);
   if ('problem' in resolved) throw new CompileError(resolved.problem.reason, resolved.problem.message);
   const { persona, contextFiles } = resolved.texts;
-  const keySha256 = await hashApiKeys(agent, sources.secrets);
+  const keys = await hashApiKeys(agent, sources.secrets);
   await checkPlatformCredentials(agent, sources.secrets);
   const m = profile.spec.model;
   return {
@@ -46,11 +46,12 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
     profile: { namespace: profile.metadata.namespace, name: profile.metadata.name },
     model: compileModel(m),
     persona,
-    api: { enabled: agent.spec.api.enabled, keySha256 },
+    api: compileApi(agent.spec.api.enabled, keys),
     busyPolicy: agent.spec.busyPolicy,
     ...(profile.spec.fallbackModels?.length ? { fallbackModels: profile.spec.fallbackModels.map(compileModel) } : {}),
     ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
     ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
+    ...(agent.spec.access ? { access: compileAccess(agent.spec.access) } : {}),
     ...(skills.length ? { skills } : {}),
     ...(contextFiles.length ? { contextFiles } : {}),
     ...loopFields(profile),
@@ -102,6 +103,20 @@ function compileModel(m: ModelSpec): CompiledAgent['model'] {
   };
 }
 
+type Grant = Partial<Record<'toolsets' | 'commands', string[]> & Record<'approve' | 'admin', boolean>>;
+const grantOf = (g: Grant): Grant => ({
+  ...(g.toolsets ? { toolsets: g.toolsets } : {}), ...(g.commands ? { commands: g.commands } : {}),
+  ...(g.approve !== undefined ? { approve: g.approve } : {}), ...(g.admin !== undefined ? { admin: g.admin } : {}),
+});
+
+function compileAccess(a: NonNullable<Agent['spec']['access']>): NonNullable<CompiledAgent['access']> {
+  return {
+    default: grantOf(a.default),
+    groups: a.groups.map((g) => ({ name: g.name, members: g.members, chats: g.chats, ...grantOf(g) })),
+    users: a.users.map((u) => ({ match: u.match, ...grantOf(u) })),
+  };
+}
+
 function compilePlatform(p: Agent['spec']['platforms'][number]): NonNullable<CompiledAgent['platforms']>[number] {
   return {
     type: p.type, credentialsSecret: p.credentials.secretRef.name, allowlist: p.allowlist, allowAll: p.allowAll, dmPairing: p.dmPairing, groupPolicy: p.groupPolicy,
@@ -112,15 +127,23 @@ function compilePlatform(p: Agent['spec']['platforms'][number]): NonNullable<Com
   };
 }
 
-async function hashApiKeys(agent: Agent, secrets: SecretLookup): Promise<string[]> {
+type CompiledKey = NonNullable<CompiledAgent['api']['keys']>[number];
+
+/** The key index, and each key's binding when any key has one (without: every key speaks only for itself). */
+function compileApi(enabled: boolean, keys: CompiledKey[]): CompiledAgent['api'] {
+  const bound = keys.some((k) => k.user !== undefined || k.trustedBackend);
+  return { enabled, keySha256: keys.map((k) => k.sha256), ...(bound ? { keys } : {}) };
+}
+
+async function hashApiKeys(agent: Agent, secrets: SecretLookup): Promise<CompiledKey[]> {
   const ns = agent.metadata.namespace;
-  const out: string[] = [];
+  const out: CompiledKey[] = [];
   for (const k of agent.spec.api.keys) {
     const ref = secretRefOf(k);
     const v = await secrets.value(ns, ref);
     // One message whether an env variable is set or merely not allowed: no oracle on the environment.
     if (!v) throw new CompileError('CredentialsMissing', ref.name ? `API key secret "${ref.name}" key "${ref.key}" was not found in namespace ${ns}.` : `API key environment variable "${ref.key}" (env:) is not available: only the variables in HERMES_SECRETS_ENV_ALLOW resolve, and only when set. Prefer a secretKeyRef.`);
-    out.push(sha256(v));
+    out.push({ sha256: sha256(v), ...(k.user !== undefined ? { user: k.user } : {}), ...(k.trustedBackend ? { trustedBackend: true } : {}) });
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // Agent: one deployed agent — its Profile, the OpenAI-compatible API access, chat platforms
 // (credentials, allowlist, DM pairing), admins, the busy policy and where it runs.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, localObjectRefSchema, objectMetaSchema, secretValueSchema, withRules } from './common.js';
+import { apiVersion, baseStatusShape, envVarName, localObjectRefSchema, objectMetaSchema, secretKeySelectorSchema, withRules } from './common.js';
 
 export const platformTypes = ['slack', 'telegram', 'discord', 'matrix', 'mattermost', 'whatsapp', 'signal', 'email', 'teams', 'webhook'] as const;
 
@@ -34,14 +34,59 @@ export const platformSchema = withRules(z.object({
 }]);
 export type Platform = z.infer<typeof platformSchema>;
 
+const platformPrincipal = z.string().regex(/^[a-z][a-z0-9-]*:.+$/, 'write it as PLATFORM:ID, e.g. slack:U012ALICE');
+
+const grantShape = {
+  toolsets: z.array(z.string().min(1)).optional().describe('Toolsets the model is offered in these people\'s turns (names from the Profile\'s toolsets; "*" = all).'),
+  commands: z.array(z.string().min(1)).optional().describe('Slash commands they may use, without the slash (e.g. new, stop, usage; "*" = all). /approve and /deny follow approve instead.'),
+  approve: z.boolean().optional().describe('May answer /approve and /deny for commands waiting for a human.'),
+  admin: z.boolean().optional().describe('May do everything, including the admin commands (like spec.admins).'),
+};
+
+export const accessSchema = z.object({
+  default: z.object(grantShape).default({}).describe('What everyone the platform lets in may do. A field left out means no limit there (all toolsets, all commands, approve: true).'),
+  groups: z.array(z.object({
+    name: z.string().min(1).max(63).describe('A name for the group (shown in /whoami and logs).'),
+    members: z.array(platformPrincipal).max(1000).default([]).describe('People in the group, as PLATFORM:USER_ID (slack:U012ALICE, telegram:123456, api:alice).'),
+    chats: z.array(platformPrincipal).max(100).default([]).describe('Chats whose every writer gets the grant while writing there, as PLATFORM:CHAT_ID (slack:C0INCIDENTS).'),
+    ...grantShape,
+  })).max(64).default([]).describe('Named groups of people and chats, each with a grant added to the default.'),
+  users: z.array(z.object({
+    match: platformPrincipal.describe('The person, as PLATFORM:USER_ID.'),
+    ...grantShape,
+  })).max(1000).default([]).describe('Grants for single people, added to the default and their groups.'),
+}).describe('Team mode: per-user and per-group permissions. Grants add up (default ∪ groups ∪ users); admins may do everything. Absent: everyone the platform lets in may do everything.');
+
+/**
+ * One bearer key of the message API and the OpenAI-compatible endpoint: where its value comes
+ * from, and whom it speaks for. Bound to `user` (or, with neither field, to an implicit user of its
+ * own): it reads and writes only that user's sessions and admissions. `trustedBackend`: a backend
+ * serving many people, which may name the user of each request.
+ */
+export const apiKeySchema = withRules(z.object({
+  secretKeyRef: secretKeySelectorSchema.optional().describe('A key of a Secret in the Agent\'s namespace (the usual source in a cluster).'),
+  env: z.string().regex(envVarName).optional().describe('An environment variable of the Hermes processes, only if the install allow-lists it (HERMES_SECRETS_ENV_ALLOW; in `hermes dev` HERMES_DEV_API_KEY).'),
+  user: z.string().min(1).max(256).optional().describe('The one user this key speaks for (its requests may name no other user: 403); reads only that user\'s admissions. Refer to them as api:<user> in spec.admins and spec.access.'),
+  trustedBackend: z.boolean().optional().describe('A trusted backend: each request may name its user (body user.id / OpenAI user), and the key reads the admissions of every API user of this agent. Default false.'),
+}), [{
+  rule: 'has(self.secretKeyRef) != has(self.env)',
+  message: 'set exactly one source of the secret value: secretKeyRef or env',
+  check: (v) => (v.secretKeyRef !== undefined) !== (v.env !== undefined),
+}, {
+  rule: '!(has(self.user) && has(self.trustedBackend) && self.trustedBackend)',
+  message: 'a key is either bound to one user or a trusted backend: drop user or trustedBackend',
+  check: (v) => !(v.user !== undefined && v.trustedBackend === true),
+}]);
+
 export const agentSpecSchema = z.object({
   profileRef: localObjectRefSchema.describe('The Profile (same namespace) this agent runs with.'),
   api: z.object({
     enabled: z.boolean().default(true).describe('Serve the message API and the OpenAI-compatible endpoint.'),
-    keys: z.array(secretValueSchema).default([]).describe('Bearer keys accepted for this agent.'),
+    keys: z.array(apiKeySchema).default([]).describe('Bearer keys accepted for this agent, each bound to one user (user:, or implicitly to itself when neither user nor trustedBackend is set) or a trusted backend that may name users.'),
   }).default({ enabled: true, keys: [] }).describe('The Hermes message API and the OpenAI-compatible endpoint.'),
   platforms: z.array(platformSchema).max(16).default([]).describe('Chat platforms (Slack, Telegram, …) the agent answers on.'),
   admins: z.array(z.string().min(1)).default([]).describe('Platform user ids (type:id, e.g. slack:U123) who may approve pairings and run admin commands.'),
+  access: accessSchema.optional(),
   skills: z.object({
     matchLabels: z.record(z.string(), z.string()).optional().describe('Offer only Skills (same namespace) with these labels; unset: every published Skill in the namespace.'),
     enabled: z.boolean().default(true).describe('Offer Skills at all.'),

@@ -13,10 +13,10 @@ import { apiVersion } from '../../operator/api/common.js';
 import { objectNameFor } from '../../operator/skills/import.js';
 import { parseLearningCommand, reviewLearningWrite } from '../worker/learning-commands.js';
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
 /** Opens the database, finds `NAMESPACE/NAME`, runs `fn`, closes; errors become a message and exit 2. */
-async function withAgent(ref: string, fn: (db: Db, agent: AgentRecord) => Promise<void>): Promise<void> {
+export async function withAgent(ref: string, fn: (db: Db, agent: AgentRecord) => Promise<void>): Promise<void> {
   const db = openDb(loadConfig(process.env, { REDIS_URL: process.env.REDIS_URL ?? 'redis://unused:6379' }).DATABASE_URL, { max: 2, applicationName: 'hermes-cli' });
   try {
     const [namespace, name, ...rest] = ref.split('/');

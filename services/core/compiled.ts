@@ -2,6 +2,7 @@
 // Postgres and what gateways and workers read. Secret *references* only, never values; API keys
 // only as SHA-256 hashes.
 import { z } from 'zod';
+import { compiledAccessSchema } from './permissions.js';
 
 export const secretRefSchema = z.object({
   /**
@@ -84,6 +85,16 @@ export const compiledAgentSchema = z.object({
     enabled: z.boolean(),
     /** SHA-256 (hex) of each accepted bearer key. */
     keySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
+    /**
+     * Whom each key speaks for (Agent spec.api.keys[].user / trustedBackend). A key of keySha256
+     * without an entry here is bound to an implicit user of its own (it names no user, and reads
+     * only its own admissions): the safest default.
+     */
+    keys: z.array(z.object({
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      user: z.string().min(1).optional(),
+      trustedBackend: z.boolean().optional(),
+    })).optional(),
   }),
   busyPolicy: z.enum(['queue', 'steer', 'interrupt']),
   /** Tried in order when `model` fails (operator issue: Profile.spec.fallbackModels). */
@@ -106,6 +117,8 @@ export const compiledAgentSchema = z.object({
     mode: z.enum(['webhook', 'polling']).optional(),
   })).optional(),
   admins: z.array(z.string()).optional(),
+  /** Team mode: per-user and per-group permissions (Agent spec.access); absent = everyone may do everything. */
+  access: compiledAccessSchema.optional(),
   /**
    * Skills this agent offers (operator: Agent.spec.skills selector): Hermes name and Skill object
    * name. The content is the current version in `skills`/`skill_versions` (namespace, object);

@@ -34,3 +34,5 @@ export * from './ledger/unknown.js';
 export * from './ledger/pg-text.js';
 export * from './ledger/turn-context.js';
 export * from './ledger/api-turns.js';
+export * from './pairing.js';
+export * from './permissions.js';

@@ -3,15 +3,15 @@
 // without failing the request: the outbox sweeper re-enqueues queued admissions.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, decideApproval, enqueueTurn, parseApprovalCommand, getAdmissionStatus, parseControlCommand, publishSignal, recordSignal,
-  type Admitted, type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type TraceCarrier,
+  HermesError, admit, commandAllowed, decideApproval, enqueueTurn, permissionsFor, parseApprovalCommand, getAdmissionStatus, parseControlCommand, publishSignal, recordSignal,
+  type Admitted, type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type Permissions, type TraceCarrier,
 } from '../core/index.js';
-import type { Caller } from './auth.js';
+import { keyBinding, type Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
 
 export interface ApiMessage {
   content: string;
-  /** Caller-chosen user id, within the key's own identity; defaults to the key itself. */
+  /** The user the request names (body `user.id`, OpenAI `user`); checked against the key's binding. */
   userId?: string;
   userName?: string;
   /** Sub-key selecting one of the user's conversations. */
@@ -32,36 +32,58 @@ export interface ApiAdmission {
 /** Keeps caller-chosen segments from forging extra `:`-separated key parts. */
 const segment = (s: string) => s.replace(/%/g, '%25').replace(/:/g, '%3A');
 
+/** Who an API request speaks as: the stored identity (`users.platform_user_id`) and, for access rules, the user id. */
+export interface ApiUser {
+  /** `alice` (escaped: no `:`), or `k:<keyId>` for a key's own implicit user. */
+  identity: string;
+  /** As spec.admins and spec.access name API users: `api:<userId>`. */
+  userId: string;
+}
+
 /**
- * Who is speaking on the API platform, as stored in `users.platform_user_id`: every identity lives
- * under its key, so keys are isolation boundaries. The key itself is `k:<keyId>`; a caller-chosen
- * user id is `k:<keyId>:u:<id>`, the id escaped like every caller-chosen part. The two encodings
- * have different numbers of `:` parts, and escaped parts hold no `:`, so no choice of user id or
- * conversation by one key can produce another key's identity or session key.
+ * The user a request acts as, by the key's binding (spec.api.keys):
+ *   bound to `user`   → that user; naming another → 403;
+ *   trusted backend   → the user it names (or its own implicit user when it names none);
+ *   neither (default) → the key's own implicit user `k:<keyId>`; naming any user → 403.
+ * Named users are agent-wide (a bound key and a backend naming the same user reach the same
+ * sessions); escaped names hold no `:`, so none can equal an implicit `k:<keyId>` identity.
  */
-export function callerIdentity(caller: Caller, userId?: string): string {
-  return userId === undefined ? `k:${caller.keyId}` : `k:${caller.keyId}:u:${segment(userId)}`;
+export function apiUser(agent: AgentRecord, caller: Caller, requested?: string): ApiUser {
+  const binding = keyBinding(agent, caller);
+  const own = { identity: `k:${caller.keyId}`, userId: `k:${caller.keyId}` };
+  if (binding.kind === 'trusted-backend') return requested === undefined ? own : { identity: segment(requested), userId: requested };
+  if (binding.kind === 'user') {
+    if (requested !== undefined && requested !== binding.user) throw new HermesError('HERMES_USER_NOT_ALLOWED', `This key is bound to one user and the request names "${requested}": leave the user out, or use a key marked trustedBackend: true in the Agent's spec.api.keys.`);
+    return { identity: segment(binding.user), userId: binding.user };
+  }
+  if (requested !== undefined) throw new HermesError('HERMES_USER_NOT_ALLOWED', `This key speaks only for itself (its spec.api.keys entry sets neither user nor trustedBackend), so it may not name the user "${requested}": leave the user out, bind the key to a user, or mark it trustedBackend: true.`);
+  return own;
 }
 
-/** `agent:<ns>/<name>:api:dm:<caller identity>[:<conversation>]`. */
-export function apiSessionKey(agent: AgentRecord, caller: Caller, userId?: string, conversation?: string): string {
+/** `agent:<ns>/<name>:api:dm:<identity>[:<conversation>]`. */
+export function apiSessionKey(agent: AgentRecord, user: ApiUser, conversation?: string): string {
   const { namespace, name } = agent.compiled.agent;
-  return `agent:${namespace}/${name}:api:dm:${callerIdentity(caller, userId)}${conversation === undefined ? '' : `:${segment(conversation)}`}`;
+  return `agent:${namespace}/${name}:api:dm:${user.identity}${conversation === undefined ? '' : `:${segment(conversation)}`}`;
 }
 
-/** True when the admission was made with `caller`'s key (under any of its user ids). */
-export function admittedBy(admission: Pick<AdmissionStatus, 'platform' | 'callerId'>, caller: Caller): boolean {
-  const own = callerIdentity(caller);
-  return admission.platform === 'api' && admission.callerId !== null && (admission.callerId === own || admission.callerId.startsWith(`${own}:`));
+/**
+ * True when `caller` may read the admission: an API admission of the key's own user (a bound
+ * key: any key bound to that user), or any API admission for a trusted backend.
+ */
+export function admittedBy(admission: Pick<AdmissionStatus, 'platform' | 'callerId'>, agent: AgentRecord, caller: Caller): boolean {
+  if (admission.platform !== 'api' || admission.callerId === null) return false;
+  if (keyBinding(agent, caller).kind === 'trusted-backend') return true;
+  return admission.callerId === apiUser(agent, caller).identity;
 }
 
 export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, caller: Caller, msg: ApiMessage): Promise<ApiAdmission> {
   const { db } = ctx.deps;
+  const user = apiUser(agent, caller, msg.userId);
   const admitted = await admit(db, {
     agentId: agent.agentId,
     platform: 'api',
-    sessionKey: apiSessionKey(agent, caller, msg.userId, msg.conversation),
-    user: { platformUserId: callerIdentity(caller, msg.userId), ...(msg.userName ? { displayName: msg.userName } : {}) },
+    sessionKey: apiSessionKey(agent, user, msg.conversation),
+    user: { platformUserId: user.identity, ...(msg.userName ? { displayName: msg.userName } : {}) },
     ...(msg.eventId !== undefined ? { eventId: `${caller.keyId}:${msg.eventId}` } : {}),
     content: msg.content,
     ...(msg.callerHistory ? { callerHistory: msg.callerHistory } : {}),
@@ -70,8 +92,11 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
   });
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
-  if (!admitted.duplicate) await signalRunningTurn(ctx, admitted, msg.content);
-  if (!admitted.duplicate) await recordApprovalDecision(ctx, admitted, msg.content);
+  if (!admitted.duplicate) {
+    const perms = permissionsFor(agent.compiled, { platform: 'api', userId: user.userId });
+    await signalRunningTurn(ctx, admitted, msg.content, perms);
+    await recordApprovalDecision(ctx, admitted, msg.content, perms);
+  }
   const state = admitted.duplicate ? (await getAdmissionStatus(db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
   return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
 }
@@ -81,9 +106,10 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
  * row (Postgres) and a pub/sub announcement. The admission itself stays durable and gets a reply.
  * A failed announcement only costs latency for steer/redirect; it is logged, never fatal.
  */
-export async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
+export async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, content: string, perms: Permissions): Promise<void> {
   const command = parseControlCommand(content);
-  if (!command) return;
+  // Team mode: a command this person may not use never reaches the turn (the worker answers the refusal).
+  if (!command || !commandAllowed(perms, command.kind)) return;
   const signal = await recordSignal(ctx.deps.db.pool, { sessionId: admitted.sessionId, admissionId: admitted.admissionId, ...command });
   await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, signal)
     .catch((err: unknown) => ctx.deps.log.warn({ err, session: admitted.sessionId }, 'Control signal publish failed'));
@@ -94,9 +120,9 @@ export async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted,
  * now, for the session's oldest pending approval of this same user, and the waiting guard reads
  * it; the admission itself is answered after that turn, without the model.
  */
-export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
+export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string, perms: Permissions): Promise<void> {
   const command = parseApprovalCommand(content);
-  if (!command) return;
+  if (!command || !commandAllowed(perms, command.decision === 'approved' ? 'approve' : 'deny')) return;
   const decided = await decideApproval(ctx.deps.db.pool, { decidingAdmissionId: admitted.admissionId, ...command });
   ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, approval: decided?.id, decision: command.decision }, decided ? 'Recorded an approval decision' : 'An approval command found nothing waiting');
 }

@@ -4,15 +4,15 @@
 //   such requests race: the admission's dedupe row and the api_turns unique key settle it);
 //   same key + a different request → 409, nothing written.
 // The admission and its api_turns row commit in one transaction; the BullMQ wake-up follows.
-// Ownership goes through admission.ts (`callerIdentity`, `apiSessionKey`, `admittedBy`), so a
+// Ownership goes through admission.ts (`apiUser`, `apiSessionKey`, `admittedBy`), so a
 // change to what a key may see there applies here too.
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  HermesError, admitIn, apiTurnByIdempotencyKey, getAdmissionStatus, getApiTurn, insertApiTurn,
+  HermesError, admitIn, permissionsFor, apiTurnByIdempotencyKey, getAdmissionStatus, getApiTurn, insertApiTurn,
   type AgentRecord, type ApiTurn, type ApiTurnKind, type CallerMessage, type ErrorCode, type TraceCarrier,
 } from '../core/index.js';
-import { admittedBy, apiSessionKey, callerIdentity, enqueueSoon, recordApprovalDecision, signalRunningTurn } from './admission.js';
+import { admittedBy, apiSessionKey, apiUser, enqueueSoon, recordApprovalDecision, signalRunningTurn } from './admission.js';
 import { agentName, authorizeAgent, usableAgents, type Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
 import { parseModel } from './openai/request.js';
@@ -59,13 +59,13 @@ export async function ownedApiTurn(ctx: GatewayContext, caller: Caller, kind: Ap
   const missing = () => new HermesError(notFoundCode[kind], `"${id}" is not a ${kind} id made with this key.`);
   if (!/^(resp|run)_[0-9a-f]{32}$/.test(id)) throw missing();
   const turn = await getApiTurn(ctx.deps.db.pool, id);
-  if (!turn || turn.kind !== kind || turn.deletedAt !== null || !admittedBy(turn, caller)) throw missing();
+  if (!turn || turn.kind !== kind || turn.deletedAt !== null) throw missing();
   const { namespace, name } = parseModel(turn.model);
   const agent = await authorizeAgent(ctx.deps.agents, caller, namespace, name).catch((err: unknown) => {
     if (err instanceof HermesError && (err.code === 'HERMES_AGENT_NOT_FOUND')) throw missing();
     throw err;
   });
-  if (agent.agentId !== turn.agentId) throw missing();
+  if (agent.agentId !== turn.agentId || !admittedBy(turn, agent, caller)) throw missing();
   return { turn, agent };
 }
 
@@ -120,14 +120,16 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
   const earlier = await replayOf(ctx, s.caller, s.kind, s.idempotencyKey, s.requestHash);
   if (earlier) return replayed(ctx, earlier);
   const id = newApiTurnId(s.kind);
+  // Before anything is written: a user this key may not name is a 403.
+  const user = apiUser(s.agent, s.caller, s.apiUser);
   let result: { turn: ApiTurn; inserted: boolean; duplicate: boolean };
   try {
     result = await ctx.deps.db.tx(async (sql) => {
       const admitted = await admitIn(sql, {
         agentId: s.agent.agentId,
         platform: 'api',
-        sessionKey: apiSessionKey(s.agent, s.caller, s.apiUser, s.conversation),
-        user: { platformUserId: callerIdentity(s.caller, s.apiUser) },
+        sessionKey: apiSessionKey(s.agent, user, s.conversation),
+        user: { platformUserId: user.identity },
         // Scoped to the key and the route, apart from the message API's eventIds.
         ...(s.idempotencyKey !== undefined ? { eventId: `${s.caller.keyId}:${s.kind}s:${s.idempotencyKey}` } : {}),
         content: s.content,
@@ -155,8 +157,9 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
   if (!result.inserted || result.duplicate) return replayed(ctx, result.turn);
   const admitted = { admissionId: result.turn.admissionId, sessionId: result.turn.sessionId, userId: '', duplicate: false };
   ctx.deps.metrics.admissions.inc({ agent: agentName(s.agent), outcome: 'admitted' });
-  await signalRunningTurn(ctx, admitted, s.content);
-  await recordApprovalDecision(ctx, admitted, s.content);
+  const perms = permissionsFor(s.agent.compiled, { platform: 'api', userId: user.userId });
+  await signalRunningTurn(ctx, admitted, s.content, perms);
+  await recordApprovalDecision(ctx, admitted, s.content, perms);
   log.info({ agent: agentName(s.agent), id: result.turn.id, admissionId: admitted.admissionId, sessionId: admitted.sessionId }, `Admitted ${s.kind}`);
   return { turn: result.turn, replayed: false, queued: true };
 }

@@ -9,6 +9,7 @@ import { HermesError } from '../core/index.js';
 import { sendApiError, toApiError } from './errors.js';
 import { registerRequestMetrics } from './request-metrics.js';
 import { registerAdminLearningRoutes } from './routes/admin-learning.js';
+import { registerAdminPairingRoutes } from './routes/admin-pairing.js';
 import { registerAdmissionEventRoutes } from './routes/admission-events.js';
 import { registerAdmissionRoutes } from './routes/admissions.js';
 import { registerDiscordRoutes } from './routes/discord.js';
@@ -71,6 +72,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   registerTelegramRoutes(app, ctx);
   registerDiscordRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
+  registerAdminPairingRoutes(app, ctx);
 
   // Long-lived platform connections (Socket Mode, long polling, the Discord Gateway): only for a
   // gateway that listens (not for app.inject in tests) and can read platform secrets.

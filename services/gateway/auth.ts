@@ -27,6 +27,19 @@ export function callerFrom(request: FastifyRequest): Caller {
   return { keyHash, keyId: keyHash.slice(0, 12) };
 }
 
+/**
+ * Whom a key speaks for on an agent (spec.api.keys): one named user, a trusted backend that
+ * names users, or (neither set: the safe default) an implicit user of its own.
+ */
+export type KeyBinding = { kind: 'user'; user: string } | { kind: 'trusted-backend' } | { kind: 'own' };
+
+export function keyBinding(agent: AgentRecord, caller: Caller): KeyBinding {
+  const meta = agent.compiled.api.keys?.find((k) => k.sha256 === caller.keyHash);
+  if (meta?.trustedBackend) return { kind: 'trusted-backend' };
+  if (meta?.user !== undefined) return { kind: 'user', user: meta.user };
+  return { kind: 'own' };
+}
+
 export const acceptsKey = (agent: AgentRecord, caller: Caller) =>
   agent.compiled.api.enabled && agent.compiled.api.keySha256.includes(caller.keyHash);
 

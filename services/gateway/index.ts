@@ -2,4 +2,4 @@
 export { buildGatewayApp } from './app.js';
 export { startGateway, type RunningGateway } from './server.js';
 export { openGatewayDeps, type GatewayDeps, type GatewayTuning } from './deps.js';
-export { admittedBy, apiSessionKey, callerIdentity } from './admission.js';
+export { admittedBy, apiSessionKey, apiUser } from './admission.js';

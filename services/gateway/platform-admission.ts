@@ -3,16 +3,19 @@
 // only after this returns (the admission, or the refusal, is committed); the model is never awaited.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, admitAnswered, enqueueDelivery, getAdmissionStatus, hasSessionKey, type AgentRecord, type TraceCarrier,
+  admit, admitAnswered, enqueueDelivery, getAdmissionStatus, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
 } from '../core/index.js';
-import { authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
+import { allowedWithoutPairing, authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
 import { enqueueSoon, recordApprovalDecision, signalRunningTurn } from './admission.js';
 import type { GatewayContext } from './context.js';
+import { answerUnknownDm } from './pairing.js';
 
 export type PlatformAdmission =
   | { outcome: 'admitted' | 'duplicate'; admissionId: string; sessionId: string }
   /** Not allowed: refused once per user (a polite reply through the ledger), never a model call. */
-  | { outcome: 'refused' | 'refused-before'; admissionId: string };
+  | { outcome: 'refused' | 'refused-before'; admissionId: string }
+  /** An unknown DM on a platform with dmPairing: a code, one reminder, a polite refusal (full / locked), or silence. */
+  | { outcome: 'pairing'; ask: 'code' | 'rate-limited' | 'full' | 'locked'; admissionId?: string };
 
 const segment = (s: string) => s.replace(/%/g, '%25').replace(/:/g, '%3A');
 
@@ -33,12 +36,30 @@ async function refuse(ctx: GatewayContext, agent: AgentRecord, event: InboundEve
     replyTarget: event.replyTarget,
     traceContext: trace,
   }, refusalText);
-  if (answered.obligationId) {
-    // A lost wake-up is found by the sweeper (pending obligations are re-enqueued).
-    await enqueueDelivery(ctx.deps.queues, { obligationId: answered.obligationId, trace })
-      .catch((err: unknown) => log.warn({ err, obligation: answered.obligationId }, 'Delivery enqueue failed; the sweeper will send the refusal'));
-  }
+  await sendAnswer(ctx, answered, trace, log);
   return { outcome: answered.duplicate ? 'refused-before' : 'refused', admissionId: answered.admissionId };
+}
+
+async function sendAnswer(ctx: GatewayContext, answered: Answered | undefined, trace: TraceCarrier, log: FastifyBaseLogger): Promise<void> {
+  if (!answered?.obligationId) return;
+  // A lost wake-up is found by the sweeper (pending obligations are re-enqueued).
+  await enqueueDelivery(ctx.deps.queues, { obligationId: answered.obligationId, trace })
+    .catch((err: unknown) => log.warn({ err, obligation: answered.obligationId }, 'Delivery enqueue failed; the sweeper will send the answer'));
+}
+
+/** An unknown user's DM on a platform with DM pairing: the pairing flow instead of the refusal. */
+async function pairingAnswer(ctx: GatewayContext, agent: AgentRecord, event: InboundEvent, via: Via): Promise<PlatformAdmission> {
+  const now = new Date(ctx.deps.tuning?.now?.() ?? Date.now());
+  const { ask, answered } = await answerUnknownDm(ctx.deps.db, agent, event, now, via.trace);
+  await sendAnswer(ctx, answered, via.trace, via.log);
+  via.log.info({ platform: event.platform, user: event.user.id, ask }, 'Answered an unknown DM with DM pairing');
+  return { outcome: 'pairing', ask, ...(answered ? { admissionId: answered.admissionId } : {}) };
+}
+
+/** SPEC's order; the pairing store is read only for users neither allow-all nor the allowlist let in. */
+async function authorised(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, event: InboundEvent) {
+  const paired = !allowedWithoutPairing(settings, event) && await isPaired(ctx.deps.db.pool, agent.agentId, event.platform, event.user.id);
+  return authorise(settings, event, paired);
 }
 
 /** The request an event came in: its trace context and logger. */
@@ -51,10 +72,9 @@ export const threadIsOurs = (ctx: GatewayContext, agent: AgentRecord, event: Inb
 export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, event: InboundEvent, via: Via): Promise<PlatformAdmission> {
   const { trace, log } = via;
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
-  const auth = authorise(settings, event);
-  // Seam for DM pairing (issue 11 point 2): `auth.pairing` marks a DM that would get a pairing code.
+  const auth = await authorised(ctx, agent, settings, event);
   if (!auth.allowed) {
-    const refused = await refuse(ctx, agent, event, trace, log);
+    const refused = auth.pairing ? await pairingAnswer(ctx, agent, event, via) : await refuse(ctx, agent, event, trace, log);
     ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: refused.outcome });
     return refused;
   }
@@ -70,8 +90,9 @@ export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord
   });
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
   if (!admitted.duplicate) {
-    await signalRunningTurn(ctx, admitted, event.text);
-    await recordApprovalDecision(ctx, admitted, event.text);
+    const perms = permissionsFor(agent.compiled, { platform: event.platform, userId: event.user.id, chatId: event.chat.id });
+    await signalRunningTurn(ctx, admitted, event.text, perms);
+    await recordApprovalDecision(ctx, admitted, event.text, perms);
   }
   const state = admitted.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, admitted.admissionId))?.state : 'queued';
   // A duplicate still queued may have lost its first enqueue; adding it again is idempotent.

@@ -57,14 +57,23 @@ export interface SecretReader {
 
 /**
  * SPEC's order: platform allow-all → platform allowlist → DM pairing → default deny. A session id
- * routes and never authorises. Pairing is not built yet: `pairing` is where it slots in (a DM from
- * an unknown user of a platform with dmPairing on), until then such a user is refused like others.
+ * routes and never authorises. `paired`: an owner approved this user's pairing request on this
+ * platform (the gateway looks it up only when allow-all and the allowlist did not let them in).
+ * Refused with `pairing: true`: a DM from an unknown user of a platform with dmPairing on, who
+ * gets a pairing code instead of the refusal.
  */
-export type Authorisation = { allowed: true; by: 'allow-all' | 'allowlist' } | { allowed: false; reason: 'not-allowed'; pairing: boolean };
+export type Authorisation =
+  | { allowed: true; by: 'allow-all' | 'allowlist' | 'pairing' }
+  | { allowed: false; reason: 'not-allowed'; pairing: boolean };
 
-export function authorise(settings: PlatformSettings, event: InboundEvent): Authorisation {
+/** Allow-all or the allowlist let this user in, without asking the pairing store. */
+export const allowedWithoutPairing = (settings: PlatformSettings, event: InboundEvent) =>
+  settings.allowAll || settings.allowlist.includes(event.user.id);
+
+export function authorise(settings: PlatformSettings, event: InboundEvent, paired = false): Authorisation {
   if (settings.allowAll) return { allowed: true, by: 'allow-all' };
   if (settings.allowlist.includes(event.user.id)) return { allowed: true, by: 'allowlist' };
+  if (paired) return { allowed: true, by: 'pairing' };
   return { allowed: false, reason: 'not-allowed', pairing: settings.dmPairing && event.chat.type === 'dm' };
 }
 

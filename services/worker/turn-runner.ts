@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
   appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, publishTurnEvent, readTurnContext, type TurnContext, LeaseLostError, extractTraceContext, recordModelCall,
-  type TurnResult, enqueueReview,
+  type TurnResult, enqueueReview, commandAllowed, commandRefusal, isBuiltinCommand, slashCommandName, type Permissions,
 } from '../core/index.js';
 import {
   builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter,
@@ -27,6 +27,7 @@ import { reviewSkipReason } from './review-policy.js';
 import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
+import { turnPermissions } from './turn-permissions.js';
 
 export interface TurnDeps {
   config: Config;
@@ -116,20 +117,25 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
 
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
   if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
+  const perms = await turnPermissions(deps.db, agent, adm);
+  // Team mode: a slash command this person may not use is refused here, before any command runs.
+  const command = slashCommandName(adm.content);
+  if (command && isBuiltinCommand(command) && !commandAllowed(perms, command)) return { outcome: 'completed', reply: commandRefusal(command) };
   const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? (await learningReply(deps.db, adm, agent)) ?? (await curatorReply(deps.db, adm, agent));
   if (controlled) return controlled;
   const recovery = await recoveryCommand(deps.db, lease, adm);
   if (recovery && 'reply' in recovery) return recovery.reply;
   if (recovery) {
     await appendTurnMessage(deps.db, lease, adm.id, { role: 'user', content: recovery.rerun });
-    const result = await runLoop(deps, lease, { ...adm, content: recovery.rerun }, fence, agent);
+    const result = await runLoop(deps, lease, { ...adm, content: recovery.rerun }, fence, { agent, perms });
     return recovery.notice ? { ...result, reply: `${result.reply}\n\n(${recovery.notice})` } : result;
   }
-  return runLoop(deps, lease, adm, fence, agent);
+  return runLoop(deps, lease, adm, fence, { agent, perms });
 }
 
 /** The agent loop for `adm` (its content is the request: for /retry, the request it re-runs). */
-async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent): Promise<TurnResult> {
+async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, who: { agent: CompiledAgent; perms: Permissions }): Promise<TurnResult> {
+  const { agent, perms } = who;
   const durable = <T>(write: () => Promise<T>) => whileLeaseHolds(write, fence, deps.log.child({ admission: adm.id, session: adm.sessionId }));
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
   const routes = await routesOf(loop, agent);
@@ -143,7 +149,7 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
     const ctx = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
     if (!ctx) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
     watching?.catchUp(ctx.signals);
-    const result = await loopIn({ deps, lease, adm, fence, agent, loop, routes, accounting, control, durable }, ctx);
+    const result = await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable }, ctx);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;
   } finally {
@@ -157,6 +163,8 @@ interface LoopSetup {
   adm: Admission;
   fence: TurnFence;
   agent: CompiledAgent;
+  /** The person's permissions (team mode): which toolsets the model is offered. */
+  perms: Permissions;
   loop: LoopDeps;
   routes: ModelRoute[];
   accounting: SpendAccounting;
@@ -188,7 +196,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   const { deps, lease, adm, agent, loop, routes, control, durable } = s;
   const stored = historyFor(adm, ctx);
   const command = { db: deps.db, lease, adm, loop, routes, signal: s.fence.signal, tail: tailOptions(loop, agent), history: () => Promise.resolve(stored), accounting: s.accounting };
-  const { tools, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm);
+  const { tools, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms });
   const rolledBack = await rollbackReply(adm.content, sandbox, s.fence.signal);
   if (rolledBack) return rolledBack;
   const compressed = await compressReply(command);

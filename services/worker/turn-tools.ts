@@ -3,7 +3,7 @@
 // guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
 // this agent and this conversation's person, the past conversations session_search reads, and
 // the skills the agent offers.
-import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
+import { toolsetAllowed, type Admission, type CompiledAgent, type Db, type Logger, type Permissions } from '../core/index.js';
 import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
@@ -45,11 +45,19 @@ export function turnMemory(db: Db, agent: CompiledAgent, adm: Admission): Memory
   };
 }
 
-export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, guard?: CommandGuard): TurnTools {
-  const sandbox = loop.sandboxes ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
-  // A platform may narrow the toolsets of the turns it admits (the signed webhook: untrusted input).
-  const allowed = platformToolsets(agent, adm.platform);
-  const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (sandbox || !SANDBOX_TOOLSETS.includes(t)) && (!allowed || allowed.includes(t)));
+/**
+ * `perms`: the person's permissions (team mode): toolsets they may not use are not offered to the
+ * model at all (nor the sandbox behind them).
+ */
+export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: { perms?: Permissions; guard?: CommandGuard } = {}): TurnTools {
+  const { perms, guard } = opts;
+  // A platform may narrow the toolsets of the turns it admits (the signed webhook: untrusted input),
+  // and team mode the person's (toolsets they may not use are not offered at all).
+  const narrowed = platformToolsets(agent, adm.platform);
+  const permitted = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
+  const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
+  const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
+  const toolsets = permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
   const tools = loop.tools.select(toolsets);
   const enabled = { toolsets, tools: tools.map((t) => t.name) };
   return {

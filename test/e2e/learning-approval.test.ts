@@ -4,14 +4,14 @@
 // the token, the list with its diff, approve, 409 once decided; the next conversation's prompt
 // carries the approved memory.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { publishRevision, sha256 } from '../../services/core/index.js';
+import { publishRevision } from '../../services/core/index.js';
 import { toldResult, toolsAsTold } from '../support/fake-openai.js';
 import { testAgent, testApiKey, useGatewaySystem } from '../support/system.js';
 import { messageApi } from '../support/message-api.js';
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
-/** A message-API person is scoped by the key that speaks for them: `k:<key id>:u:<user id>`. */
-const BOSS = `api:k:${sha256(testApiKey).slice(0, 12)}:u:boss`;
+/** A message-API person named by a trusted backend (the test key) is `api:<user id>`. */
+const BOSS = 'api:boss';
 
 const sys = useGatewaySystem(toolsAsTold, { HERMES_ADMIN_TOKEN: ADMIN_TOKEN });
 const auth = { authorization: `Bearer ${testApiKey}`, 'content-type': 'application/json' };

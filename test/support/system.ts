@@ -25,7 +25,8 @@ export function testAgent(baseURL: string, overrides: Partial<CompiledAgent> = {
     profile: { namespace: 'default', name: 'default' },
     model: { provider: 'openai', model: 'gpt-test', baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' } },
     persona: 'You are the test agent.',
-    api: { enabled: true, keySha256: [sha256(testApiKey)] },
+    // The test system is a backend serving many people: its key may name the user of each request.
+    api: { enabled: true, keySha256: [sha256(testApiKey)], keys: [{ sha256: sha256(testApiKey), trustedBackend: true }] },
     busyPolicy: 'queue',
     ...overrides,
   };

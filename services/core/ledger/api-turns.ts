@@ -99,18 +99,19 @@ export interface CallerSession {
 }
 
 /** Who may be listed: the identity itself, and identities under it (`<identity>:…`). */
+/** Per agent, whose API sessions the caller sees: one identity (a user-bound or plain key), or all (null: a trusted backend). */
 export interface IdentityScope {
-  identity: string;
-  agentIds: readonly string[];
+  scopes: readonly { agentId: string; identity: string | null }[];
 }
 
 const sessionColumns = `s.id, s.agent_id AS "agentId", s.session_key AS key, s.state, u.platform_user_id AS "callerId", s.created_at AS "createdAt",
   GREATEST(s.updated_at, (SELECT max(m.created_at) FROM messages m WHERE m.session_id = s.id)) AS "lastActivityAt",
   (SELECT count(*)::int FROM messages m WHERE m.session_id = s.id AND m.role IN ('user', 'assistant')) AS "messageCount"`;
-const ownUsers = `u.agent_id = ANY($1::uuid[]) AND u.platform = 'api' AND (u.platform_user_id = $2 OR starts_with(u.platform_user_id, $2 || ':'))`;
+const ownUsers = `u.platform = 'api' AND EXISTS (SELECT 1 FROM unnest($1::uuid[], $2::text[]) AS sc(agent_id, identity)
+  WHERE sc.agent_id = u.agent_id AND (sc.identity IS NULL OR u.platform_user_id = sc.identity))`;
 
 /**
- * Sessions of the API users at or under `scope.identity` in the given agents, newest first
+ * Sessions of the API users `scope` names, newest first
  * (created_at, then id), `limit` of them after the session `after` (a cursor from an earlier page).
  */
 export async function listCallerSessions(sql: Sql, scope: IdentityScope, page: { limit: number; after?: string }): Promise<CallerSession[]> {
@@ -121,7 +122,7 @@ export async function listCallerSessions(sql: Sql, scope: IdentityScope, page: {
        AND ($4::uuid IS NULL OR (s.created_at, s.id) < (SELECT c.created_at, c.id FROM sessions c WHERE c.id = $4::uuid))
      ORDER BY s.created_at DESC, s.id DESC
      LIMIT $3`,
-    [scope.agentIds, scope.identity, page.limit, page.after ?? null],
+    [scope.scopes.map((x) => x.agentId), scope.scopes.map((x) => x.identity), page.limit, page.after ?? null],
   );
   return rows;
 }

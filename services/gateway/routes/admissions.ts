@@ -50,10 +50,10 @@ export async function admissionTarget(ctx: GatewayContext, request: FastifyReque
 
 /** The admission is the target's: of its agent, admitted with its key. */
 export const belongsTo = (a: Pick<AdmissionStatus, 'agentId' | 'platform' | 'callerId'>, t: AdmissionTarget) =>
-  a.agentId === t.agent.agentId && admittedBy(a, t.caller);
+  a.agentId === t.agent.agentId && admittedBy(a, t.agent, t.caller);
 
 export const notFound = (id: string, namespace: string, name: string) =>
-  new HermesError('HERMES_ADMISSION_NOT_FOUND', `Agent "${namespace}/${name}" has no admission "${id}" made with this key.`);
+  new HermesError('HERMES_ADMISSION_NOT_FOUND', `Agent "${namespace}/${name}" has no admission "${id}" readable with this key (a key reads its own user's admissions; a trusted backend every API user's).`);
 
 export function registerAdmissionRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   app.get('/v1/agents/:namespace/:name/admissions/:id', async (request) => {

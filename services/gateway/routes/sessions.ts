@@ -3,14 +3,16 @@
 //                                    last id of the previous page); `model` narrows to one agent;
 //   GET /v1/sessions/{id}            one of them;
 //   GET /v1/sessions/{id}/messages   its transcript (user and assistant lines, oldest first).
-// "The caller's" is what `admittedBy` says (admission.ts): sessions whose user is the key's
-// identity or one of the users it named; another caller's session is a 404.
+// "The caller's" is what `admittedBy` says (admission.ts), per agent: the sessions of the user the
+// key speaks as (bound or its own), or every API session of the agent for a trusted backend;
+// another caller's session is a 404.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
   HermesError, getCallerSession, listCallerSessions, listMessages, type AgentRecord, type CallerSession,
 } from '../../core/index.js';
-import { admittedBy, callerIdentity } from '../admission.js';
+import { admittedBy, apiUser } from '../admission.js';
+import { keyBinding } from '../auth.js';
 import { resolveAgent } from '../api-turns.js';
 import { callerFrom, usableAgents, type Caller } from '../auth.js';
 import type { GatewayContext } from '../context.js';
@@ -33,22 +35,34 @@ function sessionObject(s: CallerSession, agents: ReadonlyMap<string, string>) {
   };
 }
 
-/** The agents (id → `namespace/name`) whose sessions the caller may list: `model`'s, else every one the key may use. */
-async function callerAgents(ctx: GatewayContext, caller: Caller, model?: string): Promise<Map<string, string>> {
+/** The agents (id → record) whose sessions the caller may list: `model`'s, else every one the key may use. */
+async function callerAgents(ctx: GatewayContext, caller: Caller, model?: string): Promise<Map<string, AgentRecord>> {
   if (model !== undefined) {
     const agent = await resolveAgent(ctx, caller, model);
-    return new Map([[agent.agentId, model.includes('/') ? model : `default/${model}`]]);
+    return new Map([[agent.agentId, agent]]);
   }
-  const out = new Map<string, string>();
+  const out = new Map<string, AgentRecord>();
   for (const name of await usableAgents(ctx.deps.agents, caller)) {
     const { namespace, name: agentName } = parseModel(name);
     const agent: AgentRecord | undefined = await ctx.deps.agents.get(namespace, agentName);
-    if (agent) out.set(agent.agentId, name);
+    if (agent) out.set(agent.agentId, agent);
   }
   return out;
 }
 
-const isCallers = (s: CallerSession, caller: Caller) => admittedBy({ platform: 'api', callerId: s.callerId }, caller);
+const names = (agents: ReadonlyMap<string, AgentRecord>) =>
+  new Map([...agents].map(([id, a]) => [id, `${a.compiled.agent.namespace}/${a.compiled.agent.name}`]));
+
+const isCallers = (s: CallerSession, agents: ReadonlyMap<string, AgentRecord>, caller: Caller) => {
+  const agent = agents.get(s.agentId);
+  return agent !== undefined && admittedBy({ platform: 'api', callerId: s.callerId }, agent, caller);
+};
+
+/** Per agent, the identity whose sessions the key lists (null: all of the agent's API sessions). */
+const scopesOf = (agents: ReadonlyMap<string, AgentRecord>, caller: Caller) => [...agents.values()].map((agent) => ({
+  agentId: agent.agentId,
+  identity: keyBinding(agent, caller).kind === 'trusted-backend' ? null : apiUser(agent, caller).identity,
+}));
 
 async function ownedSession(ctx: GatewayContext, request: FastifyRequest) {
   const caller = callerFrom(request);
@@ -57,7 +71,7 @@ async function ownedSession(ctx: GatewayContext, request: FastifyRequest) {
   const missing = () => new HermesError('HERMES_SESSION_NOT_FOUND', `"${id}" is not a session of this key.`);
   if (!z.uuid().safeParse(id).success) throw missing();
   const session = await getCallerSession(ctx.deps.db.pool, id);
-  if (!session || !agents.has(session.agentId) || !isCallers(session, caller)) throw missing();
+  if (!session || !isCallers(session, agents, caller)) throw missing();
   return { session, agents };
 }
 
@@ -67,15 +81,15 @@ export function registerSessionRoutes(app: FastifyInstance, ctx: GatewayContext)
     const query = parseInput(listQuery, request.query, 'params');
     const agents = await callerAgents(ctx, caller, query.model);
     // One more than asked: tells whether another page follows.
-    const rows = await listCallerSessions(ctx.deps.db.pool, { identity: callerIdentity(caller), agentIds: [...agents.keys()] }, { limit: query.limit + 1, ...(query.after ? { after: query.after } : {}) });
+    const rows = await listCallerSessions(ctx.deps.db.pool, { scopes: scopesOf(agents, caller) }, { limit: query.limit + 1, ...(query.after ? { after: query.after } : {}) });
     const page = rows.slice(0, query.limit);
-    const data = page.filter((s) => isCallers(s, caller)).map((s) => sessionObject(s, agents));
+    const data = page.filter((s) => isCallers(s, agents, caller)).map((s) => sessionObject(s, names(agents)));
     return { object: 'list', data, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: rows.length > query.limit };
   });
 
   app.get('/v1/sessions/:id', async (request) => {
     const { session, agents } = await ownedSession(ctx, request);
-    return sessionObject(session, agents);
+    return sessionObject(session, names(agents));
   });
 
   app.get('/v1/sessions/:id/messages', async (request) => {

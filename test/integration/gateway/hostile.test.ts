@@ -99,7 +99,11 @@ describe('keys are isolation boundaries (M1)', () => {
     const victim = await sessionAndUser(own.json().admissionId);
     // The OpenAI route: `user` and X-Hermes-Session-Id chosen to match the victim's default.
     const content = 'forged through chat completions';
-    const pending = chat({ model: 'default/shared', user: 'k', messages: [{ role: 'user', content }] }, { ...auth('key-two'), 'x-hermes-session-id': keyOne });
+    // A key that speaks only for itself may not name a user at all (403, nothing admitted)…
+    const named = await chat({ model: 'default/shared', user: 'k', messages: [{ role: 'user', content }] }, { ...auth('key-two'), 'x-hermes-session-id': keyOne });
+    expect(named.statusCode).toBe(403);
+    // …and a session id chosen to match the victim's is only a conversation under its own identity.
+    const pending = chat({ model: 'default/shared', messages: [{ role: 'user', content }] }, { ...auth('key-two'), 'x-hermes-session-id': keyOne });
     const forgedId = await admissionWithContent(h, content);
     expect((await sessionAndUser(forgedId)).session_id).not.toBe(victim.session_id);
     await runFakeTurn(h, forgedId, { result: { outcome: 'completed', reply: 'ok' } });
@@ -115,6 +119,10 @@ describe('keys are isolation boundaries (M1)', () => {
     ];
     for (const forged of forgeries) {
       const res = await postMessage('default/shared', { content: `forged ${JSON.stringify(forged)}`, ...forged }, auth('key-two'));
+      if ('user' in forged) {
+        expect(res.statusCode, JSON.stringify(forged)).toBe(403);
+        continue;
+      }
       expect(res.statusCode).toBe(202);
       const got = await sessionAndUser(res.json().admissionId);
       expect(got.session_id, JSON.stringify(forged)).not.toBe(victim.session_id);

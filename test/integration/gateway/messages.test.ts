@@ -2,9 +2,9 @@
 // the admission is durable before the answer, dedupe holds, every refusal is coded JSON.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { trace } from '@opentelemetry/api';
-import { AgentCache, getAdmission, initTracing, openDb, sha256 } from '../../../services/core/index.js';
+import { AgentCache, getAdmission, initTracing, openDb, publishRevision, sha256 } from '../../../services/core/index.js';
 import { buildGatewayApp } from '../../../services/gateway/index.js';
-import { auth, openHarness, runFakeTurn, testKey, type Harness } from './harness.js';
+import { auth, compiledAgent, openHarness, runFakeTurn, testKey, type Harness } from './harness.js';
 
 let h: Harness;
 const path = '/v1/agents/default/demo/messages';
@@ -13,6 +13,9 @@ const keyUser = `k:${sha256(testKey).slice(0, 12)}`;
 beforeAll(async () => {
   initTracing('gateway-test', {});
   h = await openHarness({ HERMES_MAX_BODY_BYTES: 4096 });
+  // The same key as a trusted backend of another agent: it may name users.
+  const backend = compiledAgent('backend');
+  await publishRevision(h.db, { ...backend, api: { ...backend.api, keys: [{ sha256: sha256(testKey), trustedBackend: true }] } });
 });
 afterAll(async () => {
   await h?.close();
@@ -38,11 +41,19 @@ describe('POST messages', () => {
     expect(job?.data.admissionId).toBe(body.admissionId);
   });
 
-  it('keys the session by user and conversation, and escapes ":" in caller-chosen parts', async () => {
-    const res = await post({ content: 'hi', user: { id: 'u:1', name: 'Ada' }, conversation: 'trip' });
+  it('keys the session by user and conversation, and escapes ":" in caller-chosen parts (a trusted backend names the user)', async () => {
+    const res = await h.app.inject({ method: 'POST', url: '/v1/agents/default/backend/messages', headers: { 'content-type': 'application/json', ...auth() }, payload: JSON.stringify({ content: 'hi', user: { id: 'u:1', name: 'Ada' }, conversation: 'trip' }) });
     expect(res.statusCode).toBe(202);
     const session = await h.db.pool.query('SELECT session_key FROM sessions WHERE id = $1', [res.json().sessionId]);
-    expect(session.rows[0].session_key).toBe(`agent:default/demo:api:dm:${keyUser}:u:u%3A1:trip`);
+    expect(session.rows[0].session_key).toBe('agent:default/backend:api:dm:u%3A1:trip');
+  });
+
+  it('refuses (403, nothing admitted) a user named with a key that speaks only for itself', async () => {
+    const before = await countAdmissions();
+    const res = await post({ content: 'hi', user: { id: 'someone' } });
+    expect(res.statusCode).toBe(403);
+    expect(res.json().error.code).toBe('HERMES_USER_NOT_ALLOWED');
+    expect(await countAdmissions()).toBe(before);
   });
 
   it('treats a repeated eventId or Idempotency-Key as the same admission', async () => {

@@ -21,8 +21,9 @@ const ALSO_ALLOWED = 'UBOB';
 const STRANGER = 'UMALLORY';
 const MAX_BODY = 64 * 1024;
 
+// Pairing off: a stranger gets the plain refusal (DM pairing: test/integration/platforms/pairing-slack.test.ts).
 const slackPlatform: NonNullable<CompiledAgent['platforms']>[number] = {
-  type: 'slack', credentialsSecret: 'slack', allowlist: [ALLOWED, ALSO_ALLOWED], allowAll: false, dmPairing: true, groupPolicy: 'mention',
+  type: 'slack', credentialsSecret: 'slack', allowlist: [ALLOWED, ALSO_ALLOWED], allowAll: false, dmPairing: false, groupPolicy: 'mention',
 };
 
 let database: TestDatabase;
