@@ -48,12 +48,21 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
     persona,
     api: { enabled: agent.spec.api.enabled, keySha256 },
     busyPolicy: agent.spec.busyPolicy,
+    ...runFields(agent),
     ...(profile.spec.fallbackModels?.length ? { fallbackModels: profile.spec.fallbackModels.map(compileModel) } : {}),
     ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
     ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
     ...(skills.length ? { skills } : {}),
     ...(contextFiles.length ? { contextFiles } : {}),
     ...loopFields(profile),
+  };
+}
+
+/** The Agent's emergency stop and its cap on concurrent sessions (absent when unset). */
+function runFields(agent: Agent): Partial<CompiledAgent> {
+  return {
+    ...(agent.spec.stopped ? { stopped: true } : {}),
+    ...(agent.spec.maxConcurrentSessions !== undefined ? { maxConcurrentSessions: agent.spec.maxConcurrentSessions } : {}),
   };
 }
 

@@ -2,10 +2,8 @@
 // admission (committed before we answer), then the BullMQ wake-up, which may fail or stall
 // without failing the request: the outbox sweeper re-enqueues queued admissions.
 import type { FastifyBaseLogger } from 'fastify';
-import {
-  admit, decideApproval, enqueueTurn, parseApprovalCommand, getAdmissionStatus, parseControlCommand, publishSignal, recordSignal,
-  type Admitted, type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type TraceCarrier,
-} from '../core/index.js';
+import { enqueueTurn, type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type TraceCarrier } from '../core/index.js';
+import { admitInbound } from './inbound.js';
 import type { Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
 
@@ -55,9 +53,8 @@ export function admittedBy(admission: Pick<AdmissionStatus, 'platform' | 'caller
   return admission.platform === 'api' && admission.callerId !== null && (admission.callerId === own || admission.callerId.startsWith(`${own}:`));
 }
 
-export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, caller: Caller, msg: ApiMessage): Promise<ApiAdmission> {
-  const { db } = ctx.deps;
-  const admitted = await admit(db, {
+export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, caller: Caller, msg: ApiMessage, log: FastifyBaseLogger): Promise<ApiAdmission> {
+  const admitted = await admitInbound(ctx, agent, {
     agentId: agent.agentId,
     platform: 'api',
     sessionKey: apiSessionKey(agent, caller, msg.userId, msg.conversation),
@@ -67,38 +64,10 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
     ...(msg.callerHistory ? { callerHistory: msg.callerHistory } : {}),
     replyTarget: { kind: 'api' },
     traceContext: msg.trace,
-  });
+  }, { trace: msg.trace, log });
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
-  if (!admitted.duplicate) await signalRunningTurn(ctx, admitted, msg.content);
-  if (!admitted.duplicate) await recordApprovalDecision(ctx, admitted, msg.content);
-  const state = admitted.duplicate ? (await getAdmissionStatus(db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
-  return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
-}
-
-/**
- * `/stop`, `/steer …`, `/redirect …` also reach the session's running turn out of band: a signal
- * row (Postgres) and a pub/sub announcement. The admission itself stays durable and gets a reply.
- * A failed announcement only costs latency for steer/redirect; it is logged, never fatal.
- */
-export async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
-  const command = parseControlCommand(content);
-  if (!command) return;
-  const signal = await recordSignal(ctx.deps.db.pool, { sessionId: admitted.sessionId, admissionId: admitted.admissionId, ...command });
-  await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, signal)
-    .catch((err: unknown) => ctx.deps.log.warn({ err, session: admitted.sessionId }, 'Control signal publish failed'));
-}
-
-/**
- * `/approve` and `/deny [reason]` get through while a turn runs (SPEC): the decision is recorded
- * now, for the session's oldest pending approval of this same user, and the waiting guard reads
- * it; the admission itself is answered after that turn, without the model.
- */
-export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string): Promise<void> {
-  const command = parseApprovalCommand(content);
-  if (!command) return;
-  const decided = await decideApproval(ctx.deps.db.pool, { decidingAdmissionId: admitted.admissionId, ...command });
-  ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, approval: decided?.id, decision: command.decision }, decided ? 'Recorded an approval decision' : 'An approval command found nothing waiting');
+  return admitted;
 }
 
 /**

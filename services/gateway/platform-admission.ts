@@ -2,11 +2,10 @@
 // normalised: authorise → session key → durable admission → wake-up. The platform is acknowledged
 // only after this returns (the admission, or the refusal, is committed); the model is never awaited.
 import type { FastifyBaseLogger } from 'fastify';
-import {
-  admit, admitAnswered, enqueueDelivery, getAdmissionStatus, hasSessionKey, type AgentRecord, type TraceCarrier,
-} from '../core/index.js';
+import { admitAnswered, enqueueDelivery, hasSessionKey, type AgentRecord, type TraceCarrier } from '../core/index.js';
 import { authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
-import { enqueueSoon, recordApprovalDecision, signalRunningTurn } from './admission.js';
+import { enqueueSoon } from './admission.js';
+import { admitInbound } from './inbound.js';
 import type { GatewayContext } from './context.js';
 
 export type PlatformAdmission =
@@ -58,7 +57,7 @@ export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord
     ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: refused.outcome });
     return refused;
   }
-  const admitted = await admit(ctx.deps.db, {
+  const admitted = await admitInbound(ctx, agent, {
     agentId: agent.agentId,
     platform: event.platform,
     sessionKey: platformSessionKey(agent.compiled.agent, event),
@@ -67,14 +66,9 @@ export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord
     content: event.text,
     replyTarget: event.replyTarget,
     traceContext: trace,
-  });
+  }, via);
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
-  if (!admitted.duplicate) {
-    await signalRunningTurn(ctx, admitted, event.text);
-    await recordApprovalDecision(ctx, admitted, event.text);
-  }
-  const state = admitted.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, admitted.admissionId))?.state : 'queued';
   // A duplicate still queued may have lost its first enqueue; adding it again is idempotent.
-  if (state === 'queued') await enqueueSoon(ctx, log, admitted, trace);
+  if (admitted.state === 'queued') await enqueueSoon(ctx, log, admitted, trace);
   return { outcome: admitted.duplicate ? 'duplicate' : 'admitted', admissionId: admitted.admissionId, sessionId: admitted.sessionId };
 }
