@@ -9,6 +9,7 @@ import { devCommand } from './dev.js';
 import { operatorCommand } from './operator.js';
 import { skillsCommand } from './skills.js';
 import { memoryCommand, reviewCommand } from './learning.js';
+import { agentsCommand } from './agents.js';
 
 const program = new Command('hermes')
   .description('Hermes Operator: the Hermes agent runtime on Kubernetes.')
@@ -21,7 +22,8 @@ const program = new Command('hermes')
   .addCommand(operatorCommand)
   .addCommand(skillsCommand)
   .addCommand(memoryCommand)
-  .addCommand(reviewCommand);
+  .addCommand(reviewCommand)
+  .addCommand(agentsCommand);
 
 try {
   await program.parseAsync(process.argv);
