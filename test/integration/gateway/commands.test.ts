@@ -34,7 +34,7 @@ function hold(id: string) {
 
 // A tool that runs until the test lets it go.
 let toolStarted!: () => void;
-let toolRunning = new Promise<void>((r) => { toolStarted = r; });
+const toolRunning = new Promise<void>((r) => { toolStarted = r; });
 let releaseTool!: () => void;
 const gate = defineTool({
   name: 'wait_for_go', description: 'Waits.', toolset: 'test', sideEffect: 'writes', schema: z.object({}).strict(),
