@@ -48,6 +48,7 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
     persona,
     api: compileApi(agent.spec.api.enabled, keys),
     busyPolicy: agent.spec.busyPolicy,
+    ...runFields(agent),
     ...(profile.spec.fallbackModels?.length ? { fallbackModels: profile.spec.fallbackModels.map(compileModel) } : {}),
     ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
     ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
@@ -55,6 +56,14 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
     ...(skills.length ? { skills } : {}),
     ...(contextFiles.length ? { contextFiles } : {}),
     ...loopFields(profile),
+  };
+}
+
+/** The Agent's emergency stop and its cap on concurrent sessions (absent when unset). */
+function runFields(agent: Agent): Partial<CompiledAgent> {
+  return {
+    ...(agent.spec.stopped ? { stopped: true } : {}),
+    ...(agent.spec.maxConcurrentSessions !== undefined ? { maxConcurrentSessions: agent.spec.maxConcurrentSessions } : {}),
   };
 }
 

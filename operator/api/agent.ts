@@ -91,7 +91,9 @@ export const agentSpecSchema = z.object({
     matchLabels: z.record(z.string(), z.string()).optional().describe('Offer only Skills (same namespace) with these labels; unset: every published Skill in the namespace.'),
     enabled: z.boolean().default(true).describe('Offer Skills at all.'),
   }).default({ enabled: true }).describe('Which Skills (procedural memory) the agent is offered.'),
-  busyPolicy: z.enum(['queue', 'steer', 'interrupt']).default('interrupt').describe('What a message does while a turn runs (Hermes default: interrupt).'),
+  busyPolicy: z.enum(['queue', 'steer', 'interrupt']).default('interrupt').describe('What a plain message does while a turn of its session runs: queue (runs next), steer (delivered to the running turn after its current tool batch), interrupt (stops the running turn, then runs). Hermes default: interrupt.'),
+  stopped: z.boolean().optional().describe('Emergency stop (default false): new messages get a short refusal (no model call) and running turns are stopped. `hermes agents stop NAME` does the same without editing the Agent.'),
+  maxConcurrentSessions: z.number().int().min(1).max(100_000).optional().describe('At most this many sessions of the agent run a turn at once; the others wait, queued (never dropped). Unset: no limit.'),
   runtime: z.object({
     mode: z.enum(['shared', 'dedicated']).default('shared').describe('shared: the release\'s gateway and worker pools; dedicated: Deployments owned by this Agent.'),
   }).default({ mode: 'shared' }).describe('Where the agent runs.'),

@@ -3,7 +3,8 @@
 // model call and continue with the correction; during tool execution it falls back to steer).
 export class TurnControl {
   private readonly stopper = new AbortController();
-  private steers: string[] = [];
+  private steers: { text: string; id?: string | undefined }[] = [];
+  private dropped: { text: string; id?: string | undefined }[] = [];
   private call: AbortController | undefined;
   private redirectText: string | undefined;
 
@@ -13,18 +14,21 @@ export class TurnControl {
   }
 
   stop(reason = 'stopped by /stop'): void {
+    // Pending steers are dropped from this turn (SPEC); unsent() still names them, so their messages are not lost.
+    this.dropped.push(...this.steers);
     this.steers = [];
     this.stopper.abort(new Error(reason));
   }
 
-  steer(text: string): void {
-    this.steers.push(text);
+  /** `id`: the signal it came from, so a steer the turn never delivered can be handed back (unsent()). */
+  steer(text: string, id?: string): void {
+    this.steers.push({ text, id });
   }
 
   /** True when it cancelled a model call; false when it was queued as a steer. */
-  redirect(text: string): boolean {
+  redirect(text: string, id?: string): boolean {
     if (!this.call) {
-      this.steer(text);
+      this.steer(text, id);
       return false;
     }
     this.redirectText = this.redirectText ? `${this.redirectText}\n${text}` : text;
@@ -49,6 +53,14 @@ export class TurnControl {
   takeSteers(): string[] {
     const s = this.steers;
     this.steers = [];
-    return s;
+    return s.map((x) => x.text);
+  }
+
+  /**
+   * Signal ids of steers the model never saw: still waiting when the turn ended (it answered
+   * without another tool batch) or dropped by stop(). Their messages must run as turns of their own.
+   */
+  unsent(): string[] {
+    return [...this.dropped, ...this.steers].flatMap((x) => (x.id ? [x.id] : []));
   }
 }

@@ -1,5 +1,6 @@
 // Classifying provider failures into what the loop should do next. Works on the error shapes of
 // both official SDKs (`status`, `headers`, `error` body, `name`) without importing either.
+import { commandWord } from '../core/index.js';
 export type ErrorReason =
   | 'auth' | 'billing' | 'timeout' | 'payload_too_large' | 'rate_limit' | 'server_error' | 'overloaded'
   | 'context_overflow' | 'content_policy' | 'malformed' | 'connection' | 'stream' | 'bad_request' | 'unknown';
@@ -110,13 +111,13 @@ export function backoffMs(attempt: number, random: number, retryAfter?: number):
 }
 
 /** What the user reads when the model call failed for good. */
-export function userMessageFor(c: ClassifiedError, model: string): string {
+export function userMessageFor(c: ClassifiedError, model: string, platform?: string): string {
   switch (c.reason) {
     case 'auth': return `Sorry — the model provider refused our credentials for ${model}. An operator needs to check the API key.`;
     case 'billing': return `Sorry — the model provider reports a billing problem for ${model} (payment or quota). An operator needs to check the account.`;
     case 'content_policy': return 'Sorry — the model provider refused this request under its content policy. Please rephrase it.';
     case 'rate_limit': return `Sorry — the model provider is rate-limiting us on ${model}. Please try again in a moment.`;
-    case 'context_overflow': case 'payload_too_large': return 'Sorry — this conversation is too long for the model even after compression. Start a new one with /new.';
+    case 'context_overflow': case 'payload_too_large': return `Sorry — this conversation is too long for the model even after compression. Start a new one with ${commandWord(platform, 'new')}.`;
     case 'overloaded': case 'server_error': case 'timeout': case 'connection': case 'stream':
       return `Sorry — the model provider (${model}) is unavailable right now (${c.reason.replace('_', ' ')}). Please try again later.`;
     default: return 'Sorry — the model could not answer this time. Please try again.';

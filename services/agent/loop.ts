@@ -2,7 +2,7 @@
 // back, until the model answers in text or a budget ends the turn. Expected failures end as a
 // TurnResult with words the user can act on; the loop never throws for them.
 import { context } from '@opentelemetry/api';
-import { inSpan, injectTraceContext, type TurnResult, type UsageTask } from '../core/index.js';
+import { commandWord, inSpan, injectTraceContext, type TurnResult, type UsageTask } from '../core/index.js';
 import { abortReason, systemClock, type Clock } from './clock.js';
 import type { CooldownBook } from './credentials.js';
 import { compress, estimateTokens, MAX_ATTEMPTS, SummaryRefused, thresholdTokens, type SummaryCooldown } from './compression.js';
@@ -83,6 +83,8 @@ export interface LoopInput {
    * halts end it. @defaultValue false
    */
   unattended?: boolean;
+  /** The chat platform of the turn: texts that name a command write it as users there do (`!retry` on Slack). */
+  platform?: string;
   /** Tool-loop guard thresholds; SPEC defaults (`GUARD_DEFAULTS`) for the ones not given. */
   guardrails?: Partial<GuardSettings>;
   /**
@@ -105,11 +107,11 @@ export interface LoopResult extends TurnResult {
 
 const MAX_INVALID_IN_A_ROW = 3;
 
-function interrupted(signal: AbortSignal, partial: string, usage: Usage, iterations: number): LoopResult {
-  const reason = abortReason(signal).message;
+function interrupted(input: Pick<LoopInput, 'signal' | 'platform'>, partial: string, usage: Usage, iterations: number): LoopResult {
+  const reason = abortReason(input.signal).message;
   const reply = partial.trim()
     ? `${partial}\n\n[interrupted: ${reason}]`
-    : `The turn was interrupted (${reason}). Send your message again or /retry.`;
+    : `The turn was interrupted (${reason}). Send your message again or ${commandWord(input.platform, 'retry')}.`;
   return { outcome: 'interrupted', reply, error: reason, interrupted: true, partial: partial.trim() ? partial : '', usage, iterations };
 }
 
@@ -118,7 +120,7 @@ function failed(res: Extract<ModelCallResult, { ok: false }>, input: LoopInput, 
   const model = res.route.model;
   const explicit = input.explicitModel && input.routes.length > 1 ? ` You chose ${model} explicitly, so I did not switch to a fallback model.` : '';
   const error = `${c.reason}${c.status ? ` ${c.status}` : ''} from ${model}: ${c.message}`.slice(0, 2_000);
-  return { outcome: 'failed', reply: userMessageFor(c, model) + explicit, error, usage, iterations };
+  return { outcome: 'failed', reply: userMessageFor(c, model, input.platform) + explicit, error, usage, iterations };
 }
 
 function optional(input: LoopInput): Partial<CompletionRequest> {
@@ -161,7 +163,7 @@ class TurnLoop {
   private async gate(iteration: number): Promise<LoopResult | undefined> {
     const { input } = this;
     if (input.maxIterations !== undefined && iteration >= input.maxIterations) return this.budgetSpent(iteration);
-    if (input.signal.aborted) return interrupted(input.signal, this.partial, this.usage, iteration);
+    if (input.signal.aborted) return interrupted(input, this.partial, this.usage, iteration);
     const refused = await this.refused(iteration);
     if (refused) return refused;
     // A summary costs too: when one went out, the caps are checked again before the answer's call.
@@ -181,7 +183,7 @@ class TurnLoop {
       if (end) return end;
       const res = await this.call(iteration);
       if (res === 'redirected') continue;
-      if (!res) return interrupted(input.signal, this.partial, this.usage, iteration);
+      if (!res) return interrupted(input, this.partial, this.usage, iteration);
       if (!res.ok && res.compress && this.compressions < MAX_ATTEMPTS && (await this.compressNow())) continue;
       if (!res.ok) return failed(res, input, this.usage, iteration + 1);
       const done = res.completion;
@@ -292,7 +294,7 @@ class TurnLoop {
     this.messages.push(assistant);
     const ctx: ToolContext = { ...input.toolContext, sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now(), ...(input.persist.results ? { storedResults: input.persist.results } : {}), ...(input.guard ? { guard: input.guard } : {}) };
     const outcomes = await runToolBatch(this.tools, done.toolCalls, ctx, this.batchHooks());
-    if (input.signal.aborted) return interrupted(input.signal, done.text, this.usage, iterations);
+    if (input.signal.aborted) return interrupted(input, done.text, this.usage, iterations);
     // Steers: user lines after the tool batch, for this turn's requests only.
     for (const text of input.control?.takeSteers() ?? []) this.messages.push({ role: 'user', content: text });
     const halt = this.guard.halt;

@@ -9,6 +9,7 @@ import { devCommand } from './dev.js';
 import { operatorCommand } from './operator.js';
 import { skillsCommand } from './skills.js';
 import { memoryCommand, reviewCommand } from './learning.js';
+import { agentsCommand } from './agents.js';
 import { pairingCommand } from './pairing.js';
 
 const program = new Command('hermes')
@@ -23,7 +24,8 @@ const program = new Command('hermes')
   .addCommand(skillsCommand)
   .addCommand(memoryCommand)
   .addCommand(reviewCommand)
-  .addCommand(pairingCommand);
+  .addCommand(pairingCommand)
+  .addCommand(agentsCommand);
 
 try {
   await program.parseAsync(process.argv);

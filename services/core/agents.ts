@@ -14,6 +14,38 @@ export interface AgentRecord {
   revisionId: string;
   hash: string;
   compiled: CompiledAgent;
+  /** Emergency stop by `hermes agents stop` (null when not stopped); see agentStopped(). */
+  stoppedAt: Date | null;
+  stoppedReason: string | null;
+}
+
+/**
+ * Why the agent is stopped (emergency stop), or undefined when it runs: the Agent's own
+ * `spec.stopped`, or `hermes agents stop` (agents.stopped_at, which needs no operator).
+ */
+export function agentStopped(record: Pick<AgentRecord, 'compiled' | 'stoppedAt' | 'stoppedReason'>): string | undefined {
+  if (record.stoppedAt) return record.stoppedReason?.trim() || 'stopped with hermes agents stop';
+  if (record.compiled.stopped) return 'spec.stopped is true';
+  return undefined;
+}
+
+/** The reply to every message while the agent is stopped (no model call). */
+export const stoppedReply = 'This agent has been stopped by its operator (emergency stop), so it is not answering messages now. Please try again later.';
+
+/** Why a running turn was cut by the emergency stop (its interrupted reply names it). */
+export const emergencyStopReason = 'stopped by the operator (emergency stop)';
+
+/** Sets or clears the emergency stop of `agentId` and tells every gateway and worker (NOTIFY). False: no such agent. */
+export async function setAgentStopped(db: Db, agentId: string, stop: { reason: string } | false): Promise<boolean> {
+  return db.tx(async (sql) => {
+    const { rowCount } = await sql.query(
+      `UPDATE agents SET stopped_at = CASE WHEN $2 THEN now() END, stopped_reason = $3, updated_at = now() WHERE id = $1`,
+      [agentId, stop !== false, stop === false ? null : stop.reason],
+    );
+    if (!rowCount) return false;
+    await sql.query(`SELECT pg_notify($1, $2)`, [configChannel, agentId]);
+    return true;
+  });
 }
 
 /** Canonical JSON (sorted keys) so equal configs hash equal. */
@@ -53,7 +85,7 @@ export async function publishRevision(db: Db, compiled: CompiledAgent): Promise<
   });
 }
 
-const selectAgent = `SELECT a.id AS "agentId", r.id AS "revisionId", r.hash, r.compiled
+const selectAgent = `SELECT a.id AS "agentId", r.id AS "revisionId", r.hash, r.compiled, a.stopped_at AS "stoppedAt", a.stopped_reason AS "stoppedReason"
   FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id`;
 
 export async function findAgent(sql: Sql, namespace: string, name: string): Promise<AgentRecord | undefined> {
@@ -119,14 +151,15 @@ export class AgentCache {
   private keyIndex: Promise<Map<string, Set<string>>> | undefined;
   private keyCount = 0;
   private readonly listener: ConfigListener;
+  private readonly changeListeners = new Set<(agentId: string | undefined) => void>();
 
   constructor(private readonly db: Db, databaseUrl: string, opts: AgentCacheOptions = {}) {
     this.listener = new ConfigListener({
       databaseUrl,
       channel: configChannel,
       applicationName: 'hermes-config-listener',
-      onNotify: () => this.clear(),
-      onResync: () => this.clear(),
+      onNotify: (agentId) => { this.clear(); this.changed(agentId); },
+      onResync: () => { this.clear(); this.changed(undefined); },
       onReconnected: () => opts.metrics?.configListenerReconnects.inc(),
       ...(opts.log ? { log: opts.log } : {}),
       ...(opts.listener ? { tuning: opts.listener } : {}),
@@ -148,6 +181,21 @@ export class AgentCache {
     this.byId.clear();
     this.keyIndex = undefined;
     this.keyCount = 0;
+  }
+
+  /**
+   * Calls `fn` after a change is announced: with the agent's id, or undefined when any agent may
+   * have changed (the listener reconnected). Returns the unsubscribe function.
+   */
+  onChange(fn: (agentId: string | undefined) => void): () => void {
+    this.changeListeners.add(fn);
+    return () => this.changeListeners.delete(fn);
+  }
+
+  private changed(agentId: string | undefined): void {
+    for (const fn of this.changeListeners) {
+      try { fn(agentId); } catch { /* a listener's failure is its own */ }
+    }
   }
 
   /** Entries held, for tests and metrics. */

@@ -97,6 +97,10 @@ export const compiledAgentSchema = z.object({
     })).optional(),
   }),
   busyPolicy: z.enum(['queue', 'steer', 'interrupt']),
+  /** Emergency stop (Agent spec.stopped): no new turns, running ones stopped. See also `hermes agents stop` (agents.stopped_at). */
+  stopped: z.boolean().optional(),
+  /** Sessions of this agent running a turn at once; the rest wait queued. Absent = no limit. */
+  maxConcurrentSessions: z.number().int().positive().optional(),
   /** Tried in order when `model` fails (operator issue: Profile.spec.fallbackModels). */
   fallbackModels: z.array(compiledModelSchema).optional(),
   /** Chat platforms: credentials as a Secret name (keys per platform), never values. */

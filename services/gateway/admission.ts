@@ -3,10 +3,11 @@
 // without failing the request: the outbox sweeper re-enqueues queued admissions.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  HermesError, admit, commandAllowed, decideApproval, enqueueTurn, permissionsFor, parseApprovalCommand, getAdmissionStatus, parseControlCommand, publishSignal, recordSignal,
-  type Admitted, type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type Permissions, type TraceCarrier,
+  HermesError, enqueueTurn, permissionsFor,
+  type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type TraceCarrier,
 } from '../core/index.js';
 import { keyBinding, type Caller } from './auth.js';
+import { admitInbound } from './inbound.js';
 import type { GatewayContext } from './context.js';
 
 export interface ApiMessage {
@@ -76,10 +77,11 @@ export function admittedBy(admission: Pick<AdmissionStatus, 'platform' | 'caller
   return admission.callerId === apiUser(agent, caller).identity;
 }
 
-export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, caller: Caller, msg: ApiMessage): Promise<ApiAdmission> {
-  const { db } = ctx.deps;
+export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, caller: Caller, msg: ApiMessage, log: FastifyBaseLogger): Promise<ApiAdmission> {
+  // Before anything is written: a user this key may not name is a 403.
   const user = apiUser(agent, caller, msg.userId);
-  const admitted = await admit(db, {
+  const perms = permissionsFor(agent.compiled, { platform: 'api', userId: user.userId });
+  const admitted = await admitInbound(ctx, agent, {
     agentId: agent.agentId,
     platform: 'api',
     sessionKey: apiSessionKey(agent, user, msg.conversation),
@@ -89,42 +91,10 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
     ...(msg.callerHistory ? { callerHistory: msg.callerHistory } : {}),
     replyTarget: { kind: 'api' },
     traceContext: msg.trace,
-  });
+  }, { trace: msg.trace, log, perms });
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
-  if (!admitted.duplicate) {
-    const perms = permissionsFor(agent.compiled, { platform: 'api', userId: user.userId });
-    await signalRunningTurn(ctx, admitted, msg.content, perms);
-    await recordApprovalDecision(ctx, admitted, msg.content, perms);
-  }
-  const state = admitted.duplicate ? (await getAdmissionStatus(db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
-  return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
-}
-
-/**
- * `/stop`, `/steer …`, `/redirect …` also reach the session's running turn out of band: a signal
- * row (Postgres) and a pub/sub announcement. The admission itself stays durable and gets a reply.
- * A failed announcement only costs latency for steer/redirect; it is logged, never fatal.
- */
-export async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, content: string, perms: Permissions): Promise<void> {
-  const command = parseControlCommand(content);
-  // Team mode: a command this person may not use never reaches the turn (the worker answers the refusal).
-  if (!command || !commandAllowed(perms, command.kind)) return;
-  const signal = await recordSignal(ctx.deps.db.pool, { sessionId: admitted.sessionId, admissionId: admitted.admissionId, ...command });
-  await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, signal)
-    .catch((err: unknown) => ctx.deps.log.warn({ err, session: admitted.sessionId }, 'Control signal publish failed'));
-}
-
-/**
- * `/approve` and `/deny [reason]` get through while a turn runs (SPEC): the decision is recorded
- * now, for the session's oldest pending approval of this same user, and the waiting guard reads
- * it; the admission itself is answered after that turn, without the model.
- */
-export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string, perms: Permissions): Promise<void> {
-  const command = parseApprovalCommand(content);
-  if (!command || !commandAllowed(perms, command.decision === 'approved' ? 'approve' : 'deny')) return;
-  const decided = await decideApproval(ctx.deps.db.pool, { decidingAdmissionId: admitted.admissionId, ...command });
-  ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, approval: decided?.id, decision: command.decision }, decided ? 'Recorded an approval decision' : 'An approval command found nothing waiting');
+  return admitted;
 }
 
 /**

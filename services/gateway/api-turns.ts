@@ -12,7 +12,8 @@ import {
   HermesError, admitIn, permissionsFor, apiTurnByIdempotencyKey, getAdmissionStatus, getApiTurn, insertApiTurn,
   type AgentRecord, type ApiTurn, type ApiTurnKind, type CallerMessage, type ErrorCode, type TraceCarrier,
 } from '../core/index.js';
-import { admittedBy, apiSessionKey, apiUser, enqueueSoon, recordApprovalDecision, signalRunningTurn } from './admission.js';
+import { admittedBy, apiSessionKey, apiUser, enqueueSoon } from './admission.js';
+import { recordApprovalDecision, signalRunningTurn } from './inbound.js';
 import { agentName, authorizeAgent, usableAgents, type Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
 import { parseModel } from './openai/request.js';

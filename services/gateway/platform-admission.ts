@@ -3,10 +3,11 @@
 // only after this returns (the admission, or the refusal, is committed); the model is never awaited.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, admitAnswered, enqueueDelivery, getAdmissionStatus, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
+  admitAnswered, enqueueDelivery, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
 } from '../core/index.js';
 import { allowedWithoutPairing, authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
-import { enqueueSoon, recordApprovalDecision, signalRunningTurn } from './admission.js';
+import { enqueueSoon } from './admission.js';
+import { admitInbound } from './inbound.js';
 import type { GatewayContext } from './context.js';
 import { answerUnknownDm } from './pairing.js';
 
@@ -78,7 +79,7 @@ export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord
     ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: refused.outcome });
     return refused;
   }
-  const admitted = await admit(ctx.deps.db, {
+  const admitted = await admitInbound(ctx, agent, {
     agentId: agent.agentId,
     platform: event.platform,
     sessionKey: platformSessionKey(agent.compiled.agent, event),
@@ -87,15 +88,9 @@ export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord
     content: event.text,
     replyTarget: event.replyTarget,
     traceContext: trace,
-  });
+  }, { ...via, perms: permissionsFor(agent.compiled, { platform: event.platform, userId: event.user.id, chatId: event.chat.id }) });
   ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
-  if (!admitted.duplicate) {
-    const perms = permissionsFor(agent.compiled, { platform: event.platform, userId: event.user.id, chatId: event.chat.id });
-    await signalRunningTurn(ctx, admitted, event.text, perms);
-    await recordApprovalDecision(ctx, admitted, event.text, perms);
-  }
-  const state = admitted.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, admitted.admissionId))?.state : 'queued';
   // A duplicate still queued may have lost its first enqueue; adding it again is idempotent.
-  if (state === 'queued') await enqueueSoon(ctx, log, admitted, trace);
+  if (admitted.state === 'queued') await enqueueSoon(ctx, log, admitted, trace);
   return { outcome: admitted.duplicate ? 'duplicate' : 'admitted', admissionId: admitted.admissionId, sessionId: admitted.sessionId };
 }

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter } from 'prom-client';
 import type { Redis } from 'ioredis';
 import {
-  approvalDecidedBy, approvalPendingMessage, closeApproval, consumeApproval, parkApproval, parseApprovalCommand, publishTurnEvent, readApproval,
+  commandWord, approvalDecidedBy, approvalPendingMessage, closeApproval, consumeApproval, parkApproval, parseApprovalCommand, publishTurnEvent, readApproval,
   type Admission, type CommandApproval, type CompiledAgent, type Db, type Logger, type Metrics, type TurnResult,
 } from '../core/index.js';
 import {
@@ -161,5 +161,5 @@ export async function approvalReply(db: Db, adm: Admission): Promise<TurnResult 
   const what = JSON.stringify(row.command);
   if (row.consumed) return done(row.status === 'approved' ? `Approved: ${what} was allowed to run.` : `Denied: ${what} did not run.`);
   await db.pool.query(`UPDATE command_approvals SET status = 'abandoned' WHERE id = $1 AND consumed_at IS NULL`, [row.id]);
-  return done(`Too late: the turn that asked to run ${what} no longer waits (it was interrupted), so nothing ran. Send /retry to run that request again.`);
+  return done(`Too late: the turn that asked to run ${what} no longer waits (it was interrupted), so nothing ran. Send ${commandWord(adm.platform, 'retry')} to run that request again.`);
 }

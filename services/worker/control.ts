@@ -2,13 +2,15 @@
 // control channels, routed to the running turn of that session. Signals are also in Postgres;
 // a turn reads the ones recorded before it subscribed (with its context), so none falls between.
 import type { Redis } from 'ioredis';
-import { consumeSignal, parseSignal, type Db, type Logger, type SessionSignal } from '../core/index.js';
+import { consumeSignal, parseSignal, releaseSignals, type Db, type Logger, type SessionSignal } from '../core/index.js';
 import type { TurnControl } from '../agent/index.js';
 
 /** A turn's subscription to its session's signals. */
 export interface Watching {
   /** Delivers signals recorded before the subscription (read by the caller after subscribing). */
   catchUp(signals: readonly SessionSignal[]): void;
+  /** Hands back the steers the model never saw (unconsumed again), so their own admissions run them. */
+  release(): Promise<void>;
   stop(): void;
 }
 
@@ -18,10 +20,13 @@ export interface ControlHub {
   close(): Promise<void>;
 }
 
+/** Why a turn stops, by the stop signal's text: a `/stop`, a new message (busy policy interrupt), the emergency stop. */
+export const stopReason = (text: string): string => (text ? `stopped by ${text}` : 'stopped by /stop');
+
 function act(control: TurnControl, s: SessionSignal): void {
-  if (s.kind === 'stop') control.stop();
-  else if (s.kind === 'steer') control.steer(s.text);
-  else control.redirect(s.text);
+  if (s.kind === 'stop') control.stop(stopReason(s.text));
+  else if (s.kind === 'steer') control.steer(s.text, s.id);
+  else control.redirect(s.text, s.id);
 }
 
 export async function startControlHub(redis: Redis, prefix: string, log: Logger): Promise<ControlHub> {
@@ -45,6 +50,10 @@ export async function startControlHub(redis: Redis, prefix: string, log: Logger)
       listeners.set(sessionId, deliver);
       return {
         catchUp: (signals) => { for (const s of signals) deliver(s); },
+        release: async () => {
+          const ids = control.unsent();
+          if (ids.length) await releaseSignals(db.pool, ids, admission.id);
+        },
         stop: () => { if (listeners.get(sessionId) === deliver) listeners.delete(sessionId); },
       };
     },

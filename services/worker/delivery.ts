@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { RateLimited, splitMessage } from '../platforms/index.js';
 import {
-  claimDelivery, deferDelivery, duplicateMarker, isStoreUnavailable, markDelivered, markFailed, recordPiecesSent, takeProgressMessage,
+  claimDelivery, deferDelivery, duplicateMarker, isSilentReply, isStoreUnavailable, markDelivered, markFailed, recordPiecesSent, takeProgressMessage,
   type Config, type Db, type Instance, type Judge, type Logger, type Metrics, type Obligation,
 } from '../core/index.js';
 
@@ -47,9 +47,8 @@ export interface DeliveryDeps {
 
 const retryAfterSeconds = (attempt: number) => (attempt <= 1 ? 30 : 120);
 
-/** A final reply that is exactly one of these is stored but never sent (Hermes: `[SILENT]`, `SILENT`, `NO_REPLY`, `NO REPLY`). */
-const SILENCE = /^\s*(\[SILENT\]|SILENT|NO_REPLY|NO REPLY)\s*$/;
-export const isSilence = (content: string) => SILENCE.test(content);
+/** A reply that is a silence token is stored but never sent (core isSilentReply; usually settled when the turn ends). */
+const isSilence = isSilentReply;
 
 /** Flood control honours the platform's wait up to this (Hermes: 15 min). */
 const MAX_FLOOD_WAIT_SECONDS = 900;

@@ -5,7 +5,7 @@
 //    (Hermes' /retry re-sends the last user message).
 // The model sees the transcript as it is (with "effect UNKNOWN" for calls that never reported)
 // and the retried request in place of the "/retry" line.
-import { discardUnknown, takeUnknownForRetry, type Admission, type Db, type Lease, type TurnResult } from '../core/index.js';
+import { commandWord, discardUnknown, takeUnknownForRetry, type Admission, type Db, type Lease, type TurnResult } from '../core/index.js';
 
 const RETRY = /^\/retry\s*$/i;
 const DISCARD = /^\/discard\s*$/i;
@@ -38,7 +38,7 @@ export async function recoveryCommand(db: Db, lease: Lease, adm: Admission): Pro
   const taken = await takeUnknownForRetry(db, lease, adm.id);
   if (taken) {
     if (!taken.remaining) return { rerun: taken.content };
-    return { rerun: taken.content, notice: `${taken.remaining} more interrupted turn(s) are waiting: send /retry or /discard for them.` };
+    return { rerun: taken.content, notice: `${taken.remaining} more interrupted turn(s) are waiting: send ${commandWord(adm.platform, 'retry')} or ${commandWord(adm.platform, 'discard')} for them.` };
   }
   const last = await lastUserRequest(db, adm);
   if (last === undefined) return { reply: { outcome: 'completed', reply: NOTHING_TO_RETRY } };

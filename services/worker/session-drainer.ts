@@ -2,7 +2,9 @@
 // queued admissions in sequence order, then releases and re-checks so nothing is stranded.
 // Shutdown (worker/index.ts): `draining` stops claiming at once — the session is handed to another
 // worker after the running turn — and `shutdown` (end of the grace period) cuts the running turn.
-import { enqueueTurn, nextQueued, releaseLease, startTurn, type Admission, type Instance } from '../core/index.js';
+import {
+  enqueueTurn, nextQueued, nextWaitingAdmission, releaseLease, sessionSlots, startTurn, startTurnInSlot, type Admission, type Instance, type SessionSlots, type StartedTurn,
+} from '../core/index.js';
 import { keepLease } from './lease-keeper.js';
 import type { Liveness } from './liveness.js';
 import { runAdmission, type TurnDeps } from './turn-runner.js';
@@ -18,15 +20,37 @@ export interface DrainDeps extends TurnDeps {
   running: Set<string>;
 }
 
+/**
+ * Runs the session's queued turns while this worker holds its lease. Under the agent's
+ * maxConcurrentSessions the lease is taken only with a free slot (else the admissions wait,
+ * queued), and letting it go wakes the agent's oldest waiting session.
+ */
 export async function drainSession(deps: DrainDeps, sessionId: string): Promise<number> {
+  const slots = await sessionSlots(deps.db.pool, sessionId);
+  try {
+    return await drainWithin(deps, sessionId, slots);
+  } finally {
+    if (slots?.cap !== undefined) await wakeWaiting(deps, slots.agentId);
+  }
+}
+
+/** Lease and first turn in one statement (under the agent's cap when it has one). */
+async function start(deps: DrainDeps, sessionId: string, slots: SessionSlots | undefined): Promise<StartedTurn | 'full' | undefined> {
+  const { config, db, liveness } = deps;
+  const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: liveness.steady() };
+  if (slots?.cap === undefined) return startTurn(db, sessionId, deps.instance.id, config.HERMES_LEASE_TTL_SECONDS, rule);
+  return startTurnInSlot(db, { sessionId, owner: deps.instance.id, ttlSeconds: config.HERMES_LEASE_TTL_SECONDS, rule, slots: { agentId: slots.agentId, cap: slots.cap } });
+}
+
+async function drainWithin(deps: DrainDeps, sessionId: string, slots: SessionSlots | undefined): Promise<number> {
   const { config, db, liveness } = deps;
   let ran = 0;
   while (!deps.draining.aborted) {
     const acquiredAt = liveness.now();
-    const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: liveness.steady() };
-    // Lease and first turn in one statement; nothing queued or a live holder: nothing to do here.
-    const started = await startTurn(db, sessionId, deps.instance.id, config.HERMES_LEASE_TTL_SECONDS, rule);
-    if (!started) return ran;
+    // Nothing queued or a live holder: nothing to do here. No free slot: the admissions wait, queued.
+    const started = await start(deps, sessionId, slots);
+    if (started === 'full') deps.log.info({ session: sessionId, agent: slots?.agentId, maxConcurrentSessions: slots?.cap }, 'Session waits for a free slot (maxConcurrentSessions)');
+    if (!started || started === 'full') return ran;
     const { lease } = started;
     const keeper = keepLease({ lease, acquiredAt, ttlSeconds: config.HERMES_LEASE_TTL_SECONDS, renewSeconds: config.HERMES_LEASE_RENEW_SECONDS, liveness, log: deps.log });
     const fence = {
@@ -62,6 +86,15 @@ export async function drainSession(deps: DrainDeps, sessionId: string): Promise<
   }
   await handOff(deps, sessionId);
   return ran;
+}
+
+/** A slot of the agent may be free now: wake its oldest waiting session (a distinct job id, so it is added again). */
+async function wakeWaiting(deps: DrainDeps, agentId: string): Promise<void> {
+  if (deps.draining.aborted) return;
+  const next = await nextWaitingAdmission(deps.db.pool, agentId).catch(() => undefined);
+  if (!next) return;
+  await enqueueTurn(deps.queues, { admissionId: next.id, sessionId: next.sessionId, ...(next.traceContext ? { trace: next.traceContext } : {}) }, `${next.id}-slot-${Date.now()}`)
+    .catch((err: unknown) => deps.log.warn({ err, session: next.sessionId }, 'Slot wake-up enqueue failed; the sweeper will pick the session up'));
 }
 
 /** We stop draining with admissions left: wake another worker for them (the sweeper would, later). */

@@ -5,13 +5,15 @@ import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
   appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, publishTurnEvent, readTurnContext, type TurnContext, LeaseLostError, extractTraceContext, recordModelCall,
   type TurnResult, enqueueReview, commandAllowed, commandRefusal, isBuiltinCommand, slashCommandName, type Permissions,
+  agentStopped, busyInterruptText, stoppedReply, SILENT_REPLY, isSilentReply, pulledPlatforms, type AgentRecord,
 } from '../core/index.js';
 import {
   builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter,
   skillInvocation, skillRequestText, skillsIndexBlock, type PromptInputs, type Tool,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
 } from '../agent/index.js';
-import type { ControlHub } from './control.js';
+import { stopReason, type ControlHub } from './control.js';
+import { stopOnEmergency } from './agent-stop.js';
 import type { DeliveryAdapter } from './delivery.js';
 import { startProgress } from './progress.js';
 import { spendAccounting, usageReply, type SpendAccounting } from './usage.js';
@@ -105,18 +107,28 @@ const callerSystem = (adm: Admission): ChatMessage[] =>
 /**
  * A `/stop`, `/steer …` or `/redirect …` message, run after the turn it addressed: its reply says
  * whether a turn acted on it. A steer or redirect nobody took is an ordinary message (undefined).
+ * A plain message that the busy policy made a steer of the running turn, and that the model saw,
+ * is answered by that turn: it ends silently (stored, nothing sent). Its interrupt signal, or a
+ * steer the model never saw, leaves it an ordinary message.
  */
 async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult | undefined> {
   const command = parseControlCommand(adm.content);
-  if (!command) return undefined;
   const sig = await signalOfAdmission(deps.db.pool, adm.id);
+  if (!command) {
+    if (!sig) return undefined;
+    await expireSignalOf(deps.db.pool, adm.id);
+    return sig.kind === 'steer' && sig.consumed ? { outcome: 'completed', reply: SILENT_REPLY } : undefined;
+  }
   await expireSignalOf(deps.db.pool, adm.id);
   if (sig?.consumed) return { outcome: 'completed', reply: command.kind === 'stop' ? REPLY.stopped : REPLY.sent };
   return command.kind === 'stop' ? { outcome: 'completed', reply: REPLY.idle } : undefined;
 }
 
-async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, agent: CompiledAgent | undefined): Promise<TurnResult> {
-  if (!agent) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
+async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, record: AgentRecord | undefined): Promise<TurnResult> {
+  if (!record) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
+  // Emergency stop: admitted before the stop, refused now — no model call.
+  if (agentStopped(record)) return { outcome: 'completed', reply: stoppedReply };
+  const agent = record.compiled;
   const perms = await turnPermissions(deps.db, agent, adm);
   // Team mode: a slash command this person may not use is refused here, before any command runs.
   const command = slashCommandName(adm.content);
@@ -145,16 +157,30 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
   const control = new TurnControl();
   // Listen for /stop, steer and redirect first; the context read then brings those recorded before.
   const watching = deps.control?.watch(deps.db, adm.sessionId, adm, control);
+  const unwatchStop = stopOnEmergency(deps.agents, adm.agentId, control);
   try {
     const ctx = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
     if (!ctx) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
     watching?.catchUp(ctx.signals);
-    const result = await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable }, ctx);
+    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable }, ctx), control);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;
   } finally {
+    unwatchStop();
+    // Steers the model never saw go back to their own admissions (which then run as turns).
+    await watching?.release().catch((err: unknown) => deps.log.warn({ err, session: adm.sessionId }, 'Could not hand back unsent steers; their messages are answered as steered'));
     watching?.stop();
   }
+}
+
+/**
+ * A turn stopped by a new message (busy policy interrupt) with nothing said yet ends silently: the
+ * new message runs next and answers; its partial text, if any, is kept and sent marked interrupted.
+ */
+function busyInterrupted(result: TurnResult, control: TurnControl): TurnResult {
+  const reason: unknown = control.signal.reason;
+  const byMessage = control.signal.aborted && reason instanceof Error && reason.message === stopReason(busyInterruptText);
+  return byMessage && result.outcome === 'interrupted' && !result.partial ? { ...result, reply: SILENT_REPLY } : result;
 }
 
 interface LoopSetup {
@@ -226,6 +252,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     signal: AbortSignal.any([s.fence.signal, control.signal, watchdog.signal]),
     control,
     onProgress: () => { watchdog.progress(); progress.tick(); },
+    platform: adm.platform,
     unattended: adm.platform === 'cron', // SPEC: the tool-loop guard's hard halts only where nobody watches
     // Every command a tool runs passes the approval guard first (ctx.guard).
     guard: turnGuard({ deps, adm, agent, loop, routes, accounting: s.accounting, breaker: loop.approvalBreaker ??= new DenialBreaker() }),
@@ -269,13 +296,14 @@ async function recordLate(deps: TurnDeps, result: TurnResult, log: Logger): Prom
  * shutdown). Returns without throwing when the lease was lost: recovery settles the turn.
  */
 export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence): Promise<TurnAfter> {
-  const agent = (await deps.agents.getById(adm.agentId))?.compiled;
+  const record = await deps.agents.getById(adm.agentId);
+  const agent = record?.compiled;
   const agentLabel = agent ? `${agent.agent.namespace}/${agent.agent.name}` : adm.agentId;
   const log = deps.log.child({ admission: adm.id, session: adm.sessionId, agent: agentLabel });
   const timer = deps.metrics.turnSeconds.startTimer({ agent: agentLabel });
   return inSpan('hermes.turn', { 'hermes.admission_id': adm.id, 'hermes.session_id': adm.sessionId }, extractTraceContext(adm.traceContext), async (): Promise<TurnAfter> => {
     log.info('Started turn');
-    const result = await produce(deps, lease, adm, fence, agent).catch((err: unknown): TurnResult => {
+    const result = await produce(deps, lease, adm, fence, record).catch((err: unknown): TurnResult => {
       log.error({ err }, 'Turn failed');
       return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: (err as Error).message };
     });
@@ -283,6 +311,8 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
       const settled = await settleTurn(deps, { lease, adm, result, fence, log });
       deps.metrics.turns.inc({ agent: agentLabel, outcome: settled.kind === 'cut' ? 'cut' : settled.outcome });
       if (settled.kind === 'finished') log.info({ outcome: settled.outcome, obligation: settled.obligationId, ...(result.error ? { error: result.error } : {}) }, 'Finished turn');
+      // A silence token is settled delivered by the turn's end (hermes_finish_turn): counted here, as the delivery worker never sees it.
+      if (settled.kind === 'finished' && !settled.deliveryPending && isSilentReply(result.reply) && !pulledPlatforms.includes(adm.platform)) deps.metrics.deliveries.inc({ platform: adm.platform, outcome: 'silent' });
       if (settled.kind === 'finished' && !reviewSkipReason({ outcome: settled.outcome, platform: adm.platform }, agent)) {
         // The learning loop runs after the reply, as its own job: it never delays this session.
         void enqueueReview(deps.queues, { admissionId: adm.id }).catch((err: unknown) => log.warn({ err }, 'Could not queue the background review'));

@@ -4,7 +4,7 @@
 // Profile allows it); and `/usage`.
 import { Counter } from 'prom-client';
 import {
-  recordModelCall, sessionUsage, sessionUsageByTask, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type ModelCallUsageRow, type SpendScope, type TurnResult, type UsageTask,
+  recordModelCall, sessionUsageText, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type ModelCallUsageRow, type SpendScope, type TurnResult, type UsageTask,
 } from '../core/index.js';
 import { estimateCost, priceFor, type Completion, type ModelRoute } from '../agent/index.js';
 
@@ -144,30 +144,8 @@ export function spendAccounting(ctx: CallContext, routes: readonly ModelRoute[],
   };
 }
 
-const TASK_WORDS: Record<UsageTask, string> = {
-  turn: 'answers', compression: 'compression summaries', compress_command: '/compress summaries', hygiene_compression: 'pre-turn compression summaries', approval: 'command reviews (smart approvals)',
-  background_review: 'background reviews (learning)',
-};
-
-/** How sure a total is: all reported by the provider, all estimated, or how it splits. */
-function costWords(total: number, actual: number): string {
-  if (actual <= 0) return 'estimated';
-  if (actual >= total) return 'as reported by the provider';
-  return `(${usd(actual)} reported by the provider, ${usd(total - actual)} estimated)`;
-}
-
-/** `/usage`: the session's tokens and cost (reported or estimated), answered without calling the model. */
+/** `/usage` reaching a turn (admitted without the gateway, e.g. by a test or a tool): the same text the gateway answers with. */
 export async function usageReply(db: Db, adm: Admission): Promise<TurnResult | undefined> {
   if (adm.content.trim().toLowerCase() !== '/usage') return undefined;
-  const t = await sessionUsage(db.pool, adm.sessionId);
-  const byTask = await sessionUsageByTask(db.pool, adm.sessionId);
-  const cost = `${usd(t.costUsd)} ${costWords(t.costUsd, t.actualUsd)}${t.unpricedCalls ? ` (${t.unpricedCalls} call(s) with no known price not included)` : ''}`;
-  const reply = [
-    `Usage in this conversation: ${t.calls} model call(s).`,
-    `Tokens — input ${t.inputTokens}, output ${t.outputTokens}, cache read ${t.cacheReadTokens}, cache write ${t.cacheWriteTokens}, reasoning ${t.reasoningTokens}.`,
-    `Cost: ${cost}.`,
-    // Only when summaries were made: they are part of the totals above.
-    ...(byTask.some((b) => b.task !== 'turn') ? [`By task: ${byTask.map((b) => `${TASK_WORDS[b.task] ?? b.task} ${b.calls} (${usd(b.costUsd)})`).join(', ')}.`] : []),
-  ].join('\n');
-  return { outcome: 'completed', reply };
+  return { outcome: 'completed', reply: await sessionUsageText(db.pool, adm.sessionId) };
 }

@@ -7,6 +7,7 @@ import { holdsLease, type Lease } from './leases.js';
 import { ownerDead, type DeathRule } from './instances.js';
 import { pgJson, pgText } from './pg-text.js';
 import { initialDelivery } from './deliveries.js';
+import { commandWord } from '../commands.js';
 
 export type AdmissionState = 'queued' | 'started' | 'unknown' | 'terminal';
 export type AdmissionOutcome = 'completed' | 'failed' | 'interrupted' | 'discarded';
@@ -152,8 +153,12 @@ export async function listStrandedQueued(sql: Sql, graceSeconds: number, rule: D
   return rows;
 }
 
-export const unknownNotice =
-  'The previous turn was interrupted when the process running it stopped, and it was not run again because it may already have had effects. Send /retry to run it again, or /discard to drop it.';
+/** What the user of `platform` is told about an `unknown` turn: the two commands that clear it, as written there. */
+export const unknownNoticeFor = (platform: string | undefined) =>
+  `The previous turn was interrupted when the process running it stopped, and it was not run again because it may already have had effects. Send ${commandWord(platform, 'retry')} to run it again, or ${commandWord(platform, 'discard')} to drop it.`;
+
+/** {@link unknownNoticeFor} on the HTTP API (and every platform that writes commands with `/`). */
+export const unknownNotice = unknownNoticeFor('api');
 
 /** Unattended platforms: nobody can answer /retry, so their unknown work settles as interrupted (SPEC). */
 export const unattendedPlatforms = ['cron'];
@@ -180,7 +185,7 @@ export async function settleOrphanedTurns(db: Db): Promise<string[]> {
       await sql.query(
         `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, platform, target, content, state, delivered_at)
          VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, ${initialDelivery('$4')}) ON CONFLICT (admission_id) DO NOTHING`,
-        [r.id, r.agent_id, r.session_id, r.platform, pgJson(r.reply_target), r.state === 'unknown' ? unknownNotice : interruptedNotice],
+        [r.id, r.agent_id, r.session_id, r.platform, pgJson(r.reply_target), r.state === 'unknown' ? unknownNoticeFor(r.platform) : interruptedNotice],
       );
     }
     return rows.map((r) => r.id);

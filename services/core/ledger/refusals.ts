@@ -3,31 +3,44 @@
 // admission (straight to terminal/completed) and a pending delivery obligation, one transaction —
 // so it is sent by the delivery worker with the same retries, rate limits and markers.
 import type { Db, Sql } from '../db.js';
-import { admitIn, type AdmitInput } from './admissions.js';
+import { admitIn, type AdmitInput, type Admitted } from './admissions.js';
 import { initialDelivery } from './deliveries.js';
 import { pgJson, pgText } from './pg-text.js';
 
 export interface Answered {
   admissionId: string;
+  sessionId: string;
   /** Undefined for a duplicate (the dedupe id was seen before: nothing new to send). */
   obligationId?: string;
+  /** The obligation waits to be pushed (false on a pulled platform, api: already delivered). */
+  deliveryPending?: boolean;
   duplicate: boolean;
 }
 
-/** Records `input` (its eventId decides duplicates) as answered with `reply`; the caller enqueues the delivery. */
-export async function admitAnswered(db: Db, input: AdmitInput, reply: string): Promise<Answered> {
+/**
+ * Computes the answer inside the admitting transaction (it may read or change the session, e.g.
+ * `/status`, `/new`), once the admission exists; not called for a duplicate.
+ */
+export type AnswerFn = (sql: Sql, admitted: Admitted) => Promise<string>;
+
+/**
+ * Records `input` (its eventId decides duplicates) as answered with `reply` (a text, or computed by
+ * `reply` in the same transaction); the caller enqueues the delivery.
+ */
+export async function admitAnswered(db: Db, input: AdmitInput, reply: string | AnswerFn): Promise<Answered> {
   return db.tx((sql) => admitAnsweredIn(sql, input, reply));
 }
 
 /** {@link admitAnswered} inside a caller's transaction (DM pairing records its request with the answer). */
-export async function admitAnsweredIn(sql: Sql, input: AdmitInput, reply: string): Promise<Answered> {
+export async function admitAnsweredIn(sql: Sql, input: AdmitInput, reply: string | AnswerFn): Promise<Answered> {
   const admitted = await admitIn(sql, input);
-  if (admitted.duplicate) return { admissionId: admitted.admissionId, duplicate: true };
-  await sql.query(`UPDATE admissions SET state = 'terminal', outcome = 'completed', finished_at = now() WHERE id = $1`, [admitted.admissionId]);
-  const { rows } = await sql.query<{ id: string }>(
-    `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, platform, target, content, state, delivered_at)
-     VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, ${initialDelivery('$4')}) RETURNING id`,
-    [admitted.admissionId, input.agentId, admitted.sessionId, input.platform, pgJson(input.replyTarget), pgText(reply)],
-  );
-  return { admissionId: admitted.admissionId, obligationId: rows[0]!.id, duplicate: false };
+    if (admitted.duplicate) return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: true };
+    const text = typeof reply === 'string' ? reply : await reply(sql, admitted);
+    await sql.query(`UPDATE admissions SET state = 'terminal', outcome = 'completed', finished_at = now() WHERE id = $1`, [admitted.admissionId]);
+    const { rows } = await sql.query<{ id: string; state: string }>(
+      `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, platform, target, content, state, delivered_at)
+       VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, ${initialDelivery('$4')}) RETURNING id, state`,
+      [admitted.admissionId, input.agentId, admitted.sessionId, input.platform, pgJson(input.replyTarget), pgText(text)],
+    );
+    return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, obligationId: rows[0]!.id, deliveryPending: rows[0]!.state === 'pending', duplicate: false };
 }

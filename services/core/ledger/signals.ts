@@ -26,6 +26,12 @@ export function parseControlCommand(content: string): ControlCommand | undefined
   return { kind, text };
 }
 
+/**
+ * The text of the stop signal a plain message records under busy policy `interrupt` (a `/stop` has
+ * none): the running turn ends "stopped by a new message", and the message runs next.
+ */
+export const busyInterruptText = 'a new message';
+
 export const sessionSignalSchema = z.object({
   id: z.string(),
   sessionId: z.string(),
@@ -73,6 +79,11 @@ export async function pendingSignals(sql: Sql, sessionId: string, afterSeq: numb
 export async function consumeSignal(sql: Sql, signalId: string, admissionId: string): Promise<boolean> {
   const { rowCount } = await sql.query(`UPDATE session_signals SET consumed_at = now(), consumed_by = $2 WHERE id = $1 AND consumed_at IS NULL`, [signalId, admissionId]);
   return (rowCount ?? 0) > 0;
+}
+
+/** Gives back signals `admissionId`'s turn took but never delivered to the model (unsent steers). */
+export async function releaseSignals(sql: Sql, signalIds: readonly string[], admissionId: string): Promise<void> {
+  await sql.query(`UPDATE session_signals SET consumed_at = NULL, consumed_by = NULL WHERE id = ANY($1::uuid[]) AND consumed_by = $2`, [signalIds, admissionId]);
 }
 
 /** The signal a control admission created, with whether a turn acted on it. */

@@ -94,3 +94,31 @@ export async function spendSince(sql: Sql, scope: SpendScope, since: Date): Prom
   );
   return Number(rows[0]?.spent ?? 0);
 }
+
+const usd = (n: number) => `$${n.toFixed(2)}`;
+
+const TASK_WORDS: Record<UsageTask, string> = {
+  turn: 'answers', compression: 'compression summaries', compress_command: '/compress summaries', hygiene_compression: 'pre-turn compression summaries', approval: 'command reviews (smart approvals)',
+  background_review: 'background reviews (learning)',
+};
+
+/** How sure a total is: all reported by the provider, all estimated, or how it splits. */
+function costWords(total: number, actual: number): string {
+  if (actual <= 0) return 'estimated';
+  if (actual >= total) return 'as reported by the provider';
+  return `(${usd(actual)} reported by the provider, ${usd(total - actual)} estimated)`;
+}
+
+/** `/usage`: the session's tokens and cost (reported or estimated), without calling the model. */
+export async function sessionUsageText(sql: Sql, sessionId: string): Promise<string> {
+  const t = await sessionUsage(sql, sessionId);
+  const byTask = await sessionUsageByTask(sql, sessionId);
+  const cost = `${usd(t.costUsd)} ${costWords(t.costUsd, t.actualUsd)}${t.unpricedCalls ? ` (${t.unpricedCalls} call(s) with no known price not included)` : ''}`;
+  return [
+    `Usage in this conversation: ${t.calls} model call(s).`,
+    `Tokens — input ${t.inputTokens}, output ${t.outputTokens}, cache read ${t.cacheReadTokens}, cache write ${t.cacheWriteTokens}, reasoning ${t.reasoningTokens}.`,
+    `Cost: ${cost}.`,
+    // Only when summaries were made: they are part of the totals above.
+    ...(byTask.some((b) => b.task !== 'turn') ? [`By task: ${byTask.map((b) => `${TASK_WORDS[b.task] ?? b.task} ${b.calls} (${usd(b.costUsd)})`).join(', ')}.`] : []),
+  ].join('\n');
+}

@@ -31,7 +31,7 @@ export function registerMessageRoutes(app: FastifyInstance, ctx: GatewayContext)
       conversation: body.conversation,
       eventId: pickEventId(body.eventId, request.headers['idempotency-key']),
       trace,
-    });
+    }, request.log);
     request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted message');
     // A duplicate still queued may have lost its first enqueue; adding it again is idempotent.
     if (admitted.state === 'queued') await enqueueSoon(ctx, request.log, admitted, trace);

@@ -54,7 +54,7 @@ async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, rep
     const admitted = await admitApiMessage(ctx, agent, caller, {
       content, userId: body.user, conversation, trace, eventId,
       ...(named === undefined && history.length > 0 ? { callerHistory: history } : {}),
-    });
+    }, request.log);
     request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted chat completion');
     const enqueue = () => (admitted.state === 'queued' ? enqueueSoon(ctx, request.log, admitted, trace) : Promise.resolve(true));
     // The client already left: the admission stands (and is enqueued), nobody follows it.

@@ -162,7 +162,7 @@ async function stopRun(ctx: GatewayContext, request: FastifyRequest) {
   const stop = await admitApiMessage(ctx, agent, caller, {
     content: '/stop', conversation: turn.conversation, eventId: `run-stop:${turn.id}`, trace,
     ...(turn.apiUser !== null ? { userId: turn.apiUser } : {}),
-  });
+  }, request.log);
   if (stop.state === 'queued') await enqueueSoon(ctx, request.log, stop, trace);
   request.log.info({ run: turn.id, admissionId: turn.admissionId, stopAdmission: stop.admissionId, duplicate: stop.duplicate }, 'Run stop requested');
   return { object: 'hermes.run', run_id: turn.id, status: 'stopping' };

@@ -87,13 +87,15 @@ describe('turn control', () => {
     await eventually(async () => (model.requests.length > before ? true : undefined), 'model request');
     await firstDelta(story.admissionId);
     const stop = await post('/stop', 'c1');
+    // Answered out of band, at admission: before the stopped turn has even ended.
+    expect(await getAdmission(rt.db.pool, stop.admissionId)).toMatchObject({ state: 'terminal', outcome: 'completed' });
     const { a, reply } = await finished(story.admissionId);
     expect(a.outcome).toBe('interrupted');
     expect(reply).toBe('Once upo\n\n[interrupted: stopped by /stop]');
     await eventually(async () => (model.requests[before]!.aborted ? true : undefined), 'the model server saw the connection close');
     const transcript = await listTranscript(rt.db.pool, story.sessionId);
     expect(transcript.find((m) => m.admissionId === story.admissionId && m.role === 'assistant')).toMatchObject({ interrupted: true });
-    expect((await finished(stop.admissionId)).reply).toBe('Stopped the running turn.');
+    expect((await finished(stop.admissionId)).reply).toBe('Stopping the running turn.');
   });
 
   it('/stop during tool execution cancels the running tool and the ones not started, with explicit results', async () => {

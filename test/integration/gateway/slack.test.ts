@@ -310,11 +310,21 @@ describe('Slack conversations', () => {
       return o?.state === 'delivered' ? o : undefined;
     }, 'the silent reply settled');
     expect(ob.content).toBe('NO_REPLY');
+    expect(ob.attempts).toBe(0); // settled delivered with the turn's end: no delivery attempt, nothing sent
     // Something sent after it arrives; nothing for the silent one.
     const after = send({ user: ALLOWED, text: 'and now speak', channel: 'DSILENT', channelType: 'im' });
     await after.res;
     await delivered('answer to: and now speak');
     expect(fakeSlack.calls.filter((c) => c.args.channel === 'DSILENT').map((c) => c.args.text)).toEqual(['answer to: and now speak']);
+  });
+
+  it('answers `!help` at once, naming the commands as Slack users write them', async () => {
+    const m = send({ user: ALLOWED, text: '!help', channel: 'DHELP', channelType: 'im' });
+    await m.res;
+    const help = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DHELP')?.args.text as string | undefined, 'the help post');
+    expect(help).toContain('!retry — ');
+    expect(help).toContain('!queue <message> — ');
+    expect(help).not.toMatch(/(^|\s)\/retry/);
   });
 
   it('takes `!usage` as the /usage command: answered without the model', async () => {

@@ -1,0 +1,72 @@
+// The slash commands users send (Hermes' gateway set), how each is written on a platform, and
+// where each is answered:
+//   gateway — out of band, at admission, whatever runs in the session (never waits behind a turn);
+//   turn    — as the session's own turn, in order, under its lease (they change the transcript or
+//             the workspace, so they must not overlap a running turn; with one running they queue).
+// `/stop`, `/steer` and `/approve|/deny` act at admission too (a signal / a decision) and are
+// answered after the turn they addressed (see gateway/admission.ts).
+// On Slack `/word` belongs to Slack, so commands are written `!word` (platforms/slack/events.ts
+// rewrites them to `/word`); every text that names a command uses commandWord() for its platform.
+
+export type CommandPlace = 'gateway' | 'turn';
+
+export interface CommandInfo {
+  name: string;
+  /** Argument syntax for /help (empty: none). */
+  args: string;
+  help: string;
+  place: CommandPlace;
+}
+
+export const COMMANDS: readonly CommandInfo[] = [
+  { name: 'new', args: '', help: 'start a new conversation (the old one is kept); stops a running turn', place: 'gateway' },
+  { name: 'reset', args: '', help: 'same as new', place: 'gateway' },
+  { name: 'stop', args: '', help: 'stop the running turn', place: 'gateway' },
+  { name: 'status', args: '', help: 'this conversation: running turn, queued messages, model, tokens', place: 'gateway' },
+  { name: 'usage', args: '', help: 'tokens and cost of this conversation', place: 'gateway' },
+  { name: 'model', args: '', help: 'the model this agent answers with, and its fallbacks', place: 'gateway' },
+  { name: 'queue', args: '<message>', help: 'run the message after the running turn (whatever the busy policy)', place: 'gateway' },
+  { name: 'steer', args: '<message>', help: 'tell the running turn something, after its current tool call', place: 'gateway' },
+  { name: 'approve', args: '', help: 'let the command waiting for approval run', place: 'gateway' },
+  { name: 'deny', args: '[reason]', help: 'refuse the command waiting for approval', place: 'gateway' },
+  { name: 'whoami', args: '', help: 'your user id here and what you may do', place: 'gateway' },
+  { name: 'help', args: '', help: 'this list', place: 'gateway' },
+  { name: 'retry', args: '', help: 'run an interrupted turn again (or your last message)', place: 'turn' },
+  { name: 'discard', args: '', help: 'drop interrupted turns without running them', place: 'turn' },
+  { name: 'compress', args: '[focus]', help: 'summarise the older part of the conversation', place: 'turn' },
+  { name: 'rollback', args: '[N]', help: 'list workspace checkpoints, or restore checkpoint N', place: 'turn' },
+];
+
+const byName = new Map(COMMANDS.map((c) => [c.name, c]));
+
+export interface ParsedCommand {
+  name: string;
+  info: CommandInfo;
+  /** The text after the command word, trimmed. */
+  args: string;
+}
+
+const SLASH = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i;
+
+/** A known command (`/status`, `/queue do this`, …), or undefined for anything else (including `/<skill>`). */
+export function parseCommand(content: string): ParsedCommand | undefined {
+  const m = SLASH.exec(content.trim());
+  if (!m) return undefined;
+  const info = byName.get(m[1]!.toLowerCase());
+  return info ? { name: info.name, info, args: (m[2] ?? '').trim() } : undefined;
+}
+
+/** Platforms whose users write commands with another prefix than `/`. */
+const prefixes: Readonly<Record<string, string>> = { slack: '!' };
+
+/** How a user of `platform` writes command `name`: `/retry`, or `!retry` on Slack. */
+export const commandWord = (platform: string | undefined, name: string): string => `${(platform && prefixes[platform]) ?? '/'}${name}`;
+
+/** The silence token the runtime itself answers with (a message a running turn already took in). */
+export const SILENT_REPLY = '[SILENT]';
+
+/** Silence tokens (Hermes: `[SILENT]`, `SILENT`, `NO_REPLY`, `NO REPLY`): a final reply that is exactly one is stored, never sent. */
+const SILENCE = /^\s*(\[SILENT\]|SILENT|NO_REPLY|NO REPLY)\s*$/;
+
+/** True for a reply that must not be sent (its SQL twin, hermes_is_silent, settles it delivered when the turn ends). */
+export const isSilentReply = (text: string): boolean => SILENCE.test(text);

@@ -1,0 +1,134 @@
+// Slash commands answered by the gateway, out of band: at admission, whatever runs in the session,
+// so they never wait behind a running turn (core/commands.ts lists which are answered here and
+// which run as the session's own turn). Each is admitted and answered in one transaction
+// (admitAnswered): the reply goes through the delivery ledger like any other, and a retried
+// platform event is answered once. Answers name commands as users of the platform write them.
+import {
+  admitAnswered, commandWord, COMMANDS, publishSignal, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
+  type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type SessionActivity, type SessionSignal, type Sql,
+} from '../core/index.js';
+import type { GatewayContext } from './context.js';
+
+/** What the gateway does with a command: answer it now, or admit it (possibly rewritten) for a turn. */
+export type CommandAction =
+  | { kind: 'answer'; reply: string | AnswerFn; /** Signals to announce once the answer is committed. */ signals?: SessionSignal[] }
+  | { kind: 'admit'; content: string; /** Skip the busy policy (`/queue`). */ queue: boolean };
+
+export interface CommandCall {
+  ctx: GatewayContext;
+  agent: AgentRecord;
+  input: AdmitInput;
+  command: ParsedCommand;
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+function helpText(platform: string): string {
+  const line = (c: (typeof COMMANDS)[number]) => `${commandWord(platform, c.name)}${c.args ? ` ${c.args}` : ''} — ${c.help}`;
+  return ['Commands:', ...COMMANDS.map(line)].join('\n');
+}
+
+function whoamiText({ agent, input }: CommandCall): string {
+  const id = input.user.platformUserId;
+  const admin = (agent.compiled.admins ?? []).includes(`${input.platform}:${id}`);
+  return [`You are ${input.platform}:${id}${input.user.displayName ? ` (${input.user.displayName})` : ''}.`,
+    admin ? 'You are an admin of this agent.' : 'You are a user of this agent (not an admin).',
+    `You may use every command (${commandWord(input.platform, 'help')} lists them).`].join('\n');
+}
+
+function modelText({ agent, input, command }: CommandCall): string {
+  const { model, fallbackModels = [] } = agent.compiled;
+  const name = (m: typeof model) => `${m.provider}/${m.model}`;
+  const lines = [`Model: ${name(model)}.`, fallbackModels.length ? `Fallbacks, in order: ${fallbackModels.map(name).join(', ')}.` : 'No fallback models.'];
+  // Decision (docs/platforms.md "Commands"): the model is the Profile's; a conversation does not switch it.
+  if (command.args) lines.push(`Switching the model from a chat is not supported: the operator sets it in the agent's Profile (spec.model, spec.fallbackModels). ${commandWord(input.platform, 'model')} shows it.`);
+  return lines.join('\n');
+}
+
+const ago = (d: Date | null) => (d ? `${Math.max(0, Math.round((Date.now() - d.getTime()) / 1_000))} s ago` : 'just now');
+
+function activityLines(a: SessionActivity, platform: string): string[] {
+  const lines = [a.running ? `A turn is running (started ${ago(a.running.startedAt)}).` : 'No turn is running.'];
+  lines.push(`${plural(a.queued, 'message')} queued.`);
+  if (a.unknown) lines.push(`${plural(a.unknown, 'interrupted turn')} waiting: send ${commandWord(platform, 'retry')} to run it again or ${commandWord(platform, 'discard')} to drop it.`);
+  return lines;
+}
+
+/** `/status`: what runs and waits in this conversation, the model, tokens so far. */
+function statusAnswer(call: CommandCall): AnswerFn {
+  return async (sql, admitted) => {
+    const a = await sessionActivity(sql, admitted.sessionId, admitted.admissionId);
+    const t = await sessionUsage(sql, admitted.sessionId);
+    const c = call.agent.compiled;
+    return [
+      `Conversation ${admitted.sessionId}.`,
+      ...activityLines(a, call.input.platform),
+      `Model: ${c.model.provider}/${c.model.model}${c.fallbackModels?.length ? ` (+${plural(c.fallbackModels.length, 'fallback')})` : ''}. Busy policy: ${c.busyPolicy}.`,
+      `Tokens so far: input ${t.inputTokens}, output ${t.outputTokens} (${plural(t.calls, 'model call')}).`,
+    ].join('\n');
+  };
+}
+
+/** Records a stop signal for the session's running turn (announced after the commit); false when nothing runs. */
+async function stopRunning(sql: Sql, sessionId: string, admissionId: string, text: string, out: SessionSignal[]): Promise<boolean> {
+  const a = await sessionActivity(sql, sessionId, admissionId);
+  if (!a.running) return false;
+  out.push(await recordSignal(sql, { sessionId, admissionId, kind: 'stop', text }));
+  return true;
+}
+
+/** `/new`, `/reset`: the session key gets a fresh session; the old transcript stays. A running turn is stopped. */
+function newSession(call: CommandCall): CommandAction {
+  const signals: SessionSignal[] = [];
+  const word = commandWord(call.input.platform, call.command.name);
+  return {
+    kind: 'answer', signals,
+    reply: async (sql, admitted) => {
+      const stopped = await stopRunning(sql, admitted.sessionId, admitted.admissionId, word, signals);
+      await startNewSession(sql, admitted.sessionId);
+      return `Started a new conversation; the previous one is kept.${stopped ? ' Its running turn was stopped.' : ''}`;
+    },
+  };
+}
+
+/** `/stop`: the running turn stops within about a second (the signal is durable and announced). */
+function stop(): CommandAction {
+  const signals: SessionSignal[] = [];
+  return {
+    kind: 'answer', signals,
+    reply: async (sql, admitted) => ((await stopRunning(sql, admitted.sessionId, admitted.admissionId, '', signals)) ? 'Stopping the running turn.' : 'Nothing was running to stop.'),
+  };
+}
+
+const needsText = (platform: string, name: string) => `${commandWord(platform, name)} needs a message: ${commandWord(platform, name)} <your message>.`;
+
+/**
+ * What the gateway does with `call.command`; undefined: admit it as it is (a command that runs as
+ * the session's turn, or `/steer`, `/approve`, `/deny`, whose signal or decision is recorded at admission).
+ */
+export function gatewayCommand(call: CommandCall): CommandAction | undefined {
+  const { name, args } = call.command;
+  const platform = call.input.platform;
+  switch (name) {
+    case 'help': return { kind: 'answer', reply: helpText(platform) };
+    case 'whoami': return { kind: 'answer', reply: whoamiText(call) };
+    case 'model': return { kind: 'answer', reply: modelText(call) };
+    case 'status': return { kind: 'answer', reply: statusAnswer(call) };
+    case 'usage': return { kind: 'answer', reply: (sql, admitted) => sessionUsageText(sql, admitted.sessionId) };
+    case 'new': case 'reset': return newSession(call);
+    case 'stop': return stop();
+    case 'queue': return args ? { kind: 'admit', content: args, queue: true } : { kind: 'answer', reply: needsText(platform, 'queue') };
+    case 'steer': return args ? undefined : { kind: 'answer', reply: needsText(platform, 'steer') };
+    default: return undefined;
+  }
+}
+
+/** Answers a command now: admission + reply + obligation in one transaction, then its signals and the delivery wake-up. */
+export async function answerCommand(ctx: GatewayContext, input: AdmitInput, action: Extract<CommandAction, { kind: 'answer' }>) {
+  const answered = await admitAnswered(ctx.deps.db, input, action.reply);
+  for (const s of action.signals ?? []) {
+    await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, s)
+      .catch((err: unknown) => ctx.deps.log.warn({ err, session: s.sessionId }, 'Control signal publish failed'));
+  }
+  return answered;
+}

@@ -1,0 +1,108 @@
+// One authorised inbound message, from any platform (the message API, the OpenAI endpoint, chat
+// platforms), in SPEC's handling order: emergency-stop gate → slash commands answered out of band
+// → durable admission → control signals and approval decisions → the agent's busy policy. The
+// turn itself, and the agent's max-concurrent-sessions slot, are the worker's.
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  admit, agentStopped, busyInterruptText, commandAllowed, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
+  type AdmissionState, type Admitted, type AdmitInput, type AgentRecord, type Answered, type Permissions, type TraceCarrier,
+} from '../core/index.js';
+import { answerCommand, gatewayCommand } from './commands.js';
+import type { GatewayContext } from './context.js';
+
+export interface Inbound {
+  admissionId: string;
+  sessionId: string;
+  /** `queued`: the caller wakes a worker (enqueueSoon); `terminal`: answered here. */
+  state: AdmissionState;
+  duplicate: boolean;
+}
+
+export interface InboundVia {
+  trace: TraceCarrier;
+  log: FastifyBaseLogger;
+  /** The sender's permissions (team mode, core/permissions.ts): commands they may not use are refused here. */
+  perms: Permissions;
+}
+
+/**
+ * `/stop`, `/steer …`, `/redirect …` also reach the session's running turn out of band: a signal
+ * row (Postgres) and a pub/sub announcement. The admission itself stays durable and gets a reply.
+ * A failed announcement only costs latency for steer/redirect; it is logged, never fatal.
+ */
+export async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted, content: string, perms: Permissions): Promise<void> {
+  const command = parseControlCommand(content);
+  // Team mode: a command this person may not use never reaches the turn.
+  if (!command || !commandAllowed(perms, command.kind)) return;
+  const signal = await recordSignal(ctx.deps.db.pool, { sessionId: admitted.sessionId, admissionId: admitted.admissionId, ...command });
+  await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, signal)
+    .catch((err: unknown) => ctx.deps.log.warn({ err, session: admitted.sessionId }, 'Control signal publish failed'));
+}
+
+/**
+ * `/approve` and `/deny [reason]` get through while a turn runs (SPEC): the decision is recorded
+ * now, for the session's oldest pending approval of this same user, and the waiting guard reads
+ * it; the admission itself is answered after that turn, without the model.
+ */
+export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string, perms: Permissions): Promise<void> {
+  const command = parseApprovalCommand(content);
+  if (!command || !commandAllowed(perms, command.decision === 'approved' ? 'approve' : 'deny')) return;
+  const decided = await decideApproval(ctx.deps.db.pool, { decidingAdmissionId: admitted.admissionId, ...command });
+  ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, approval: decided?.id, decision: command.decision }, decided ? 'Recorded an approval decision' : 'An approval command found nothing waiting');
+}
+
+async function answered(ctx: GatewayContext, a: Answered, via: InboundVia): Promise<Inbound> {
+  if (a.obligationId && a.deliveryPending) {
+    // A lost wake-up is found by the sweeper (pending obligations are re-enqueued).
+    await enqueueDelivery(ctx.deps.queues, { obligationId: a.obligationId, trace: via.trace })
+      .catch((err: unknown) => via.log.warn({ err, obligation: a.obligationId }, 'Delivery enqueue failed; the sweeper will send the answer'));
+  }
+  const state = a.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, a.admissionId))?.state ?? 'terminal' : 'terminal';
+  return { admissionId: a.admissionId, sessionId: a.sessionId, state, duplicate: a.duplicate };
+}
+
+/**
+ * The busy policy (Agent spec.busyPolicy) for a plain message while a turn of its session runs:
+ * `queue` — it runs next (nothing to do); `steer` — its text goes to the running turn after the
+ * current tool batch (a steer signal; if the model never sees it, it runs as its own turn);
+ * `interrupt` — the running turn is stopped (a stop signal) and the message runs next.
+ */
+async function applyBusyPolicy(ctx: GatewayContext, agent: AgentRecord, admitted: Admitted, content: string): Promise<void> {
+  const policy = agent.compiled.busyPolicy;
+  if (policy === 'queue') return;
+  const { running } = await sessionActivity(ctx.deps.db.pool, admitted.sessionId, admitted.admissionId);
+  if (!running) return;
+  const signal = await recordSignal(ctx.deps.db.pool, {
+    sessionId: admitted.sessionId, admissionId: admitted.admissionId,
+    ...(policy === 'steer' ? { kind: 'steer' as const, text: content } : { kind: 'stop' as const, text: busyInterruptText }),
+  });
+  await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, signal)
+    .catch((err: unknown) => ctx.deps.log.warn({ err, session: admitted.sessionId }, 'Busy-policy signal publish failed'));
+}
+
+export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, input: AdmitInput, via: InboundVia): Promise<Inbound> {
+  // SPEC: the emergency-stop gate comes before anything is admitted as work: a short refusal, no turn.
+  if (agentStopped(agent)) return answered(ctx, await answerCommand(ctx, input, { kind: 'answer', reply: stoppedReply }), via);
+  const command = parseCommand(input.content);
+  let content = input.content;
+  let busy = !command && !parseControlCommand(input.content);
+  if (command) {
+    // THE place commands are dispatched (gateway and turn commands alike): team mode's per-user
+    // gate first; a refused command is answered at once, never a turn, never a signal.
+    if (!commandAllowed(via.perms, command.name)) return answered(ctx, await answerCommand(ctx, input, { kind: 'answer', reply: commandRefusal(command.name) }), via);
+    const action = gatewayCommand({ ctx, agent, input, command });
+    if (action?.kind === 'answer') return answered(ctx, await answerCommand(ctx, input, action), via);
+    if (action?.kind === 'admit') {
+      content = action.content;
+      busy = !action.queue;
+    }
+  }
+  const admitted = await admit(ctx.deps.db, { ...input, content });
+  if (!admitted.duplicate) {
+    await signalRunningTurn(ctx, admitted, content, via.perms);
+    await recordApprovalDecision(ctx, admitted, content, via.perms);
+    if (busy) await applyBusyPolicy(ctx, agent, admitted, content);
+  }
+  const state = admitted.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
+  return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
+}

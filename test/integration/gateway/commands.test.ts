@@ -1,0 +1,326 @@
+// Slash commands, the busy policy, the emergency stop and max concurrent sessions, through the real
+// gateway app (message API), the real worker, Postgres and Redis; the fake model holds a turn
+// open (its request stalls until the test lets it go) so commands arrive while a turn runs.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { FastifyInstance } from 'fastify';
+import {
+  acquireLease, admit, agentStopped, enqueueTurn, getAdmission, getObligationForAdmission, listTranscript, markStopped, publishRevision, registerInstance, startNextTurn,
+  stoppedReply, unknownNotice, type CompiledAgent,
+} from '../../../services/core/index.js';
+import { builtinRegistry, defineTool } from '../../../services/agent/index.js';
+import { buildGatewayApp } from '../../../services/gateway/index.js';
+import type { RunningWorker } from '../../../services/worker/index.js';
+import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
+import { startFakeOpenAI, lastUser, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
+import { createTestAgent, openTestRuntime, startTestWorker, testAgent, testApiKey, type TestRuntime } from '../../support/system.js';
+
+let database: TestDatabase;
+let model: FakeOpenAI;
+let rt: TestRuntime;
+let worker: RunningWorker;
+let app: FastifyInstance;
+
+/** Turns whose model request waits for the test: "hold <id>" answers "done <id>" once released. */
+const holds = new Map<string, { promise: Promise<void>; release: () => void }>();
+function hold(id: string) {
+  let release!: () => void;
+  const promise = new Promise<void>((r) => { release = r; });
+  holds.set(id, { promise, release });
+  return holds.get(id)!;
+}
+
+// A tool that runs until the test lets it go.
+let toolStarted!: () => void;
+const toolRunning = new Promise<void>((r) => { toolStarted = r; });
+let releaseTool!: () => void;
+const gate = defineTool({
+  name: 'wait_for_go', description: 'Waits.', toolset: 'test', sideEffect: 'writes', schema: z.object({}).strict(),
+  handler: () => new Promise<string>((resolve) => { releaseTool = () => resolve('went'); toolStarted(); }),
+});
+
+const userLines = (b: ChatRequestBody) => b.messages.filter((m) => m.role === 'user').map((m) => m.content);
+function script(b: ChatRequestBody): Script {
+  const user = lastUser(b);
+  const held = /^hold (\S+)$/.exec(user);
+  if (held && b.messages.at(-1)!.role === 'user') return { hold: holds.get(held[1]!)?.promise ?? Promise.resolve(), text: `done ${held[1]!}` };
+  if (user === 'use the tool' && b.messages.at(-1)!.role === 'user') return { toolCalls: [{ id: 'w1', name: 'wait_for_go', arguments: '{}' }] };
+  return { text: `saw: ${userLines(b).join(' | ')}` };
+}
+
+const agentNamed = (name: string, overrides: Partial<CompiledAgent> = {}): Partial<CompiledAgent> => ({ agent: { namespace: 'default', name }, ...overrides });
+const ids: Record<string, string> = {};
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  model = await startFakeOpenAI(script);
+  rt = await openTestRuntime(testConfig(database.url));
+  ids.demo = await createTestAgent(rt, model.baseURL, { fallbackModels: [{ ...testAgent(model.baseURL).model, model: 'gpt-backup' }] });
+  ids.interrupt = await createTestAgent(rt, model.baseURL, agentNamed('interrupter', { busyPolicy: 'interrupt' }));
+  ids.steer = await createTestAgent(rt, model.baseURL, agentNamed('steerer', { busyPolicy: 'steer', toolsets: ['test'] }));
+  ids.stopper = await createTestAgent(rt, model.baseURL, agentNamed('stopper'));
+  ids.capped = await createTestAgent(rt, model.baseURL, agentNamed('capped', { maxConcurrentSessions: 1 }));
+  worker = await startTestWorker(rt, { loop: { tools: builtinRegistry().register(gate) } });
+  app = buildGatewayApp({ ...rt, tuning: { pollMs: 50 } });
+  await app.ready();
+});
+afterAll(async () => {
+  for (const h of holds.values()) h.release();
+  releaseTool?.();
+  await app?.close();
+  await worker?.close();
+  await rt?.close();
+  await model?.close();
+  await database?.drop();
+});
+
+interface Posted { admissionId: string; sessionId: string; state: string }
+async function post(content: string, conversation: string, agent = 'demo'): Promise<Posted> {
+  const res = await app.inject({ method: 'POST', url: `/v1/agents/default/${agent}/messages`, headers: { authorization: `Bearer ${testApiKey}` }, payload: { content, conversation } });
+  expect(res.statusCode).toBe(202);
+  return res.json();
+}
+async function finished(admissionId: string) {
+  const a = await eventually(async () => {
+    const row = await getAdmission(rt.db.pool, admissionId);
+    return row?.state === 'terminal' ? row : undefined;
+  }, `admission ${admissionId} terminal`);
+  const reply = await eventually(async () => (await getObligationForAdmission(rt.db.pool, admissionId))?.content, 'obligation');
+  return { a, reply };
+}
+/** The reply of a command answered at admission: already there when the POST returns. */
+async function answeredNow(p: Posted): Promise<string> {
+  expect(p.state).toBe('terminal');
+  const ob = await getObligationForAdmission(rt.db.pool, p.admissionId);
+  expect(ob).toBeDefined();
+  return ob!.content;
+}
+const requestsFor = (text: string) => model.requests.filter((r) => lastUser(r.body) === text);
+const inFlight = (text: string) => eventually(() => model.inFlight().find((r) => lastUser(r.body) === text), `model request "${text}" in flight`);
+
+describe('commands while a turn runs', () => {
+  it('answers /status, /usage, /help, /whoami and /model at once, without the model, while a message waits', async () => {
+    const h = hold('c1');
+    const turn = await post('hold c1', 'cmd');
+    await inFlight('hold c1');
+    const queued = await post('and after that?', 'cmd');
+    const calls = model.requests.length;
+
+    const status = await answeredNow(await post('/status', 'cmd'));
+    expect(status).toContain(`Conversation ${turn.sessionId}.`);
+    expect(status).toContain('A turn is running');
+    expect(status).toContain('1 message queued.');
+    expect(status).toContain('Model: openai/gpt-test (+1 fallback). Busy policy: queue.');
+    expect(await answeredNow(await post('/usage', 'cmd'))).toMatch(/^Usage in this conversation: \d+ model call\(s\)\./);
+    const help = await answeredNow(await post('/help', 'cmd'));
+    for (const line of ['/new — ', '/queue <message> — ', '/retry — ', '/discard — ', '/status — ']) expect(help).toContain(line);
+    const who = await answeredNow(await post('/whoami', 'cmd'));
+    expect(who).toMatch(/^You are api:k:\S+\./);
+    expect(who).toContain('not an admin');
+    expect(await answeredNow(await post('/model', 'cmd'))).toBe('Model: openai/gpt-test.\nFallbacks, in order: openai/gpt-backup.');
+    expect(await answeredNow(await post('/model gpt-backup', 'cmd'))).toContain('Switching the model from a chat is not supported');
+
+    expect(model.requests.length).toBe(calls); // none of them called the model
+    expect((await getAdmission(rt.db.pool, turn.admissionId))?.state).toBe('started'); // and the turn still runs
+    h.release();
+    expect((await finished(turn.admissionId)).reply).toBe('done c1');
+    expect((await finished(queued.admissionId)).reply).toBe('saw: hold c1 | and after that?'); // busy policy queue: runs next
+    // Commands answered at admission are not conversation: the transcript has none of them.
+    expect((await listTranscript(rt.db.pool, turn.sessionId)).map((m) => m.content)).toEqual(['hold c1', 'done c1', 'and after that?', 'saw: hold c1 | and after that?']);
+  });
+
+  it('/new and /reset start a fresh session for the same key, stop the running turn and keep the old transcript', async () => {
+    const first = await post('remember: blue', 'fresh');
+    await finished(first.admissionId);
+    hold('n1'); // never released: /new stops it
+    const turn = await post('hold n1', 'fresh');
+    await inFlight('hold n1');
+    const fresh = await post('/new', 'fresh');
+    expect(await answeredNow(fresh)).toBe('Started a new conversation; the previous one is kept. Its running turn was stopped.');
+    const { a, reply } = await finished(turn.admissionId);
+    expect(a.outcome).toBe('interrupted');
+    expect(reply).toBe('The turn was interrupted (stopped by /new). Send your message again or /retry.');
+    const next = await post('what do you remember?', 'fresh');
+    expect(next.sessionId).not.toBe(first.sessionId);
+    expect((await finished(next.admissionId)).reply).toBe('saw: what do you remember?');
+    expect((await listTranscript(rt.db.pool, first.sessionId)).map((m) => m.content)).toContain('remember: blue');
+    const reset = await post('/reset', 'fresh');
+    expect(await answeredNow(reset)).toBe('Started a new conversation; the previous one is kept.');
+    const after = await post('and now?', 'fresh');
+    expect(after.sessionId).not.toBe(next.sessionId);
+  });
+
+  it('/queue runs its message after the running turn even under busy policy interrupt', async () => {
+    const h = hold('q1');
+    const turn = await post('hold q1', 'queue', 'interrupter');
+    await inFlight('hold q1');
+    const queued = await post('/queue later please', 'queue', 'interrupter');
+    expect(queued.state).toBe('queued');
+    const { rows } = await rt.db.pool.query(`SELECT 1 FROM session_signals WHERE admission_id = $1`, [queued.admissionId]);
+    expect(rows).toHaveLength(0); // no interrupt
+    h.release();
+    expect((await finished(turn.admissionId))).toMatchObject({ a: { outcome: 'completed' }, reply: 'done q1' });
+    expect((await finished(queued.admissionId)).reply).toBe('saw: hold q1 | later please');
+    expect(requestsFor('/queue later please')).toHaveLength(0); // the model got the message, not the command
+    expect(await answeredNow(await post('/queue', 'queue', 'interrupter'))).toBe('/queue needs a message: /queue <your message>.');
+  });
+
+  it('/approve, /deny, /retry and /discard wait for the running turn: they act on the session as its next turns', async () => {
+    const h = hold('a1');
+    const turn = await post('hold a1', 'approve');
+    await inFlight('hold a1');
+    const approve = await post('/approve', 'approve');
+    const deny = await post('/deny not now', 'approve');
+    const discard = await post('/discard', 'approve');
+    for (const p of [approve, deny, discard]) expect(p.state).toBe('queued');
+    h.release();
+    await finished(turn.admissionId);
+    expect((await finished(approve.admissionId)).reply).toBe('Nothing is waiting for your approval.');
+    expect((await finished(deny.admissionId)).reply).toBe('Nothing is waiting for your approval, so there is nothing to deny.');
+    expect((await finished(discard.admissionId)).reply).toBe('Nothing to discard: no interrupted turn is waiting.');
+  });
+});
+
+describe('busy policy', () => {
+  it('interrupt: a new message stops the running turn (which ends silently) and runs next with both lines', async () => {
+    hold('i1'); // never released: the new message interrupts it
+    const turn = await post('hold i1', 'int', 'interrupter');
+    const req = await inFlight('hold i1');
+    const next = await post('actually, do this', 'int', 'interrupter');
+    const { a, reply } = await finished(turn.admissionId);
+    expect(a.outcome).toBe('interrupted');
+    expect(reply).toBe('[SILENT]'); // nothing said yet: stored, not sent
+    await eventually(() => req.aborted || undefined, 'the model saw the request cut');
+    expect((await finished(next.admissionId)).reply).toBe('saw: hold i1 | actually, do this');
+  });
+
+  it('steer: a new message reaches the running turn after its tool batch and is answered by it', async () => {
+    const turn = await post('use the tool', 'steer', 'steerer');
+    await toolRunning;
+    const steer = await post('make it blue', 'steer', 'steerer');
+    await eventually(async () => {
+      const { rows } = await rt.db.pool.query(`SELECT 1 FROM session_signals WHERE admission_id = $1 AND consumed_by = $2`, [steer.admissionId, turn.admissionId]);
+      return rows.length ? true : undefined;
+    }, 'steer taken by the running turn');
+    const before = model.requests.length;
+    releaseTool();
+    expect((await finished(turn.admissionId)).reply).toBe('saw: use the tool | make it blue');
+    const settled = await finished(steer.admissionId);
+    expect(settled).toMatchObject({ a: { outcome: 'completed' }, reply: '[SILENT]' });
+    expect(model.requests.length).toBe(before + 1); // only the turn's own call after the tool
+  });
+
+  it('steer: a message the running turn never showed the model (it answered without another tool batch) runs as its own turn', async () => {
+    const h = hold('s2');
+    const turn = await post('hold s2', 'steer2', 'steerer');
+    await inFlight('hold s2');
+    const late = await post('one more thing', 'steer2', 'steerer');
+    await eventually(async () => {
+      const { rows } = await rt.db.pool.query(`SELECT 1 FROM session_signals WHERE admission_id = $1 AND consumed_by IS NOT NULL`, [late.admissionId]);
+      return rows.length ? true : undefined;
+    }, 'steer taken by the running turn');
+    h.release();
+    expect((await finished(turn.admissionId)).reply).toBe('done s2');
+    expect((await finished(late.admissionId)).reply).toBe('saw: hold s2 | one more thing');
+  });
+});
+
+const execFileP = promisify(execFile);
+const hermes = (...args: string[]) => execFileP(process.execPath, ['bin/hermes.js', ...args], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: rt.config.DATABASE_URL } });
+/** Waits until this process's agent cache has seen the announced change (the gateway and worker share it here). */
+const cacheSees = (stopped: boolean) => eventually(async () => {
+  const r = await rt.agents.get('default', 'stopper');
+  return r && (agentStopped(r) !== undefined) === stopped ? true : undefined;
+}, `the agent cache sees stopper ${stopped ? 'stopped' : 'running'}`);
+
+describe('emergency stop', () => {
+  it('hermes agents stop refuses new messages without the model and stops the running turn; resume undoes it', async () => {
+    hold('e1'); // never released: the stop cuts it
+    const turn = await post('hold e1', 'stop', 'stopper');
+    const req = await inFlight('hold e1');
+    const out = await hermes('agents', 'stop', 'stopper', '--reason', 'incident 42');
+    expect(out.stdout).toMatch(/^Stopped default\/stopper: new messages are refused; 1 running turn\(s\) are being stopped\./);
+    const { a, reply } = await finished(turn.admissionId);
+    expect(a.outcome).toBe('interrupted');
+    expect(reply).toBe('The turn was interrupted (stopped by the operator (emergency stop)). Send your message again or /retry.');
+    await eventually(() => req.aborted || undefined, 'the model saw the request cut');
+
+    await cacheSees(true);
+    const calls = model.requests.length;
+    const refused = await post('hello?', 'stop', 'stopper');
+    expect(await answeredNow(refused)).toBe(stoppedReply);
+    expect(await answeredNow(await post('/status', 'stop', 'stopper'))).toBe(stoppedReply);
+    expect(model.requests.length).toBe(calls);
+
+    await hermes('agents', 'resume', 'default/stopper');
+    await cacheSees(false);
+    const back = await post('back?', 'stop', 'stopper');
+    expect((await finished(back.admissionId)).reply).toMatch(/back\?$/);
+  });
+
+  it('spec.stopped refuses as well, and a message admitted before the stop is refused when its turn comes', async () => {
+    const queuedBefore = await admit(rt.db, { agentId: ids.stopper!, platform: 'api', sessionKey: 'agent:default/stopper:api:dm:before', user: { platformUserId: 'u1' }, content: 'queued before', replyTarget: { kind: 'api' } });
+    await publishRevision(rt.db, testAgent(model.baseURL, { agent: { namespace: 'default', name: 'stopper' }, stopped: true }));
+    await cacheSees(true);
+    const calls = model.requests.length;
+    expect(await answeredNow(await post('anyone?', 'spec', 'stopper'))).toBe(stoppedReply);
+    await enqueueTurn(rt.queues, { admissionId: queuedBefore.admissionId });
+    expect((await finished(queuedBefore.admissionId)).reply).toBe(stoppedReply);
+    expect(model.requests.length).toBe(calls);
+    await publishRevision(rt.db, testAgent(model.baseURL, { agent: { namespace: 'default', name: 'stopper' } }));
+    await cacheSees(false);
+  });
+});
+
+describe('max concurrent sessions', () => {
+  it('a session over the cap waits queued (never dropped) and runs when a slot frees', async () => {
+    const h = hold('m1');
+    const first = await post('hold m1', 'slot-a', 'capped');
+    await inFlight('hold m1');
+    const second = await post('second session', 'slot-b', 'capped');
+    // The worker took the job and found no free slot: the admission stays queued, the model untouched.
+    // (Jobs are removed once done: a job gone is a job the worker ran.)
+    await eventually(async () => ((await rt.queues.turns.getJob(second.admissionId)) === undefined ? true : undefined), 'the job of the second session processed');
+    expect((await getAdmission(rt.db.pool, second.admissionId))?.state).toBe('queued');
+    expect(requestsFor('second session')).toHaveLength(0);
+    h.release();
+    expect((await finished(first.admissionId)).reply).toBe('done m1');
+    expect((await finished(second.admissionId)).reply).toBe('saw: second session');
+  });
+});
+
+describe('unknown turns', () => {
+  /** A turn whose worker died mid-turn in the API conversation `conversation`: recovery settles it unknown. */
+  async function unknownTurn(conversation: string, content: string): Promise<{ id: string; sessionId: string }> {
+    const probe = await post('/status', conversation); // binds the conversation's session key
+    const { rows: [s] } = await rt.db.pool.query<{ session_key: string }>(`SELECT session_key FROM sessions WHERE id = $1`, [probe.sessionId]);
+    const a = await admit(rt.db, { agentId: ids.demo!, platform: 'api', sessionKey: s!.session_key, user: { platformUserId: 'u1' }, content, replyTarget: { kind: 'api' } });
+    const ghost = await registerInstance(rt.db.pool, 'worker');
+    const lease = (await acquireLease(rt.db.pool, a.sessionId, ghost.id, 300, { instanceTtlSeconds: 3, steady: true }))!;
+    expect((await startNextTurn(rt.db, lease))?.id).toBe(a.admissionId);
+    await markStopped(rt.db.pool, ghost.id);
+    await eventually(async () => (await getAdmission(rt.db.pool, a.admissionId))?.state === 'unknown', 'the dead turn unknown', 60_000);
+    return { id: a.admissionId, sessionId: a.sessionId };
+  }
+
+  it('tells the user, /status shows it, /retry re-runs it once and /discard clears it', async () => {
+    const lost = await unknownTurn('unknown', 'book the room');
+    expect((await getObligationForAdmission(rt.db.pool, lost.id))?.content).toBe(unknownNotice);
+    expect(unknownNotice).toContain('Send /retry to run it again, or /discard to drop it.');
+    expect(await answeredNow(await post('/status', 'unknown'))).toContain('1 interrupted turn waiting: send /retry to run it again or /discard to drop it.');
+
+    const retry = await post('/retry', 'unknown');
+    expect((await finished(retry.admissionId)).reply).toBe('saw: book the room | book the room');
+    expect(requestsFor('book the room')).toHaveLength(1); // run once
+    expect(await getAdmission(rt.db.pool, lost.id)).toMatchObject({ state: 'terminal', outcome: 'discarded' });
+
+    const again = await unknownTurn('unknown', 'cancel the order');
+    const discard = await post('/discard', 'unknown');
+    expect((await finished(discard.admissionId)).reply).toBe('Discarded the interrupted turn; they will not be run.');
+    expect(await getAdmission(rt.db.pool, again.id)).toMatchObject({ state: 'terminal', outcome: 'discarded' });
+    expect(requestsFor('cancel the order')).toHaveLength(0);
+    expect(await answeredNow(await post('/status', 'unknown'))).not.toContain('interrupted turn');
+  }, 120_000);
+});

@@ -1,0 +1,40 @@
+// The command table and how commands are written per platform (Slack: `!word`, since Slack owns `/word`).
+import { describe, expect, it } from 'vitest';
+import { commandWord, COMMANDS, isSilentReply, parseCommand, unknownNoticeFor } from '../../services/core/index.js';
+import { slack } from '../../services/platforms/index.js';
+
+describe('commands', () => {
+  it('parses the known commands with their arguments, and nothing else', () => {
+    expect(parseCommand('/queue  do this\nand that ')).toMatchObject({ name: 'queue', args: 'do this\nand that' });
+    expect(parseCommand('/STATUS')).toMatchObject({ name: 'status', args: '' });
+    expect(parseCommand('/my-skill please')).toBeUndefined(); // a skill command is a request for the model
+    expect(parseCommand('status')).toBeUndefined();
+    expect(parseCommand('see /status')).toBeUndefined();
+  });
+
+  it('has every command the issue names', () => {
+    const names = COMMANDS.map((c) => c.name);
+    for (const n of ['new', 'reset', 'stop', 'status', 'usage', 'approve', 'deny', 'retry', 'discard', 'compress', 'model', 'queue', 'steer', 'whoami', 'help']) expect(names).toContain(n);
+  });
+
+  it('names commands as users of the platform write them, in the unknown-turn notice too', () => {
+    expect(commandWord('slack', 'retry')).toBe('!retry');
+    expect(commandWord('api', 'retry')).toBe('/retry');
+    expect(unknownNoticeFor('slack')).toContain('Send !retry to run it again, or !discard to drop it.');
+    expect(unknownNoticeFor('api')).toContain('Send /retry to run it again, or /discard to drop it.');
+  });
+
+  it('every command written with ! on Slack reaches the agent as the / command', () => {
+    const settings = { type: 'slack', credentialsSecret: 's', allowlist: ['U1'], allowAll: false, dmPairing: false, groupPolicy: 'mention' as const };
+    for (const c of COMMANDS) {
+      const env = { type: 'event_callback' as const, event_id: `Ev${c.name}`, event: { type: 'message', user: 'U1', text: `!${c.name} x`, channel: 'D1', channel_type: 'im', ts: '1.1' } };
+      const n = slack.normaliseSlack(env, settings);
+      expect(n.kind === 'message' ? n.event.text : n.kind).toBe(`/${c.name} x`);
+    }
+  });
+
+  it('knows the silence tokens', () => {
+    for (const t of ['[SILENT]', ' NO_REPLY\n', 'SILENT', 'NO REPLY']) expect(isSilentReply(t)).toBe(true);
+    for (const t of ['NO_REPLY.', 'silent', '[SILENT] but here is more']) expect(isSilentReply(t)).toBe(false);
+  });
+});
