@@ -82,6 +82,17 @@ export const profileSpecSchema = withRules(z.object({
   skills: z.object({
     writeApproval: z.boolean().optional().describe('Skill writes (skill_manage, the background review\'s) wait for an admin\'s /skills approve. Default: on when more than one person may use the agent, off otherwise.'),
   }).optional().describe('The agent\'s own (learned) skills.'),
+  web: z.object({
+    search: z.object({
+      provider: z.enum(['searxng', 'tavily', 'brave']).describe('The search engine behind web_search: a self-hosted SearXNG (its JSON API), Tavily or Brave Search.'),
+      url: z.string().url().optional().describe('Base URL of the provider (required for searxng; defaults to the public API of tavily and brave). Passes the SSRF guard like every fetch: a private address is reachable only inside the install\'s HERMES_WEB_ALLOW_CIDRS.'),
+      apiKey: secretValueSchema.optional().describe('The provider\'s API key (tavily, brave), read by the worker and sent only to the provider; never in the sandbox.'),
+    }).optional().describe('web_search is offered only when a provider is set.'),
+    extract: z.object({
+      maxChars: z.number().int().min(1_000).max(200_000).optional().describe('Characters of one page the model gets at most (default 20 000).'),
+      summariseAboveChars: z.number().int().min(500).max(200_000).optional().describe('Pages longer than this are summarised by the model before the agent reads them (default 5 000, as Hermes).'),
+    }).optional().describe('web_extract: pages as Markdown, PDFs as text.'),
+  }).optional().describe('The web toolset (web_search, web_extract; add "web" to toolsets). Every URL passes the SSRF guard: private, loopback, link-local, metadata and unique-local addresses are refused, each redirect is checked again.'),
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),

@@ -1,0 +1,96 @@
+// One guarded HTTP fetch for the web tools: every hop's URL checked (urlGuard), redirects followed
+// by hand (at most `maxRedirects`, each new URL checked again, including its resolved address at
+// connect time), a deadline, and a body read up to `maxBytes` (more is cut off, not buffered).
+import { fetch, type Response } from 'undici';
+import { refusalIn, UrlRefused, type UrlGuard } from './ssrf.js';
+
+export interface FetchLimits {
+  /** @defaultValue 5 */
+  maxRedirects?: number;
+  /** Body bytes read at most; the rest is dropped and `truncated` set. */
+  maxBytes: number;
+  timeoutMs: number;
+}
+
+export interface FetchedPage {
+  /** The URL after redirects. */
+  url: string;
+  status: number;
+  contentType: string;
+  body: Buffer;
+  truncated: boolean;
+}
+
+export interface FetchRequest {
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export const USER_AGENT = 'HermesAgent/1.0 (+https://hermes.dev)';
+
+async function readCapped(res: Response, maxBytes: number, signal: AbortSignal): Promise<{ body: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  if (!res.body) return { body: Buffer.alloc(0), truncated };
+  const reader = res.body.getReader();
+  try {
+    for (;;) {
+      if (signal.aborted) throw signal.reason;
+      const { done, value } = await reader.read();
+      if (done) break;
+      const room = maxBytes - size;
+      if (value.byteLength > room) {
+        chunks.push(Buffer.from(value.subarray(0, room)));
+        size += room;
+        truncated = true;
+        break;
+      }
+      chunks.push(Buffer.from(value));
+      size += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return { body: Buffer.concat(chunks, size), truncated };
+}
+
+/**
+ * Fetches `url` through `guard`. Throws UrlRefused for a refused URL or address (any hop) and for
+ * names that do not resolve; other network errors as they come.
+ */
+export async function guardedFetch(guard: UrlGuard, url: string, limits: FetchLimits, signal: AbortSignal, request: FetchRequest = {}): Promise<FetchedPage> {
+  const deadline = AbortSignal.any([signal, AbortSignal.timeout(limits.timeoutMs)]);
+  let current = guard.checkUrl(url).toString();
+  let init = request;
+  for (let hop = 0; ; hop++) {
+    let res: Response;
+    try {
+      res = await fetch(current, {
+        method: init.method ?? 'GET',
+        headers: { 'user-agent': USER_AGENT, ...init.headers },
+        ...(init.body !== undefined ? { body: init.body } : {}),
+        redirect: 'manual',
+        dispatcher: guard.dispatcher,
+        signal: deadline,
+      });
+    } catch (err) {
+      throw refusalIn(err, current) ?? err;
+    }
+    const location = res.headers.get('location');
+    if (res.status >= 300 && res.status < 400 && location) {
+      await res.body?.cancel().catch(() => undefined);
+      if (hop >= (limits.maxRedirects ?? 5)) throw new UrlRefused(url, `more than ${limits.maxRedirects ?? 5} redirects`);
+      const next = guard.checkUrl(new URL(location, current).toString());
+      // Headers (a provider's key) never follow a redirect to another origin.
+      if (next.origin !== new URL(current).origin) init = {};
+      // A redirect turns the request into a plain GET (303 always; 301/302 in practice).
+      else if (res.status !== 307 && res.status !== 308) init = { ...(init.headers ? { headers: init.headers } : {}) };
+      current = next.toString();
+      continue;
+    }
+    const { body, truncated } = await readCapped(res, limits.maxBytes, deadline);
+    return { url: current, status: res.status, contentType: res.headers.get('content-type') ?? '', body, truncated };
+  }
+}
