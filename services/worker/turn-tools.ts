@@ -3,16 +3,19 @@
 // guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
 // this agent and this conversation's person, the past conversations session_search reads, and
 // the skills the agent offers.
-import type { Admission, CompiledAgent, Db, Logger } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import type { Admission, CompiledAgent, Config, Db, Logger } from '../core/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
+import { turnWeb, type WebSummaryDeps } from './web-tools.js';
 
 /** The worker-wide parts the turn's tools come from. */
 export interface ToolDeps {
   tools: ToolRegistry;
   /** Absent: no sandbox (the terminal and file toolsets are not offered). */
   sandboxes?: SandboxBackends;
+  /** The SSRF guard of the web tools (one per worker process, closed at shutdown); absent: no web toolset. */
+  webGuard?: UrlGuard;
 }
 
 export interface TurnTools {
@@ -44,10 +47,18 @@ export function turnMemory(db: Db, agent: CompiledAgent, adm: Admission): Memory
   };
 }
 
-export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, guard?: CommandGuard): TurnTools {
+/** Tools that cannot work for this agent: web_search without a provider in the Profile. */
+const unusable = (agent: CompiledAgent, loop: ToolDeps) => (t: Tool): boolean =>
+  (t.toolset === 'web' && !loop.webGuard) || (t.name === 'web_search' && !agent.web?.search);
+
+export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, summary?: WebSummaryDeps): TurnTools {
   const sandbox = loop.sandboxes ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
-  const tools = loop.tools.select(toolsets);
+  const skip = unusable(agent, loop);
+  const tools = loop.tools.select(toolsets).filter((t) => !skip(t));
+  const web = loop.webGuard && tools.some((t) => t.toolset === 'web')
+    ? turnWeb({ config: deps.config, secrets: deps.secrets, guard: loop.webGuard, ...(summary ? { summary } : {}) }, agent)
+    : undefined;
   const enabled = { toolsets, tools: tools.map((t) => t.name) };
   return {
     tools,
@@ -64,7 +75,7 @@ export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: 
       memory: turnMemory(deps.db, agent, adm),
       recall: { db: deps.db, agentId: adm.agentId, userId: adm.userId, admins: agent.admins ?? [], sessionId: adm.sessionId },
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
-      ...(guard ? { guard } : {}),
+      ...(web ? { web } : {}),
     },
     ...(sandbox ? { sandbox } : {}),
   };

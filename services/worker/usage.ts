@@ -146,7 +146,7 @@ export function spendAccounting(ctx: CallContext, routes: readonly ModelRoute[],
 
 const TASK_WORDS: Record<UsageTask, string> = {
   turn: 'answers', compression: 'compression summaries', compress_command: '/compress summaries', hygiene_compression: 'pre-turn compression summaries', approval: 'command reviews (smart approvals)',
-  background_review: 'background reviews (learning)',
+  background_review: 'background reviews (learning)', web_extract: 'web page summaries (web_extract)',
 };
 
 /** How sure a total is: all reported by the provider, all estimated, or how it splits. */

@@ -27,7 +27,8 @@ export interface WebAccess {
 export interface WebAccessOptions {
   guard: UrlGuard;
   limits: FetchLimits;
-  search?: SearchSettings;
+  /** The provider settings, read when a search runs (the worker resolves the API key then). */
+  search?: () => Promise<SearchSettings>;
   summarise?: WebAccess['summarise'];
   maxChars: number;
   summariseAboveChars: number;
@@ -36,8 +37,8 @@ export interface WebAccessOptions {
 export function webAccess(o: WebAccessOptions): WebAccess {
   return {
     ...(o.search ? {
-      search: (query: string, limit: number, signal: AbortSignal) =>
-        webSearch(o.search!, (url, request) => guardedFetch(o.guard, url, o.limits, signal, request), query, limit),
+      search: async (query: string, limit: number, signal: AbortSignal) =>
+        webSearch(await o.search!(), (url, request) => guardedFetch(o.guard, url, o.limits, signal, request), query, limit),
     } : {}),
     async extract(url, signal) {
       const page = await guardedFetch(o.guard, url, o.limits, signal);

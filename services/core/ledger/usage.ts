@@ -8,7 +8,7 @@ import type { Sql } from '../db.js';
  * threshold or after a context overflow), `compress_command` (`/compress`),
  * `hygiene_compression` (pre-compression at turn start). All count toward the spend caps.
  */
-export type UsageTask = 'turn' | 'compression' | 'compress_command' | 'hygiene_compression' | 'approval' | 'background_review';
+export type UsageTask = 'turn' | 'compression' | 'compress_command' | 'hygiene_compression' | 'approval' | 'background_review' | 'web_extract';
 
 export interface ModelCallUsageRow {
   agentId: string;
