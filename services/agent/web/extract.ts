@@ -32,16 +32,20 @@ function decode(page: FetchedPage): string {
   }
 }
 
+/** Readability's article, or null when it finds none (or fails on odd markup). */
+function readArticle(document: unknown): { title?: string | null; content?: string | null } | null {
+  try {
+    return new Readability(document as ConstructorParameters<typeof Readability>[0], { charThreshold: 200 }).parse();
+  } catch {
+    return null;
+  }
+}
+
 /** The main content of an HTML page as Markdown; the whole body when Readability finds no article. */
 export function htmlToMarkdown(html: string): { title?: string; markdown: string } {
   const { document } = parseHTML(html);
   const title = document.title?.trim() || undefined;
-  let article: { title?: string | null; content?: string | null } | null = null;
-  try {
-    article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 200 }).parse();
-  } catch {
-    article = null;
-  }
+  const article = readArticle(document);
   const source = article?.content ?? parseHTML(html).document.body?.innerHTML ?? '';
   const markdown = turndown.turndown(source).replace(/\n{3,}/g, '\n\n').trim();
   const t = article?.title?.trim() || title;

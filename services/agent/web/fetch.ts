@@ -56,6 +56,22 @@ async function readCapped(res: Response, maxBytes: number, signal: AbortSignal):
   return { body: Buffer.concat(chunks, size), truncated };
 }
 
+/** The next hop of a redirect: its URL checked, and what of the request goes along. */
+function redirected(guard: UrlGuard, current: string, location: string, status: number, request: FetchRequest): { url: string; request: FetchRequest } {
+  let target: string;
+  try {
+    target = new URL(location, current).toString();
+  } catch {
+    throw new UrlRefused(location, 'the redirect location is not a valid URL');
+  }
+  const next = guard.checkUrl(target);
+  // Headers (a provider's key) never follow a redirect to another origin.
+  if (next.origin !== new URL(current).origin) return { url: next.toString(), request: {} };
+  // A redirect turns the request into a plain GET (303 always; 301/302 in practice); 307/308 keep it.
+  if (status === 307 || status === 308) return { url: next.toString(), request };
+  return { url: next.toString(), request: request.headers ? { headers: request.headers } : {} };
+}
+
 /**
  * Fetches `url` through `guard`. Throws UrlRefused for a refused URL or address (any hop) and for
  * names that do not resolve; other network errors as they come.
@@ -81,13 +97,9 @@ export async function guardedFetch(guard: UrlGuard, url: string, limits: FetchLi
     const location = res.headers.get('location');
     if (res.status >= 300 && res.status < 400 && location) {
       await res.body?.cancel().catch(() => undefined);
-      if (hop >= (limits.maxRedirects ?? 5)) throw new UrlRefused(url, `more than ${limits.maxRedirects ?? 5} redirects`);
-      const next = guard.checkUrl(new URL(location, current).toString());
-      // Headers (a provider's key) never follow a redirect to another origin.
-      if (next.origin !== new URL(current).origin) init = {};
-      // A redirect turns the request into a plain GET (303 always; 301/302 in practice).
-      else if (res.status !== 307 && res.status !== 308) init = { ...(init.headers ? { headers: init.headers } : {}) };
-      current = next.toString();
+      const maxRedirects = limits.maxRedirects ?? 5;
+      if (hop >= maxRedirects) throw new UrlRefused(url, `more than ${maxRedirects} redirects`);
+      ({ url: current, request: init } = redirected(guard, current, location, res.status, init));
       continue;
     }
     const { body, truncated } = await readCapped(res, limits.maxBytes, deadline);
