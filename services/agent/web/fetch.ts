@@ -72,9 +72,20 @@ function redirected(guard: UrlGuard, current: string, location: string, status: 
   return { url: next.toString(), request: request.headers ? { headers: request.headers } : {} };
 }
 
+/** A network failure in words the model can act on (the caller's own abort passes as it is). */
+function failure(err: unknown, url: string, signal: AbortSignal, limits: FetchLimits): unknown {
+  if (signal.aborted) return err;
+  if ((err as Error).name === 'TimeoutError') return new Error(`${url} did not answer within ${limits.timeoutMs / 1_000} s`, { cause: err });
+  let e: unknown = err;
+  while ((e as { cause?: unknown }).cause) e = (e as { cause?: unknown }).cause;
+  const code = (e as { code?: string }).code;
+  return new Error(`could not fetch ${url}: ${code ? `${code} ` : ''}${(e as Error).message ?? String(e)}`, { cause: err });
+}
+
 /**
  * Fetches `url` through `guard`. Throws UrlRefused for a refused URL or address (any hop) and for
- * names that do not resolve; other network errors as they come.
+ * names that do not resolve; other network failures as an Error naming the URL and the cause (the
+ * caller's abort as it came).
  */
 export async function guardedFetch(guard: UrlGuard, url: string, limits: FetchLimits, signal: AbortSignal, request: FetchRequest = {}): Promise<FetchedPage> {
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(limits.timeoutMs)]);
@@ -92,7 +103,7 @@ export async function guardedFetch(guard: UrlGuard, url: string, limits: FetchLi
         signal: deadline,
       });
     } catch (err) {
-      throw refusalIn(err, current) ?? err;
+      throw refusalIn(err, current) ?? failure(err, current, signal, limits);
     }
     const location = res.headers.get('location');
     if (res.status >= 300 && res.status < 400 && location) {
@@ -102,7 +113,7 @@ export async function guardedFetch(guard: UrlGuard, url: string, limits: FetchLi
       ({ url: current, request: init } = redirected(guard, current, location, res.status, init));
       continue;
     }
-    const { body, truncated } = await readCapped(res, limits.maxBytes, deadline);
+    const { body, truncated } = await readCapped(res, limits.maxBytes, deadline).catch((err: unknown) => { throw failure(err, current, signal, limits); });
     return { url: current, status: res.status, contentType: res.headers.get('content-type') ?? '', body, truncated };
   }
 }

@@ -4,6 +4,8 @@
 // PDF → text, the byte cap and deadline, the three search providers, and web_extract's summary rule.
 // The guard allows 127.0.0.2/32 as if it were public; the private server on 127.0.0.1 (same port)
 // counts every request that should never have reached it.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   addressRefusal, guardedFetch, pageText, UrlRefused, urlGuard, webAccess, webExtractTool, webSearch, webSearchTool,
@@ -218,10 +220,18 @@ ${Array.from({ length: 6 }, (_, i) => `<p>Paragraph ${i}: the moon's gravity pul
     await expect(capped.extract(at('public.test', '/big.pdf'), signal())).rejects.toThrow(/larger than the download limit/);
   });
 
-  it('gives up at the deadline', async () => {
+  it('gives up at the deadline, and says why a fetch failed', async () => {
     const started = Date.now();
-    await expect(guardedFetch(guard, at('public.test', '/slow'), { ...limits, timeoutMs: 300 }, signal())).rejects.toThrow();
+    await expect(guardedFetch(guard, at('public.test', '/slow'), { ...limits, timeoutMs: 300 }, signal())).rejects.toThrow(/slow did not answer within 0.3 s/);
     expect(Date.now() - started).toBeLessThan(3_000);
+    // Nothing listens on a port just freed (127.0.0.2 is allowed, so the connection is tried and refused by the OS).
+    const gone = await new Promise<number>((resolve) => { const s = createServer().listen(0, '127.0.0.2', () => { const p = (s.address() as AddressInfo).port; s.close(() => resolve(p)); }); });
+    await expect(guardedFetch(guard, `http://127.0.0.2:${gone}/`, limits, signal())).rejects.toThrow(new RegExp(`could not fetch http://127\\.0\\.0\\.2:${gone}/: ECONNREFUSED`));
+    // The caller's own abort (a /stop) passes as it is.
+    const stop = new AbortController();
+    const pending = guardedFetch(guard, at('public.test', '/slow'), limits, stop.signal);
+    setTimeout(() => stop.abort(new Error('stopped by /stop')), 50);
+    await expect(pending).rejects.toThrow(/stopped by \/stop/);
   });
 });
 
