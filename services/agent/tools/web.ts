@@ -33,11 +33,11 @@ export const webSearchTool = defineTool({
 async function forModel(web: WebAccess, page: ExtractedPage, signal: AbortSignal): Promise<Record<string, unknown>> {
   const head = { url: page.url, ...(page.title ? { title: page.title } : {}), kind: page.kind, chars: page.content.length };
   const note = page.truncated ? ' (the download stopped at the size limit)' : '';
-  if (page.content.length <= web.summariseAboveChars) return { ...head, content: page.content, ...(note ? { note } : {}) };
+  if (page.content.length <= web.summariseAboveChars) return { ...head, content: page.content, ...(note ? { note: note.trim() } : {}) };
   if (web.summarise) {
     try {
       const summary = await web.summarise(page.content.slice(0, web.maxChars * 10), { url: page.url, ...(page.title ? { title: page.title } : {}) }, signal);
-      return { ...head, summarised: true, content: summary.slice(0, web.maxChars), ...(note ? { note } : {}) };
+      return { ...head, summarised: true, content: summary.slice(0, web.maxChars), ...(note ? { note: note.trim() } : {}) };
     } catch (err) {
       signal.throwIfAborted();
       const cut = page.content.slice(0, web.maxChars);
@@ -45,7 +45,7 @@ async function forModel(web: WebAccess, page: ExtractedPage, signal: AbortSignal
     }
   }
   const cut = page.content.slice(0, web.maxChars);
-  return { ...head, content: cut, ...(cut.length < page.content.length || note ? { note: `${cut.length < page.content.length ? `cut at ${web.maxChars} characters` : ''}${note}` } : {}) };
+  return { ...head, content: cut, ...(cut.length < page.content.length || note ? { note: `${cut.length < page.content.length ? `cut at ${web.maxChars} characters` : ''}${note}`.trim() } : {}) };
 }
 
 async function extractOne(web: WebAccess, url: string, ctx: ToolContext): Promise<Record<string, unknown>> {
