@@ -76,6 +76,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...(p.spendCaps ? { spendCaps: p.spendCaps } : {}),
     ...memoryFields(p),
     ...learningFields(p),
+    ...webFields(p),
     ...compileSandbox(p),
   };
 }
@@ -84,6 +85,19 @@ function memoryFields(p: Profile['spec']): Partial<CompiledAgent> {
   const { memoryCharLimit, userCharLimit } = p.memory ?? {};
   const limits = { ...(memoryCharLimit ? { memoryCharLimit } : {}), ...(userCharLimit ? { userCharLimit } : {}) };
   return Object.keys(limits).length ? { memory: limits } : {};
+}
+
+/** The web toolset's provider (its key by reference) and page limits. */
+function webFields(p: Profile['spec']): Partial<CompiledAgent> {
+  if (!p.web) return {};
+  const { search, extract } = p.web;
+  return {
+    web: {
+      ...(search ? { search: { provider: search.provider, ...(search.url ? { url: search.url } : {}), ...(search.apiKey ? { apiKeyRef: secretRefOf(search.apiKey) } : {}) } } : {}),
+      ...(extract?.maxChars ? { maxChars: extract.maxChars } : {}),
+      ...(extract?.summariseAboveChars ? { summariseAboveChars: extract.summariseAboveChars } : {}),
+    },
+  };
 }
 
 /** The learning loop's switches; absent ones stay absent (the agent applies its defaults). */

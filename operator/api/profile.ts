@@ -34,6 +34,16 @@ export const envKeyRule: Rule<ModelSpec> = {
   check: (m) => !m.baseURL || (!m.apiKey?.env && !(m.extraApiKeys ?? []).some((k) => k.env !== undefined)),
 };
 
+/**
+ * The web search key follows the same rule: a key from the environment only goes to the
+ * provider's public API, never to a url the Profile chose. The worker enforces it too.
+ */
+export const webSearchEnvKeyRule: Rule<{ url?: string; apiKey?: { env?: string } }> = {
+  rule: '!has(self.url) || !has(self.apiKey) || !has(self.apiKey.env)',
+  message: 'an API key from env is only sent to the search provider\'s public API; with url set, put the key in a Secret and use secretKeyRef',
+  check: (s) => !s.url || !s.apiKey?.env,
+};
+
 /** A fallback model: the same fields; provider and model are checked by a rule so the message says which entry is incomplete. */
 export const fallbackModelSchema = withRules(modelSpecSchema.partial({ provider: true, model: true }), [{
   rule: 'has(self.provider) && has(self.model) && size(self.model) > 0',
@@ -82,6 +92,17 @@ export const profileSpecSchema = withRules(z.object({
   skills: z.object({
     writeApproval: z.boolean().optional().describe('Skill writes (skill_manage, the background review\'s) wait for an admin\'s /skills approve. Default: on when more than one person may use the agent, off otherwise.'),
   }).optional().describe('The agent\'s own (learned) skills.'),
+  web: z.object({
+    search: withRules(z.object({
+      provider: z.enum(['searxng', 'tavily', 'brave']).describe('The search engine behind web_search: a self-hosted SearXNG (its JSON API), Tavily or Brave Search.'),
+      url: z.string().url().optional().describe('Base URL of the provider (required for searxng; defaults to the public API of tavily and brave). Passes the SSRF guard like every fetch: a private address is reachable only inside the install\'s HERMES_WEB_ALLOW_CIDRS.'),
+      apiKey: secretValueSchema.optional().describe('The provider\'s API key (tavily, brave), read by the worker and sent only to the provider; never in the sandbox. A key from env is only sent to the provider\'s public API (no url); with url set, use secretKeyRef.'),
+    }), [webSearchEnvKeyRule]).optional().describe('web_search is offered only when a provider is set.'),
+    extract: z.object({
+      maxChars: z.number().int().min(1_000).max(200_000).optional().describe('Characters of one page the model gets at most (default 20 000).'),
+      summariseAboveChars: z.number().int().min(500).max(200_000).optional().describe('Pages longer than this are summarised by the model before the agent reads them (default 5 000, as Hermes).'),
+    }).optional().describe('web_extract: pages as Markdown, PDFs as text.'),
+  }).optional().describe('The web toolset (web_search, web_extract; add "web" to toolsets). Every URL passes the SSRF guard: private, loopback, link-local, metadata and unique-local addresses are refused, each redirect is checked again.'),
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),

@@ -43,3 +43,4 @@ export { OpenAIChatProvider, toOpenAIMessages } from './providers/openai.js';
 export { AnthropicProvider, toAnthropic } from './providers/anthropic.js';
 export * from './tools/checkpoints.js';
 export * from './approvals/index.js';
+export * from './web/index.js';

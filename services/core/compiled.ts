@@ -147,6 +147,12 @@ export const compiledAgentSchema = z.object({
   sandbox: compiledSandboxSchema.optional(),
   /** The command guard; absent = the defaults (manual, 60 s, no globs). */
   approvals: compiledApprovalsSchema.optional(),
+  /** The web toolset: search provider (key by reference) and page limits; absent = no search, default limits. */
+  web: z.object({
+    search: z.object({ provider: z.enum(['searxng', 'tavily', 'brave']), url: z.string().url().optional(), apiKeyRef: secretRefSchema.optional() }).optional(),
+    maxChars: z.number().int().positive().optional(),
+    summariseAboveChars: z.number().int().positive().optional(),
+  }).optional(),
   /** Bounded memory sizes in characters; absent = Hermes' defaults (2200 / 1375). */
   memory: z.object({ memoryCharLimit: z.number().int().positive().optional(), userCharLimit: z.number().int().positive().optional() }).optional(),
   /**

@@ -1,5 +1,6 @@
 // One validated, frozen configuration per process. Nothing else in the codebase reads
 // `process.env`: every setting is declared here with its default and a one-line doc.
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 const seconds = (def: number, doc: string) => z.coerce.number().positive().default(def).describe(doc);
@@ -83,6 +84,9 @@ export const configSchema = z.object({
   HERMES_TEAMS_OPENID_URL: z.string().url().default('https://login.botframework.com/v1/.well-known/openidconfiguration').describe('OpenID metadata the Bot Framework tokens on inbound Teams activities are checked against (issuer, signing keys via its jwks_uri).'),
   HERMES_TEAMS_LOGIN_URL: z.string().url().default('https://login.microsoftonline.com').describe('Microsoft identity platform base URL: the Teams bot token is requested from <url>/<TEAMS_TENANT_ID>/oauth2/v2.0/token (client credentials).'),
   HERMES_TEAMS_API_URL: z.string().url().optional().describe('Base URL of the Bot Framework connector for agents whose teams platform sets no apiUrl. Unset: replies go to the serviceUrl of the (verified) activity they answer, which must be https. Set: every reply goes here instead (an egress proxy, e.g. in front of https://smba.trafficmanager.net/teams/, or a test server).'),
+  HERMES_WEB_ALLOW_CIDRS: z.string().default('').transform((v, ctx) => parseCidrList(v, ctx)).describe('Web tools (web_search, web_extract): comma-separated CIDR ranges the SSRF guard lets through although they are private (an in-cluster SearXNG, an intranet wiki), e.g. 10.20.0.0/16,fd12::/48. Default: none — only public addresses are reachable.'),
+  HERMES_WEB_TIMEOUT_SECONDS: seconds(30, 'Web tools: deadline of one outbound request (search provider call or page fetch, redirects included).'),
+  HERMES_WEB_MAX_BYTES: z.coerce.number().int().positive().default(10 * 1024 * 1024).describe('Web tools: most bytes of one response body read (10 MB); a longer HTML or text page is cut, a longer PDF refused.'),
   OPENAI_BASE_URL: z.string().url().optional().describe('Default base URL for provider "openai" when the Profile sets none (any OpenAI-compatible server).'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP endpoint; traces are exported when set.'),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional().describe('OTLP/HTTP traces endpoint (overrides the generic one).'),
@@ -133,6 +137,20 @@ export function allowedSecretEnv(config: Config, env: NodeJS.ProcessEnv, fallbac
     if (v !== undefined && v !== '') out[n] = v;
   }
   return Object.freeze(out);
+}
+
+/** `10.0.0.0/8, fd00::/8` → the ranges, each checked to be a CIDR range. */
+function parseCidrList(v: string, ctx: z.RefinementCtx): string[] {
+  const out: string[] = [];
+  for (const c of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+    try {
+      ipaddr.parseCIDR(c);
+      out.push(c);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `"${c}" is not a CIDR range (e.g. 10.20.0.0/16 or fd12::/48)` });
+    }
+  }
+  return out;
 }
 
 /** `a=1,b=2` → `{ a: '1', b: '2' }` (resource quantities, label selectors). */

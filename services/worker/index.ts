@@ -119,6 +119,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       await Promise.allSettled([turns.close(), deliveries.close(), reviews.close(), sweeper?.stop()]);
       clearTimeout(grace);
       loop.processes?.close();
+      await loop.webGuard?.close().catch(() => undefined);
       await sandboxes.close();
       await liveness.stop();
       await control.close();

@@ -10,7 +10,7 @@ import {
 import {
   builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter,
   skillInvocation, skillRequestText, skillsIndexBlock, type PromptInputs, type Tool,
-  SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry,
+  SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry, type UrlGuard,
 } from '../agent/index.js';
 import { stopReason, type ControlHub } from './control.js';
 import { stopOnEmergency } from './agent-stop.js';
@@ -22,6 +22,7 @@ import { recoveryCommand } from './recovery-commands.js';
 import { rollbackReply } from './rollback-command.js';
 import type { SandboxBackends } from './sandboxes.js';
 import { turnTools, type ToolDeps, type TurnTools } from './turn-tools.js';
+import { workerUrlGuard } from './web-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { learningReply } from './learning-commands.js';
 import { curatorReply } from './curator-commands.js';
@@ -82,6 +83,8 @@ export interface LoopOptions {
   watchdog?: WatchdogTime;
   /** Token budget of the verbatim tail after compression. @defaultValue 20 000 (SPEC) */
   keepRecentTokens?: number;
+  /** The web tools' SSRF guard (tests inject one with their resolver and allowed ranges); default: from HERMES_WEB_ALLOW_CIDRS. */
+  webGuard?: UrlGuard;
 }
 
 export function createLoopDeps(config: Config, secrets: SecretResolver, opts: LoopOptions = {}): LoopDeps {
@@ -97,7 +100,8 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
     tools = builtinRegistry();
     processes = registerSandboxTools(tools);
   }
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools, ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
+  const webGuard = opts.webGuard ?? workerUrlGuard(config);
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools, webGuard, ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
 }
 
 /** The caller's own system message (OpenAI API): request-only context, never stored. */
@@ -222,7 +226,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   const { deps, lease, adm, agent, loop, routes, control, durable } = s;
   const stored = historyFor(adm, ctx);
   const command = { db: deps.db, lease, adm, loop, routes, signal: s.fence.signal, tail: tailOptions(loop, agent), history: () => Promise.resolve(stored), accounting: s.accounting };
-  const { tools, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms });
+  const { tools, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes, accounting: s.accounting } });
   const rolledBack = await rollbackReply(adm.content, sandbox, s.fence.signal);
   if (rolledBack) return rolledBack;
   const compressed = await compressReply(command);

@@ -3,17 +3,20 @@
 // guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
 // this agent and this conversation's person, the past conversations session_search reads, and
 // the skills the agent offers.
-import { toolsetAllowed, type Admission, type CompiledAgent, type Db, type Logger, type Permissions } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions } from '../core/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
+import { turnWeb, type WebSummaryDeps } from './web-tools.js';
 
 /** The worker-wide parts the turn's tools come from. */
 export interface ToolDeps {
   tools: ToolRegistry;
   /** Absent: no sandbox (the terminal and file toolsets are not offered). */
   sandboxes?: SandboxBackends;
+  /** The SSRF guard of the web tools (one per worker process, closed at shutdown); absent: no web toolset. */
+  webGuard?: UrlGuard;
 }
 
 export interface TurnTools {
@@ -45,12 +48,20 @@ export function turnMemory(db: Db, agent: CompiledAgent, adm: Admission): Memory
   };
 }
 
-/**
- * `perms`: the person's permissions (team mode): toolsets they may not use are not offered to the
- * model at all (nor the sandbox behind them).
- */
-export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: { perms?: Permissions; guard?: CommandGuard } = {}): TurnTools {
-  const { perms, guard } = opts;
+/** Tools that cannot work for this agent: web_search without a provider in the Profile. */
+const unusable = (agent: CompiledAgent, loop: ToolDeps) => (t: Tool): boolean =>
+  (t.toolset === 'web' && !loop.webGuard) || (t.name === 'web_search' && !agent.web?.search);
+
+export interface TurnToolOptions {
+  /** The person's permissions (team mode): toolsets they may not use are not offered to the model at all (nor the sandbox behind them). */
+  perms?: Permissions;
+  guard?: CommandGuard;
+  /** The turn's model routes and accounting, for web_extract's summaries of long pages. */
+  summary?: WebSummaryDeps;
+}
+
+export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
+  const { perms, guard, summary } = opts;
   // A platform may narrow the toolsets of the turns it admits (the signed webhook: untrusted input),
   // and team mode the person's (toolsets they may not use are not offered at all).
   const narrowed = platformToolsets(agent, adm.platform);
@@ -58,7 +69,11 @@ export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: 
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
-  const tools = loop.tools.select(toolsets);
+  const skip = unusable(agent, loop);
+  const tools = loop.tools.select(toolsets).filter((t) => !skip(t));
+  const web = loop.webGuard && tools.some((t) => t.toolset === 'web')
+    ? turnWeb({ config: deps.config, secrets: deps.secrets, guard: loop.webGuard, ...(summary ? { summary } : {}) }, agent)
+    : undefined;
   const enabled = { toolsets, tools: tools.map((t) => t.name) };
   return {
     tools,
@@ -75,7 +90,7 @@ export function turnTools(deps: { db: Db; log: Logger }, loop: ToolDeps, agent: 
       memory: turnMemory(deps.db, agent, adm),
       recall: { db: deps.db, agentId: adm.agentId, userId: adm.userId, admins: agent.admins ?? [], sessionId: adm.sessionId },
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
-      ...(guard ? { guard } : {}),
+      ...(web ? { web } : {}),
     },
     ...(sandbox ? { sandbox } : {}),
   };

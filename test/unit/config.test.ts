@@ -30,6 +30,17 @@ describe('config', () => {
     }
   });
 
+  it('validates the web tools\' settings at load: CIDR ranges, timeout and byte cap with their defaults', () => {
+    const c = loadConfig(base);
+    expect(c.HERMES_WEB_ALLOW_CIDRS).toEqual([]);
+    expect(c.HERMES_WEB_TIMEOUT_SECONDS).toBe(30);
+    expect(c.HERMES_WEB_MAX_BYTES).toBe(10 * 1024 * 1024);
+    expect(loadConfig({ ...base, HERMES_WEB_ALLOW_CIDRS: '10.20.0.0/16, fd12::/48' }).HERMES_WEB_ALLOW_CIDRS).toEqual(['10.20.0.0/16', 'fd12::/48']);
+    expect(() => loadConfig({ ...base, HERMES_WEB_ALLOW_CIDRS: '10.20.0.0/16,intranet.example' })).toThrow(/HERMES_WEB_ALLOW_CIDRS: "intranet.example" is not a CIDR range/);
+    expect(() => loadConfig({ ...base, HERMES_WEB_ALLOW_CIDRS: '10.0.0.0/33' })).toThrow(/"10.0.0.0\/33" is not a CIDR range/);
+    expect(() => loadConfig({ ...base, HERMES_WEB_MAX_BYTES: '0' })).toThrow(/HERMES_WEB_MAX_BYTES/);
+  });
+
   it('requires DATABASE_URL and REDIS_URL', () => {
     expect(() => loadConfig({})).toThrow(/DATABASE_URL: .*unset[\s\S]*REDIS_URL: .*unset/);
   });

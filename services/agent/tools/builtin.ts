@@ -9,8 +9,9 @@ import { sessionSearchTool } from './session-search.js';
 import { skillManageTool } from './skill-manage.js';
 import { skillsListTool, skillViewTool } from './skills.js';
 import { todoTool } from './todo.js';
+import { webExtractTool, webSearchTool } from './web.js';
 
-export { memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool };
+export { memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -31,7 +32,8 @@ export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 
 export function builtinRegistry(): ToolRegistry {
   return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
-    .register(skillsListTool).register(skillViewTool).register(skillManageTool);
+    .register(skillsListTool).register(skillViewTool).register(skillManageTool)
+    .register(webSearchTool).register(webExtractTool);
 }
 
 /** Not in any toolset: the loop offers it whenever the turn can store oversized results. */

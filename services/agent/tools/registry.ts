@@ -8,6 +8,7 @@ import type { TodoStore } from './todo-list.js';
 import type { MemoryAccess } from '../memory/access.js';
 import type { RecallAccess } from '../recall/access.js';
 import type { SkillAccess } from '../skills/access.js';
+import type { WebAccess } from '../web/access.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -35,6 +36,8 @@ export interface ToolContext {
   recall?: RecallAccess;
   /** The skills this agent offers (`skills_list`, `skill_view`). Absent = they refuse. */
   skills?: SkillAccess;
+  /** Search and guarded page fetches (`web_search`, `web_extract`). Absent = they refuse. */
+  web?: WebAccess;
 }
 
 /**

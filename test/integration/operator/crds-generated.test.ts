@@ -30,6 +30,12 @@ describe('crds/ is generated from the zod API', () => {
     expect(envKeyTo('https://models.example/v1').error?.issues[0]?.message).toMatch(/API key from env is only sent to the provider's default endpoint/);
     expect(profile({ provider: 'openai', model: 'm2', baseURL: 'https://models.example/v1', extraApiKeys: [{ env: 'K' }] }).error?.issues[0]?.message).toMatch(/API key from env is only sent/);
     expect(profile({ provider: 'openai', model: 'm2', baseURL: 'https://models.example/v1', apiKey: { secretKeyRef: { name: 's', key: 'k' } } }).success).toBe(true);
+    // The web search key likewise: env only to the provider's public API, never to a Profile url.
+    const search = (s: unknown) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'm' }, web: { search: s } } });
+    expect(search({ provider: 'tavily', apiKey: { env: 'TAVILY_API_KEY' } }).success).toBe(true);
+    expect(search({ provider: 'tavily', url: 'https://search.example', apiKey: { env: 'TAVILY_API_KEY' } }).error?.issues[0]?.message).toMatch(/API key from env is only sent to the search provider's public API/);
+    expect(search({ provider: 'tavily', url: 'https://search.example', apiKey: { secretKeyRef: { name: 's', key: 'k' } } }).success).toBe(true);
+    expect(search({ provider: 'searxng', url: 'https://searx.example' }).success).toBe(true);
     const skill = (name: string, description: string) => skillSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Skill', metadata: meta, spec: { name, description, body: 'b' } });
     expect(skill('ok', 'Does a thing.').success).toBe(true);
     expect(skill('a'.repeat(65), 'd').error?.issues[0]?.message).toMatch(/name must be at most 64/);

@@ -1,0 +1,5 @@
+export * from './access.js';
+export * from './extract.js';
+export * from './fetch.js';
+export * from './search.js';
+export * from './ssrf.js';
