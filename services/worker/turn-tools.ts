@@ -52,6 +52,15 @@ export function turnMemory(db: Db, agent: CompiledAgent, adm: Admission): Memory
 const unusable = (agent: CompiledAgent, loop: ToolDeps) => (t: Tool): boolean =>
   (t.toolset === 'web' && !loop.webGuard) || (t.name === 'web_search' && !agent.web?.search);
 
+/**
+ * The agent's toolsets this turn may offer: a platform may narrow them (the signed webhook:
+ * untrusted input), and team mode the person's (toolsets they may not use are not offered at all).
+ */
+function permittedToolsets(agent: CompiledAgent, adm: Admission, perms?: Permissions): string[] {
+  const narrowed = platformToolsets(agent, adm.platform);
+  return (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
+}
+
 export interface TurnToolOptions {
   /** The person's permissions (team mode): toolsets they may not use are not offered to the model at all (nor the sandbox behind them). */
   perms?: Permissions;
@@ -62,10 +71,7 @@ export interface TurnToolOptions {
 
 export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
   const { perms, guard, summary } = opts;
-  // A platform may narrow the toolsets of the turns it admits (the signed webhook: untrusted input),
-  // and team mode the person's (toolsets they may not use are not offered at all).
-  const narrowed = platformToolsets(agent, adm.platform);
-  const permitted = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
+  const permitted = permittedToolsets(agent, adm, perms);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
@@ -90,6 +96,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       memory: turnMemory(deps.db, agent, adm),
       recall: { db: deps.db, agentId: adm.agentId, userId: adm.userId, admins: agent.admins ?? [], sessionId: adm.sessionId },
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
+      ...(guard ? { guard } : {}),
       ...(web ? { web } : {}),
     },
     ...(sandbox ? { sandbox } : {}),
