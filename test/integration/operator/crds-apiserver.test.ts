@@ -95,7 +95,7 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
       const r = await cp.kubectl(['explain', 'agents.spec.busyPolicy']);
       return r.code === 0 ? r.stdout : undefined;
     }, { what: 'kubectl explain to see the Agent schema' });
-    expect(explain).toContain('What a message does while a turn runs');
+    expect(explain).toContain('What a plain message does while a turn of its session runs');
     const cronExplain = await cp.kubectl(['explain', 'hcron.spec.schedule']);
     expect(cronExplain.stdout).toContain('5-field cron expression');
     const all = await cp.kubectl(['get', 'hermes', '-n', ns]);
