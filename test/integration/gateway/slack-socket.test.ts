@@ -153,7 +153,10 @@ describe('Slack Socket Mode', () => {
     } finally {
       client.release();
     }
-    expect(await admissionsOf(inFlight.eventId)).toBe(0);
+    // A's admission statement may already sit in Postgres behind the lock: Postgres runs it to the
+    // end when the lock goes, though its client is dead. Either way nothing was acknowledged, so
+    // Slack sends the event again, and its dedupe row keeps it to one admission (checked below).
+    expect(await admissionsOf(inFlight.eventId)).toBeLessThanOrEqual(1);
 
     await eventually(() => fake.socket.opened() > before && fake.socket.open().length === 1, 'gateway B connects', 30_000);
     // Slack sends what nobody acknowledged again, and retries the acknowledged one too (a late retry).
