@@ -123,6 +123,8 @@ export interface PlatformSender {
   edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void>;
   /** Deletes a message sent before (the "working…" message once the reply is out). Optional. */
   remove?(target: ReplyTarget, message: SentMessage, signal: AbortSignal): Promise<void>;
+  /** Shows the bot "typing…" in the target's conversation for a few seconds (progress where the platform has it). Optional. */
+  typing?(target: ReplyTarget, signal: AbortSignal): Promise<void>;
 }
 
 /**

@@ -26,8 +26,12 @@ export interface DeliveryAdapter {
 /** Where a turn's reply will go: its agent (for the platform settings and token) and target. */
 export interface ProgressRef { agentId: string; target: unknown }
 
+/**
+ * Progress shown while a turn runs: a message posted, edited and removed (Slack), or a typing
+ * indicator re-sent on each edit whose `post` returns a placeholder id and whose `remove` does nothing.
+ */
 export interface ProgressChannel {
-  /** Posts a message; returns its reference. */
+  /** Posts a message (or shows the indicator); returns its reference, undefined when nothing is shown (then no edits follow). */
   post(ref: ProgressRef, text: string, signal: AbortSignal): Promise<string | undefined>;
   edit(ref: ProgressRef, messageId: string, text: string, signal: AbortSignal): Promise<void>;
   remove(ref: ProgressRef, messageId: string, signal: AbortSignal): Promise<void>;

@@ -4,7 +4,7 @@
 import type { AgentCache, Config, Obligation } from '../core/index.js';
 import { discord, phraseCommands, platformOf, slack, teams, telegram, webhook, type PlatformSettings } from '../platforms/index.js';
 import type { SecretResolver } from '../agent/index.js';
-import type { DeliveryAdapter } from './delivery.js';
+import type { DeliveryAdapter, ProgressChannel, ProgressRef } from './delivery.js';
 
 export interface PlatformDeliveryDeps {
   config: Config;
@@ -18,7 +18,7 @@ export class Undeliverable extends Error {
 }
 
 /** The agent's current settings for `platform` and the bot token under `tokenKey` of its Secret. */
-async function platformToken(deps: PlatformDeliveryDeps, ob: Obligation, platform: string, tokenKey: string): Promise<{ settings: PlatformSettings; token: string }> {
+async function platformToken(deps: PlatformDeliveryDeps, ob: Pick<Obligation, 'agentId'>, platform: string, tokenKey: string): Promise<{ settings: PlatformSettings; token: string }> {
   const agent = await deps.agents.getById(ob.agentId);
   const settings = agent ? platformOf(agent.compiled, platform) : undefined;
   if (!agent || !settings) throw new Undeliverable(`agent ${ob.agentId} has no ${platform} platform any more`);
@@ -57,8 +57,25 @@ export function slackDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
   };
 }
 
+/** What a typing indicator's `post` returns: there is no message to edit or remove (the ledger records it all the same). */
+export const TYPING_PROGRESS_ID = 'typing';
+
+/**
+ * Progress as the platform's typing indicator (Telegram, Discord, Teams): shown once the turn has
+ * run HERMES_PROGRESS_DELAY_SECONDS and re-sent on each throttled "edit" (the indicator lapses
+ * after a few seconds); nothing to remove, it ends with the bot's reply. `typing` resolves the
+ * sender; it returns undefined where no indicator is shown (then `post` returns no id, so no edits).
+ */
+export function typingProgress(typing: (ref: ProgressRef, signal: AbortSignal) => Promise<boolean>): ProgressChannel {
+  return {
+    post: async (ref, _text, signal) => ((await typing(ref, signal)) ? TYPING_PROGRESS_ID : undefined),
+    edit: async (ref, _id, _text, signal) => { await typing(ref, signal); },
+    remove: () => Promise.resolve(),
+  };
+}
+
 /** The agent's settings for `type` and its namespace, or Undeliverable. */
-async function settingsFor(deps: PlatformDeliveryDeps, ob: Obligation, type: string): Promise<{ settings: PlatformSettings; namespace: string }> {
+async function settingsFor(deps: PlatformDeliveryDeps, ob: Pick<Obligation, 'agentId'>, type: string): Promise<{ settings: PlatformSettings; namespace: string }> {
   const agent = await deps.agents.getById(ob.agentId);
   const settings = agent ? platformOf(agent.compiled, type) : undefined;
   if (!agent || !settings) throw new Undeliverable(`agent ${ob.agentId} has no ${type} platform any more`);
@@ -79,16 +96,23 @@ async function secretOf(deps: PlatformDeliveryDeps, namespace: string, settings:
  */
 export function teamsDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
   const tokens = new teams.TeamsTokens({ loginUrl: deps.config.HERMES_TEAMS_LOGIN_URL });
+  async function senderFor(agentId: string): Promise<teams.TeamsSender> {
+    const { settings, namespace } = await settingsFor(deps, { agentId }, 'teams');
+    const appId = (await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.appId, true))!;
+    const password = (await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.password, true))!;
+    const tenantId = await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.tenantId, false);
+    const apiUrl = teams.teamsApiUrl(settings, deps.config.HERMES_TEAMS_API_URL);
+    return new teams.TeamsSender({ credentials: { appId, password, ...(tenantId ? { tenantId } : {}) }, tokens, ...(apiUrl ? { apiUrl } : {}) });
+  }
   return {
     async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
-      const { settings, namespace } = await settingsFor(deps, ob, 'teams');
-      const appId = (await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.appId, true))!;
-      const password = (await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.password, true))!;
-      const tenantId = await secretOf(deps, namespace, settings, teams.TEAMS_KEYS.tenantId, false);
-      const apiUrl = teams.teamsApiUrl(settings, deps.config.HERMES_TEAMS_API_URL);
-      const sender = new teams.TeamsSender({ credentials: { appId, password, ...(tenantId ? { tenantId } : {}) }, tokens, ...(apiUrl ? { apiUrl } : {}) });
-      await sender.send(ob.target as { kind: string }, text, signal);
+      await (await senderFor(ob.agentId)).send(ob.target as { kind: string }, text, signal);
     },
+    // A `typing` activity in the conversation the reply goes to.
+    progress: typingProgress(async (ref, signal) => {
+      await (await senderFor(ref.agentId)).typing(ref.target as { kind: string }, signal);
+      return true;
+    }),
   };
 }
 
@@ -97,28 +121,38 @@ export function teamsDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
  * needed for that), else — and for Gateway messages — a channel message as the bot.
  */
 export function discordDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
+  async function senderFor(agentId: string): Promise<discord.DiscordSender> {
+    const { settings, token } = await platformToken(deps, { agentId }, 'discord', discord.DISCORD_KEYS.botToken);
+    return new discord.DiscordSender({ token, apiUrl: discord.discordApiUrl(settings, deps.config.HERMES_DISCORD_API_URL) });
+  }
   return {
     async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
-      const agent = await deps.agents.getById(ob.agentId);
-      const settings = agent ? platformOf(agent.compiled, 'discord') : undefined;
-      if (!agent || !settings) throw new Undeliverable(`agent ${ob.agentId} has no discord platform any more`);
-      const namespace = agent.compiled.agent.namespace;
-      const ref = { name: settings.credentialsSecret, key: discord.DISCORD_KEYS.botToken };
-      const token = await deps.secrets.resolve(namespace, ref);
-      if (!token) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
-      const sender = new discord.DiscordSender({ token, apiUrl: discord.discordApiUrl(settings, deps.config.HERMES_DISCORD_API_URL) });
-      await sender.send(ob.target as { kind: string }, text, signal);
+      await (await senderFor(ob.agentId)).send(ob.target as { kind: string }, text, signal);
     },
+    // "typing…" in the channel as the bot; a `/ask` interaction's deferred "thinking…" already shows progress.
+    progress: typingProgress(async (ref, signal) => {
+      const target = discord.discordTargetSchema.parse(ref.target);
+      if (target.interaction) return false;
+      await (await senderFor(ref.agentId)).typing(target, signal);
+      return true;
+    }),
   };
 }
 
 export function telegramDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
+  async function senderFor(agentId: string): Promise<telegram.TelegramSender> {
+    const { settings, token } = await platformToken(deps, { agentId }, 'telegram', telegram.TELEGRAM_KEYS.botToken);
+    return new telegram.TelegramSender({ token, apiUrl: telegram.telegramApiUrl(settings, deps.config.HERMES_TELEGRAM_API_URL) });
+  }
   return {
     async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
-      const { settings, token } = await platformToken(deps, ob, 'telegram', telegram.TELEGRAM_KEYS.botToken);
-      const sender = new telegram.TelegramSender({ token, apiUrl: telegram.telegramApiUrl(settings, deps.config.HERMES_TELEGRAM_API_URL) });
-      await sender.send(ob.target as { kind: string }, text, signal);
+      await (await senderFor(ob.agentId)).send(ob.target as { kind: string }, text, signal);
     },
+    // sendChatAction `typing` in the chat (and forum topic) the reply goes to.
+    progress: typingProgress(async (ref, signal) => {
+      await (await senderFor(ref.agentId)).typing(ref.target as { kind: string }, signal);
+      return true;
+    }),
   };
 }
 

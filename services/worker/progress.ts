@@ -1,4 +1,6 @@
-// Progress while a turn runs, on chat platforms: Slack has no typing indicator for bots, so one
+// Progress while a turn runs, on chat platforms (the adapter's ProgressChannel): Telegram, Discord
+// and Teams show their typing indicator, re-sent on each "edit" (worker/platform-delivery.ts
+// typingProgress; nothing to remove). Slack has no typing indicator for bots, so one
 // "working…" message per turn — posted once the turn has run HERMES_PROGRESS_DELAY_SECONDS (quick
 // answers show none), edited at most every HERMES_PROGRESS_EDIT_SECONDS with the elapsed time and
 // the turn's steps, and removed by the delivery that sends the reply (its reference is recorded in

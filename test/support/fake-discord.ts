@@ -1,5 +1,6 @@
 // A fake Discord at the wire level: a real local HTTP server for the REST routes we call
-// (checks `Authorization: Bot <token>`, records messages, can answer 429 with `retry_after`),
+// (checks `Authorization: Bot <token>`, records messages and typing indicators
+// (`POST /channels/:id/typing`, 204), can answer 429 with `retry_after`),
 // `GET /gateway/bot` pointing at its own WebSocket Gateway, which speaks the protocol subset the
 // connector uses (HELLO op 10, IDENTIFY op 2 with a token check, heartbeats op 1 / ack op 11,
 // READY, RESUME op 6 → RESUMED with replay of missed dispatches, MESSAGE_CREATE on demand), and the
@@ -21,6 +22,8 @@ export interface FakeDiscord {
   calls: DiscordCall[];
   /** Messages created successfully (channel posts and webhook follow-ups / @original edits). */
   messages(): DiscordCall[];
+  /** Typing indicators triggered as the bot (`POST /channels/:id/typing`), in order. */
+  typing(): DiscordCall[];
   rateLimitNext(times: number, retryAfterSeconds: number): void;
   /** Channel types for GET /channels/:id (default 0, a text channel). */
   channels: Map<string, { type: number; parent_id?: string }>;
@@ -89,6 +92,12 @@ export async function startFakeDiscord(botToken: string): Promise<FakeDiscord> {
         answer(200, { url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
         return;
       }
+      const typing = /^\/channels\/(\d+)\/typing$/.exec(path);
+      if (typing && req.method === 'POST') {
+        calls.push({ method: 'POST', path, body, auth, status: 204 });
+        res.writeHead(204).end();
+        return;
+      }
       const channel = /^\/channels\/(\d+)(\/messages(\/(\d+))?)?$/.exec(path);
       if (channel && req.method === 'GET' && !channel[2]) { answer(200, { id: channel[1], type: channels.get(channel[1]!)?.type ?? 0, parent_id: channels.get(channel[1]!)?.parent_id ?? null }); return; }
       if (channel && channel[2] && req.method === 'POST') {
@@ -149,6 +158,7 @@ export async function startFakeDiscord(botToken: string): Promise<FakeDiscord> {
   return {
     apiUrl: base, botUserId, applicationId, calls, channels, gatewayLog,
     messages: () => calls.filter((c) => c.status === 200 && c.method !== 'GET' && (/\/messages$/.test(c.path) || /^\/webhooks\//.test(c.path))),
+    typing: () => calls.filter((c) => c.status === 204 && /^\/channels\/\d+\/typing$/.test(c.path)),
     rateLimitNext: (times, retryAfterSeconds) => { limited = { times, retryAfter: retryAfterSeconds }; },
     live: () => [...clients].filter((c) => c.identified),
     dispatchMessage(m) {

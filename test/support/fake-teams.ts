@@ -6,7 +6,8 @@
 //   - the Microsoft identity platform's token endpoint (POST /<tenant>/oauth2/v2.0/token): client
 //     credentials checked (app id, password, tenant, scope), an opaque token that expires;
 //   - the Bot Connector (POST/PUT /v3/conversations/<id>/activities[/<activity id>]): the bearer
-//     token must be one it issued (401 otherwise); every call is recorded; it can answer 429.
+//     token must be one it issued (401 otherwise); every call (messages and `typing` activities) is
+//     recorded; it can answer 429.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,8 +50,10 @@ export interface FakeTeams {
   /** HERMES_TEAMS_API_URL: the connector. */
   connectorUrl: string;
   calls: ConnectorCall[];
-  /** Successful activity posts, in order. */
+  /** Successful message posts (not typing activities), in order. */
   posts(): ConnectorCall[];
+  /** Successful `typing` activities, in order. */
+  typing(): ConnectorCall[];
   /** Token requests: how many, and how many were refused. */
   tokenRequests: { granted: number; refused: number };
   /** Metadata and JWKS fetches. */
@@ -145,7 +148,8 @@ export async function startFakeTeams(app: TeamsApp): Promise<FakeTeams> {
     loginUrl: url,
     connectorUrl: url,
     calls,
-    posts: () => calls.filter((c) => c.method === 'POST' && c.status === 200),
+    posts: () => calls.filter((c) => c.method === 'POST' && c.status === 200 && c.body.type !== 'typing'),
+    typing: () => calls.filter((c) => c.method === 'POST' && c.status === 200 && c.body.type === 'typing'),
     tokenRequests,
     keyFetches: () => fetches,
     async token(o) {

@@ -1,6 +1,6 @@
 // A fake Telegram Bot API at the HTTP wire level, driven by the real grammY client: requests go to
 // `/bot<token>/<method>`; a wrong token answers 401 as Telegram does. It records every call,
-// answers sendMessage / editMessageText / getMe / deleteWebhook / setWebhook / getWebhookInfo,
+// answers sendMessage / editMessageText / sendChatAction / getMe / deleteWebhook / setWebhook / getWebhookInfo,
 // and serves queued updates to getUpdates with Telegram's semantics: long polling up to
 // `timeout` seconds, an `offset` confirms every update below it, a caller without an offset gets
 // the earliest unconfirmed update, a second getUpdates ends the first with 409, and getUpdates
@@ -24,6 +24,8 @@ export interface FakeTelegram {
   calls: TelegramCall[];
   /** Successful sendMessage calls, in order. */
   sent(): TelegramCall[];
+  /** Successful sendChatAction calls (the typing indicator), in order. */
+  chatActions(): TelegramCall[];
   /** Queues an update (its update_id is assigned here) for getUpdates; returns it. */
   push(update: Record<string, unknown>): Record<string, unknown> & { update_id: number };
   /** Next update id the fake will assign (webhook tests build their own updates). */
@@ -96,7 +98,10 @@ export async function startFakeTelegram(botToken: string, username = 'hermes_tes
         case 'deleteWebhook': webhook = ''; return answer(200, { ok: true, result: true });
         case 'setWebhook': webhook = String(args.url ?? ''); return answer(200, { ok: true, result: true });
         case 'getWebhookInfo': return answer(200, { ok: true, result: { url: webhook, pending_update_count: queue.length } });
-        case 'sendChatAction': return answer(200, { ok: true, result: true });
+        case 'sendChatAction':
+          if (!args.chat_id) return error(400, 'Bad Request: chat not found');
+          if (!['typing', 'upload_photo', 'upload_document', 'record_voice', 'upload_voice'].includes(String(args.action))) return error(400, 'Bad Request: wrong parameter action in request');
+          return answer(200, { ok: true, result: true });
         case 'sendMessage': {
           const text = String(args.text ?? '');
           if (!args.chat_id) return error(400, 'Bad Request: chat not found');
@@ -145,6 +150,7 @@ export async function startFakeTelegram(botToken: string, username = 'hermes_tes
     calls,
     served,
     sent: () => calls.filter((c) => c.method === 'sendMessage' && c.ok),
+    chatActions: () => calls.filter((c) => c.method === 'sendChatAction' && c.ok),
     push(update) {
       const u = { ...update, update_id: nextId++ };
       queue.push(u);

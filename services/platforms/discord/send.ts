@@ -4,7 +4,9 @@
 // (POST /webhooks/{application}/{token}). After that, and for Gateway messages, the bot posts to
 // the channel (POST /channels/{id}/messages, `Authorization: Bot …`), the first piece as a reply
 // to the user's message (message_reference). Pieces are at most 2 000 characters; mentions in the
-// model's text never ping anyone (allowed_mentions: none).
+// model's text never ping anyone (allowed_mentions: none). While a turn runs, the bot shows
+// "typing…" in the channel (POST /channels/{id}/typing, about 10 s) — not for `/ask`, whose
+// deferred "thinking…" already shows it.
 import { z } from 'zod';
 import { RateLimited, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
 import { DiscordRest } from './rest.js';
@@ -89,6 +91,12 @@ export class DiscordSender implements PlatformSender {
       }
     }
     return sent;
+  }
+
+  /** "typing…" in the channel as the bot (Discord shows it about 10 s, or until the bot's next message). */
+  async typing(target: ReplyTarget, signal: AbortSignal): Promise<void> {
+    const t = discordTargetSchema.parse(target);
+    await this.rest.request('POST', `/channels/${encodeURIComponent(t.channelId)}/typing`, { signal });
   }
 
   async edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void> {

@@ -2,6 +2,7 @@
 //   POST {connector}/v3/conversations/{conversationId}/activities       (send; a channel thread's
 //        conversation id carries `;messageid=<root>`, so the reply lands in the thread)
 //   PUT  {connector}/v3/conversations/{conversationId}/activities/{id}  (edit)
+//   POST {connector}/v3/conversations/{conversationId}/activities       ({type:'typing'}: "typing…" while a turn runs)
 // with `Authorization: Bearer <token>`, the token from the Microsoft identity platform by client
 // credentials (TEAMS_APP_ID / TEAMS_APP_PASSWORD at <login>/<TEAMS_TENANT_ID>/oauth2/v2.0/token,
 // scope https://api.botframework.com/.default), cached until TOKEN_EARLY_SECONDS before it expires.
@@ -160,6 +161,12 @@ export class TeamsSender implements PlatformSender {
       }
     }
     return sent;
+  }
+
+  /** A `typing` activity: Teams shows the bot typing for a few seconds, or until its next message. */
+  async typing(target: ReplyTarget, signal: AbortSignal): Promise<void> {
+    const t = teamsTargetSchema.parse(target);
+    await this.call('POST', this.activities(t), { type: 'typing' }, signal);
   }
 
   async edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void> {

@@ -1,8 +1,8 @@
 // Replies to Telegram through the Bot API (grammY's Api): sendMessage into the chat (and its forum
-// topic, replying to the message it answers), editMessageText for edits. Plain text, no
-// parse_mode: a model's Markdown is not always valid MarkdownV2, and Telegram refuses the whole
-// message when it is not. A 429 (`parameters.retry_after`) becomes RateLimited so the ledger
-// waits without spending an attempt.
+// topic, replying to the message it answers), editMessageText for edits, sendChatAction `typing`
+// while a turn runs. Plain text, no parse_mode: a model's Markdown is not always valid
+// MarkdownV2, and Telegram refuses the whole message when it is not. A 429
+// (`parameters.retry_after`) becomes RateLimited so the ledger waits without spending an attempt.
 import { GrammyError } from 'grammy';
 import { z } from 'zod';
 import { splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
@@ -69,6 +69,16 @@ export class TelegramSender implements PlatformSender {
       }
     }
     return sent;
+  }
+
+  /** "typing…" in the chat (and its forum topic); Telegram shows it about 5 s, or until the bot's next message. */
+  async typing(target: ReplyTarget, signal: AbortSignal): Promise<void> {
+    const t = telegramTargetSchema.parse(target);
+    try {
+      await telegramApi(this.opts).sendChatAction(t.chatId, 'typing', t.threadId !== undefined ? { message_thread_id: t.threadId } : {}, grammySignal(signal));
+    } catch (err) {
+      throw asRateLimited(err) ?? err;
+    }
   }
 
   async edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void> {

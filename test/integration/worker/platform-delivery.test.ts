@@ -2,7 +2,9 @@
 // Postgres and Redis: a split reply records each piece, so a retry after a failed (or rate-limited)
 // later piece sends only the rest; a worker process SIGKILLed while its send hangs leaves an
 // `attempting` row whose re-send (by another worker) carries the duplicate marker, and nothing is
-// sent twice unmarked; pruning keeps 500 settled rows per session.
+// sent twice unmarked; pruning keeps 500 settled rows per session. Progress while a turn runs:
+// Slack's "working…" message, and the typing indicator of Telegram, Discord and Teams (each
+// against its fake platform, the bot token checked by the fake).
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +17,9 @@ import { deliver, platformAdapters, type RunningWorker } from '../../../services
 import { ProcessGroup } from '../../chaos/processes.js';
 import { startFakeSlack, type FakeSlack } from '../../support/fake-slack.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
+import { startFakeTelegram, type FakeTelegram } from '../../support/fake-telegram.js';
+import { snowflake, startFakeDiscord, type FakeDiscord } from '../../support/fake-discord.js';
+import { startFakeTeams, type FakeTeams } from '../../support/fake-teams.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
 
@@ -23,6 +28,17 @@ const slackSecret: SecretData = { namespace: 'default', name: 'slack', data: { S
 const platform: NonNullable<CompiledAgent['platforms']>[number] = { type: 'slack', credentialsSecret: 'slack', allowlist: ['UALICE'], allowAll: false, dmPairing: false, groupPolicy: 'mention' };
 const marker = `♻️ (${duplicateMarker})\n\n`;
 
+type Platform = NonNullable<CompiledAgent['platforms']>[number];
+const TG_TOKEN = '333333:typing-bot-token-CCCC';
+const DISCORD_TOKEN = 'discord-typing-bot-token';
+const teamsApp = { appId: 'a1b2c3d4-0000-4000-8000-0000000typing', password: 'teams-typing-password', tenantId: 'tenant-1' };
+const typingSecrets: SecretData[] = [
+  { namespace: 'default', name: 'telegram', data: { TELEGRAM_BOT_TOKEN: TG_TOKEN } },
+  { namespace: 'default', name: 'discord', data: { DISCORD_BOT_TOKEN: DISCORD_TOKEN } },
+  { namespace: 'default', name: 'teams', data: { TEAMS_APP_ID: teamsApp.appId, TEAMS_APP_PASSWORD: teamsApp.password, TEAMS_TENANT_ID: teamsApp.tenantId } },
+];
+const typingPlatforms: Platform[] = (['telegram', 'discord', 'teams'] as const).map((type) => ({ type, credentialsSecret: type, allowlist: ['alice'], allowAll: false, dmPairing: false, groupPolicy: 'mention' }));
+
 let database: TestDatabase;
 let fake: FakeSlack;
 let rt: TestRuntime;
@@ -30,20 +46,67 @@ let agentId: string;
 let slowAgentId: string;
 let model: FakeOpenAI;
 let release: () => void = () => undefined;
+let hold: Promise<void>;
+let tg: FakeTelegram;
+let dc: FakeDiscord;
+let teamsFake: FakeTeams;
+let typingAgentId: string;
 
 beforeAll(async () => {
   database = await createTestDatabase();
   fake = await startFakeSlack(BOT_TOKEN);
-  const hold = new Promise<void>((r) => { release = r; });
+  hold = new Promise<void>((r) => { release = r; });
   model = await startFakeOpenAI(() => ({ text: 'the slow answer', hold }));
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fake.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 0.3, HERMES_PROGRESS_EDIT_SECONDS: 0.4 }), 'delivery');
+  [tg, dc, teamsFake] = await Promise.all([startFakeTelegram(TG_TOKEN), startFakeDiscord(DISCORD_TOKEN), startFakeTeams(teamsApp)]);
+  rt = await openTestRuntime(testConfig(database.url, {
+    HERMES_SLACK_API_URL: fake.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 0.3, HERMES_PROGRESS_EDIT_SECONDS: 0.4,
+    HERMES_TELEGRAM_API_URL: tg.url, HERMES_DISCORD_API_URL: dc.apiUrl, HERMES_TEAMS_API_URL: teamsFake.connectorUrl, HERMES_TEAMS_LOGIN_URL: teamsFake.loginUrl,
+  }), 'delivery');
   agentId = await createTestAgent(rt, 'http://127.0.0.1:9/v1', { platforms: [platform] });
   slowAgentId = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'slow' }, platforms: [platform] });
+  typingAgentId = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'typing' }, platforms: typingPlatforms });
 });
+
+/** Model calls from now on wait until the returned function is called. */
+function holdTurns(): () => void {
+  let open: () => void = () => undefined;
+  hold = new Promise<void>((r) => { open = r; });
+  return open;
+}
+
+/**
+ * Runs one held turn of the typing agent on `platform` (reply to `replyTarget`), with a worker:
+ * `whileRunning` sees the turn past the progress delay; then the turn ends and its reply is
+ * delivered. Returns the admission id.
+ */
+async function heldTurn(platform: string, replyTarget: Record<string, unknown>, whileRunning: () => Promise<void>): Promise<string> {
+  const worker = await startTestWorker(rt, { secrets: typingSecrets });
+  const open = holdTurns();
+  try {
+    const a = await admit(rt.db, {
+      agentId: typingAgentId, platform, sessionKey: `agent:default/typing:${platform}:dm:${++n}`, user: { platformUserId: 'alice' }, eventId: `typing-${n}`,
+      content: 'think hard', replyTarget,
+    });
+    await enqueueTurn(rt.queues, { admissionId: a.admissionId, sessionId: a.sessionId });
+    await whileRunning();
+    open();
+    await eventually(async () => (await getObligationForAdmission(rt.db.pool, a.admissionId))?.state === 'delivered' || undefined, 'the reply delivered');
+    return a.admissionId;
+  } finally {
+    open();
+    await worker.close();
+  }
+}
+
+const progressRows = async (admissionId: string) => (await rt.db.pool.query(`SELECT 1 FROM progress_messages WHERE admission_id = $1`, [admissionId])).rowCount;
+const pause = (millis: number) => new Promise<void>((r) => setTimeout(r, millis));
 
 afterAll(async () => {
   await rt?.close();
   await fake?.close();
+  await tg?.close();
+  await dc?.close();
+  await teamsFake?.close();
   await model?.close();
   await database?.drop();
 });
@@ -181,6 +244,62 @@ describe('platform delivery', () => {
       release();
       await worker.close();
     }
+  });
+
+  it('Telegram: a turn past the progress delay shows "typing" in the chat and topic (re-sent while it runs), and the reply arrives once', async () => {
+    const target = { kind: 'telegram', chatId: -1_001_234, threadId: 7 };
+    const forChat = () => tg.calls.filter((c) => c.args.chat_id === target.chatId);
+    const admissionId = await heldTurn('telegram', target, async () => {
+      await eventually(() => tg.chatActions().filter((c) => c.args.chat_id === target.chatId).length >= 2 || undefined, 'typing, re-sent while the turn runs');
+    });
+    const actions = tg.chatActions().filter((c) => c.args.chat_id === target.chatId);
+    // The bot's own token (a wrong one answers 401 and is not ok), the action, the forum topic.
+    expect(actions.every((c) => c.token === TG_TOKEN && c.args.action === 'typing' && c.args.message_thread_id === 7)).toBe(true);
+    const seen = actions.length;
+    await pause(1_000); // the turn is over: no more typing (edits every 0.4 s would have sent some)
+    expect(tg.chatActions().filter((c) => c.args.chat_id === target.chatId)).toHaveLength(seen);
+    expect(forChat().filter((c) => c.method === 'sendMessage').map((c) => [c.ok, c.args.text, c.args.message_thread_id])).toEqual([[true, 'the slow answer', 7]]);
+    expect(forChat().filter((c) => c.method !== 'sendMessage' && c.method !== 'sendChatAction')).toEqual([]);
+    expect(await progressRows(admissionId)).toBe(0);
+  });
+
+  it('Discord: a turn past the progress delay triggers typing in the channel as the bot (re-sent while it runs); an /ask turn shows none', async () => {
+    const channelId = snowflake();
+    const forChannel = () => dc.calls.filter((c) => c.path.startsWith(`/channels/${channelId}/`));
+    const typingPath = `/channels/${channelId}/typing`;
+    const admissionId = await heldTurn('discord', { kind: 'discord', channelId, replyTo: snowflake() }, async () => {
+      await eventually(() => dc.typing().filter((c) => c.path === typingPath).length >= 2 || undefined, 'typing, re-sent while the turn runs');
+    });
+    expect(dc.typing().filter((c) => c.path === typingPath).every((c) => c.auth === `Bot ${DISCORD_TOKEN}`)).toBe(true);
+    const seen = dc.typing().filter((c) => c.path === typingPath).length;
+    await pause(1_000);
+    expect(dc.typing().filter((c) => c.path === typingPath)).toHaveLength(seen);
+    expect(forChannel().filter((c) => c.path.endsWith('/messages')).map((c) => [c.status, c.body.content])).toEqual([[200, 'the slow answer']]);
+    expect(await progressRows(admissionId)).toBe(0);
+
+    // `/ask`: the deferred "thinking…" shows progress already; the reply replaces it, no typing.
+    const askChannel = snowflake();
+    const token = `itok-${snowflake()}`;
+    const interaction = { applicationId: dc.applicationId, token, expiresAt: Date.now() + 15 * 60_000 };
+    await heldTurn('discord', { kind: 'discord', channelId: askChannel, interaction }, () => pause(1_200));
+    expect(dc.calls.filter((c) => c.path.startsWith(`/channels/${askChannel}/`))).toEqual([]);
+    expect(dc.calls.filter((c) => c.path.includes(token)).map((c) => [c.method, c.status, c.body.content])).toEqual([['PATCH', 200, 'the slow answer']]);
+  });
+
+  it('Teams: a turn past the progress delay posts typing activities to the conversation (re-sent while it runs), and the reply arrives once', async () => {
+    const conversationId = `a:typing-${snowflake()}`;
+    const target = { kind: 'teams', serviceUrl: 'https://smba.trafficmanager.net/amer/', conversationId };
+    const typing = () => teamsFake.typing().filter((c) => c.conversationId === conversationId);
+    const admissionId = await heldTurn('teams', target, async () => {
+      await eventually(() => typing().length >= 2 || undefined, 'typing, re-sent while the turn runs');
+    });
+    // The connector accepted them: each carried a bearer token its token endpoint issued for the app.
+    expect(typing().every((c) => c.status === 200 && c.token && JSON.stringify(c.body) === '{"type":"typing"}')).toBe(true);
+    const seen = typing().length;
+    await pause(1_000);
+    expect(typing()).toHaveLength(seen);
+    expect(teamsFake.calls.filter((c) => c.conversationId === conversationId && c.body.type !== 'typing').map((c) => [c.method, c.status, c.body.text])).toEqual([['POST', 200, 'the slow answer']]);
+    expect(await progressRows(admissionId)).toBe(0);
   });
 
   it('prunes settled obligations past 500 per session, never those still owed', async () => {
