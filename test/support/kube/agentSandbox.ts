@@ -54,8 +54,19 @@ async function kubectlOk(cp: AgentSandboxPlane, args: string[], what: string, in
 /** Installs the 4 CRDs (server-side apply: they are too large for the last-applied annotation) and waits until Established. */
 async function installCrds(cp: AgentSandboxPlane, crdDir: string, timeoutMs: number): Promise<void> {
   await kubectlOk(cp, ['apply', '--server-side', '--force-conflicts', '-f', crdDir], 'Installing the agent-sandbox CRDs');
-  await kubectlOk(cp, ['wait', '--for=condition=Established', `--timeout=${Math.ceil(timeoutMs / 1000)}s`, '-f', crdDir],
-    'Waiting for the agent-sandbox CRDs to be Established');
+  // `kubectl wait` fails at once ("status.conditions accessor error") when it reads a CRD whose
+  // status the apiserver has not written yet (just created, a loaded machine): ask again until the
+  // deadline, then fail with its last answer.
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
+    const args = ['wait', '--for=condition=Established', `--timeout=${left}s`, '-f', crdDir];
+    const result = await cp.kubectl(args);
+    if (result.code === 0) return;
+    const early = /accessor error/.test(result.stderr) && Date.now() < deadline;
+    if (!early) throw new Error(`Waiting for the agent-sandbox CRDs to be Established failed (kubectl ${args.join(' ')}): ${result.stderr.trim()}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** The release's ClusterRoles bound to a ServiceAccount; returns a kubeconfig once the authorizer lets it watch claims. */
