@@ -2,7 +2,7 @@
 // current revision and the bot token by reference (ADR 0001: the Secret named by the platform's
 // credentials, in the Agent's namespace), then sends through the platform module.
 import type { AgentCache, Config, Obligation } from '../core/index.js';
-import { discord, phraseCommands, platformOf, slack, teams, telegram, webhook, type PlatformSettings } from '../platforms/index.js';
+import { discord, phraseCommands, platformOf, slack, teams, telegram, webhook, type PlatformSender, type PlatformSettings, type ReplyTarget } from '../platforms/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import type { DeliveryAdapter, ProgressChannel, ProgressRef } from './delivery.js';
 
@@ -89,6 +89,24 @@ async function secretOf(deps: PlatformDeliveryDeps, namespace: string, settings:
   return value || undefined;
 }
 
+/** Sends a reply through a sender; `typing` progress when `shows` lets the target have it. */
+function typingAdapter<S extends { send: PlatformSender['send']; typing(target: ReplyTarget, signal: AbortSignal): Promise<unknown> }>(
+  senderFor: (agentId: string) => Promise<S>,
+  shows: (target: unknown) => ReplyTarget | undefined = (t) => t as ReplyTarget,
+): DeliveryAdapter {
+  return {
+    async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
+      await (await senderFor(ob.agentId)).send(ob.target as ReplyTarget, text, signal);
+    },
+    progress: typingProgress(async (ref, signal) => {
+      const target = shows(ref.target);
+      if (!target) return false;
+      await (await senderFor(ref.agentId)).typing(target, signal);
+      return true;
+    }),
+  };
+}
+
 /**
  * Teams: the connector REST API with the app's client-credentials token (one token cache per
  * worker). The connector is the verified activity's serviceUrl unless HERMES_TEAMS_API_URL or the
@@ -104,16 +122,8 @@ export function teamsDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
     const apiUrl = teams.teamsApiUrl(settings, deps.config.HERMES_TEAMS_API_URL);
     return new teams.TeamsSender({ credentials: { appId, password, ...(tenantId ? { tenantId } : {}) }, tokens, ...(apiUrl ? { apiUrl } : {}) });
   }
-  return {
-    async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
-      await (await senderFor(ob.agentId)).send(ob.target as { kind: string }, text, signal);
-    },
-    // A `typing` activity in the conversation the reply goes to.
-    progress: typingProgress(async (ref, signal) => {
-      await (await senderFor(ref.agentId)).typing(ref.target as { kind: string }, signal);
-      return true;
-    }),
-  };
+  // Progress: a `typing` activity in the conversation the reply goes to.
+  return typingAdapter(senderFor);
 }
 
 /**
@@ -125,18 +135,11 @@ export function discordDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
     const { settings, token } = await platformToken(deps, { agentId }, 'discord', discord.DISCORD_KEYS.botToken);
     return new discord.DiscordSender({ token, apiUrl: discord.discordApiUrl(settings, deps.config.HERMES_DISCORD_API_URL) });
   }
-  return {
-    async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
-      await (await senderFor(ob.agentId)).send(ob.target as { kind: string }, text, signal);
-    },
-    // "typing…" in the channel as the bot; a `/ask` interaction's deferred "thinking…" already shows progress.
-    progress: typingProgress(async (ref, signal) => {
-      const target = discord.discordTargetSchema.parse(ref.target);
-      if (target.interaction) return false;
-      await (await senderFor(ref.agentId)).typing(target, signal);
-      return true;
-    }),
-  };
+  // Progress: "typing…" in the channel as the bot; a `/ask` interaction's deferred "thinking…" already shows it.
+  return typingAdapter(senderFor, (t) => {
+    const target = discord.discordTargetSchema.parse(t);
+    return target.interaction ? undefined : target;
+  });
 }
 
 export function telegramDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
@@ -144,16 +147,8 @@ export function telegramDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
     const { settings, token } = await platformToken(deps, { agentId }, 'telegram', telegram.TELEGRAM_KEYS.botToken);
     return new telegram.TelegramSender({ token, apiUrl: telegram.telegramApiUrl(settings, deps.config.HERMES_TELEGRAM_API_URL) });
   }
-  return {
-    async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
-      await (await senderFor(ob.agentId)).send(ob.target as { kind: string }, text, signal);
-    },
-    // sendChatAction `typing` in the chat (and forum topic) the reply goes to.
-    progress: typingProgress(async (ref, signal) => {
-      await (await senderFor(ref.agentId)).typing(ref.target as { kind: string }, signal);
-      return true;
-    }),
-  };
+  // Progress: sendChatAction `typing` in the chat (and forum topic) the reply goes to.
+  return typingAdapter(senderFor);
 }
 
 /**
