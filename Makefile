@@ -97,7 +97,7 @@ chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKI
 	@$(SERVICES); node --import tsx test/chaos/run.ts --scale $(or $(SCALE),full) $(if $(ONLY),--only $(ONLY)) $(if $(SEED),--seed $(SEED))
 
 .PHONY: bench
-bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold, the learning loop
+bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold, the learning loop, Slack ingress
 	@$(SERVICES); hack/bench.sh
 
 .PHONY: bench-turns
