@@ -1,7 +1,7 @@
 // The compile step: Agent + Profile (+ resolved references) → an immutable CompiledAgent. The
 // operator runs it on reconcile; `hermes dev` runs the very same code on manifest files, so a
 // manifest that works locally works in a cluster.
-import { sha256, type CompiledAgent } from '../services/core/index.js';
+import { sha256, type CompiledAgent, type CompiledEndpoint } from '../services/core/index.js';
 import type { Agent } from './api/agent.js';
 import type { Profile } from './api/profile.js';
 import { secretRefOf } from './api/common.js';
@@ -44,12 +44,13 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
     apiVersion: 'hermes.dev/v1alpha1',
     agent: { namespace: ns, name: agent.metadata.name, ...(agent.metadata.generation !== undefined ? { generation: agent.metadata.generation } : {}) },
     profile: { namespace: profile.metadata.namespace, name: profile.metadata.name },
-    model: compileModel(m),
+    model: m.provider === 'moa' ? { provider: 'moa', model: m.model } : compileModel({ ...m, provider: m.provider }),
     persona,
     api: compileApi(agent.spec.api.enabled, keys),
     busyPolicy: agent.spec.busyPolicy,
     ...runFields(agent),
     ...(profile.spec.fallbackModels?.length ? { fallbackModels: profile.spec.fallbackModels.map(compileModel) } : {}),
+    ...(profile.spec.moa ? { moa: compileMoa(profile.spec.moa) } : {}),
     ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
     ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
     ...(agent.spec.access ? { access: compileAccess(agent.spec.access) } : {}),
@@ -112,7 +113,18 @@ function learningFields(p: Profile['spec']): Partial<CompiledAgent> {
 
 type ModelSpec = Profile['spec']['fallbackModels'][number];
 
-function compileModel(m: ModelSpec): CompiledAgent['model'] {
+/** Mixture-of-Agents presets; the default preset is the first unless named. */
+function compileMoa(m: NonNullable<Profile['spec']['moa']>): NonNullable<CompiledAgent['moa']> {
+  return {
+    defaultPreset: m.defaultPreset ?? m.presets[0]!.name,
+    presets: m.presets.map((p) => ({
+      name: p.name, referenceModels: p.referenceModels.map(compileModel), aggregator: compileModel(p.aggregator),
+      referenceTemperature: p.referenceTemperature, aggregatorTemperature: p.aggregatorTemperature, maxTokens: p.maxTokens, fanout: p.fanout,
+    })),
+  };
+}
+
+function compileModel(m: ModelSpec): CompiledEndpoint {
   if (!m.provider || !m.model) throw new CompileError('InvalidProfile', 'each fallback model needs provider and model');
   return {
     provider: m.provider, model: m.model,

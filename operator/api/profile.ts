@@ -3,36 +3,10 @@
 import { z } from 'zod';
 import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, textSourceSchema, withRules, type Rule } from './common.js';
 import { approvalsSpecSchema, sandboxSpecSchema } from './sandbox.js';
+import { moaSpecSchema, moaModelRule } from './moa.js';
+import { envKeyRule, fallbackModelSchema, modelSpecSchema } from './model.js';
 
-export const modelSpecSchema = z.object({
-  provider: z.enum(['openai', 'anthropic', 'openai-compatible']).describe('API flavour of the model endpoint.'),
-  model: z.string().min(1).describe('Model name as the provider knows it.'),
-  baseURL: z.string().url().optional().describe('Endpoint base URL (required for openai-compatible; for openai defaults to OPENAI_BASE_URL or api.openai.com).'),
-  apiKey: secretValueSchema.optional().describe('API key of the model endpoint.'),
-  contextWindow: z.number().int().positive().optional().describe('Context window in tokens (default: detected per model).'),
-  maxOutputTokens: z.number().int().positive().optional(),
-  temperature: z.number().min(0).max(2).optional(),
-  extraApiKeys: z.array(secretValueSchema).max(16).optional().describe('More API keys for the same endpoint: the credential pool rotates through them on rate limits, billing and auth errors.'),
-  pricing: z.object({
-    inputPerMTok: z.number().min(0),
-    outputPerMTok: z.number().min(0),
-    cacheReadPerMTok: z.number().min(0).optional(),
-    cacheWritePerMTok: z.number().min(0).optional(),
-  }).optional().describe('USD per million tokens, for cost estimates and spend caps (default: the built-in price table; local endpoints count as free).'),
-});
-
-type ModelSpec = Partial<z.infer<typeof modelSpecSchema>>;
-
-/**
- * A key from the Hermes processes' environment belongs to the install: it is only sent to the
- * provider's default endpoint or the install's OPENAI_BASE_URL, never to a baseURL the Profile
- * chose (docs/adr/0001-secrets-by-reference.md). The worker enforces it too.
- */
-export const envKeyRule: Rule<ModelSpec> = {
-  rule: '!has(self.baseURL) || ((!has(self.apiKey) || !has(self.apiKey.env)) && (!has(self.extraApiKeys) || self.extraApiKeys.all(k, !has(k.env))))',
-  message: 'an API key from env is only sent to the provider\'s default endpoint or the install\'s OPENAI_BASE_URL; with baseURL set, put the key in a Secret and use secretKeyRef',
-  check: (m) => !m.baseURL || (!m.apiKey?.env && !(m.extraApiKeys ?? []).some((k) => k.env !== undefined)),
-};
+export { endpointModelSchema, envKeyRule, fallbackModelSchema, modelSpecSchema } from './model.js';
 
 /**
  * The web search key follows the same rule: a key from the environment only goes to the
@@ -43,13 +17,6 @@ export const webSearchEnvKeyRule: Rule<{ url?: string; apiKey?: { env?: string }
   message: 'an API key from env is only sent to the search provider\'s public API; with url set, put the key in a Secret and use secretKeyRef',
   check: (s) => !s.url || !s.apiKey?.env,
 };
-
-/** A fallback model: the same fields; provider and model are checked by a rule so the message says which entry is incomplete. */
-export const fallbackModelSchema = withRules(modelSpecSchema.partial({ provider: true, model: true }), [{
-  rule: 'has(self.provider) && has(self.model) && size(self.model) > 0',
-  message: 'each fallback model needs provider and model',
-  check: (m) => m.provider !== undefined && !!m.model,
-}, envKeyRule]);
 
 /** Most context files a Profile may list, and the size of each (characters). */
 export const contextFileLimits = { files: 8, chars: 100_000 } as const;
@@ -106,7 +73,8 @@ export const profileSpecSchema = withRules(z.object({
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),
-}), [{
+  moa: moaSpecSchema.optional().describe('Mixture of Agents: presets of reference models answering in parallel and an aggregator writing the answer; used as the model (provider moa, model: the preset) or per prompt with /moa.'),
+}), [moaModelRule, {
   rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
   message: 'set persona or personaFrom, not both',
   check: (s) => !(s.personaFrom && s.persona),

@@ -12,6 +12,7 @@ export * from './clock.js';
 export * from './errors.js';
 export * from './credentials.js';
 export * from './model-call.js';
+export * from './moa.js';
 export * from './loop.js';
 export * from './watchdog.js';
 export * from './tools/registry.js';

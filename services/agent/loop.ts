@@ -42,6 +42,8 @@ export interface LoopInput {
   sessionId: string;
   /** Primary model first, then the fallback chain. */
   routes: ModelRoute[];
+  /** Routes of summary calls (compression) when they differ from `routes` (a Mixture-of-Agents model summarises with its aggregator). */
+  summaryRoutes?: ModelRoute[];
   explicitModel?: boolean;
   /** The stored system prompt (its layers as separate system messages keep cache breakpoints stable). */
   system: ChatMessage[];
@@ -211,7 +213,7 @@ class TurnLoop {
         // The summary is a model call like any other: it passes the caps and is accounted.
         const refusal = await input.beforeCall?.();
         if (refusal) throw new SummaryRefused(refusal);
-        const res = await callModel({ routes: input.routes, explicit: input.explicitModel ?? false, request: { messages, signal: input.signal, maxOutputTokens: maxTokens, onChunk: this.progress }, clock: this.clock, ...(input.cooldowns ? { cooldowns: input.cooldowns } : {}), ...(input.policy ? { policy: input.policy } : {}) });
+        const res = await callModel({ routes: input.summaryRoutes ?? input.routes, explicit: input.explicitModel ?? false, request: { messages, signal: input.signal, maxOutputTokens: maxTokens, onChunk: this.progress }, clock: this.clock, ...(input.cooldowns ? { cooldowns: input.cooldowns } : {}), ...(input.policy ? { policy: input.policy } : {}) });
         this.progress();
         if (!res.ok) throw new Error(`summary call failed: ${res.error.reason}`);
         await input.onCall?.(res.completion, res.route, 'compression');

@@ -14,6 +14,8 @@ export interface ModelRoute {
   pool: CredentialPool;
   /** The Profile's price for this model (USD per million tokens), over the built-in table. */
   price?: Price;
+  /** A route made of other routes (a Mixture-of-Agents preset): its calls are priced by these. */
+  members?: readonly ModelRoute[];
 }
 
 export interface RetryPolicy {

@@ -1,7 +1,7 @@
 // Builds providers for compiled model configs, resolving API key references in the Agent's
 // namespace, and the per-turn route list (primary + fallback chain), each with its process-wide
 // credential pool. A key from the environment (`env:`) never goes to a base URL the Profile chose.
-import type { CompiledModel, SecretRef } from '../core/index.js';
+import type { CompiledEndpoint, SecretRef } from '../core/index.js';
 import { CredentialPool } from './credentials.js';
 import type { ChatProvider } from './messages.js';
 import type { ModelRoute } from './model-call.js';
@@ -21,7 +21,7 @@ export interface ProviderDefaults {
   staleMs?: number;
 }
 
-type ModelEndpoint = Pick<CompiledModel, 'provider' | 'model' | 'baseURL' | 'apiKeyRef' | 'extraApiKeyRefs' | 'pricing'>;
+type ModelEndpoint = Pick<CompiledEndpoint, 'provider' | 'model' | 'baseURL' | 'apiKeyRef' | 'extraApiKeyRefs' | 'pricing'>;
 
 function build(model: ModelEndpoint, apiKey: string | undefined, defaults: ProviderDefaults): ChatProvider {
   const stale = defaults.staleMs !== undefined ? { staleMs: defaults.staleMs } : {};

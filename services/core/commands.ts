@@ -35,6 +35,7 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'discard', args: '', help: 'drop interrupted turns without running them', place: 'turn' },
   { name: 'compress', args: '[focus]', help: 'summarise the older part of the conversation', place: 'turn' },
   { name: 'rollback', args: '[N]', help: 'list workspace checkpoints, or restore checkpoint N', place: 'turn' },
+  { name: 'moa', args: '<prompt>', help: 'answer one prompt with the Mixture-of-Agents preset (several models advise, one answers)', place: 'turn' },
 ];
 
 const byName = new Map(COMMANDS.map((c) => [c.name, c]));

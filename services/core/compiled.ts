@@ -15,7 +15,8 @@ export const secretRefSchema = z.object({
 });
 export type SecretRef = z.infer<typeof secretRefSchema>;
 
-export const compiledModelSchema = z.object({
+/** One model endpoint (the primary unless it is `moa`, a fallback, a Mixture-of-Agents member). */
+export const compiledEndpointSchema = z.object({
   provider: z.enum(['openai', 'anthropic', 'openai-compatible']),
   model: z.string().min(1),
   baseURL: z.string().url().optional(),
@@ -33,7 +34,26 @@ export const compiledModelSchema = z.object({
     cacheWritePerMTok: z.number().min(0).optional(),
   }).optional(),
 });
+export type CompiledEndpoint = z.infer<typeof compiledEndpointSchema>;
+
+/** The primary model: an endpoint, or `provider: moa` naming a preset of `moa.presets`. */
+export const compiledModelSchema = compiledEndpointSchema.extend({ provider: z.enum(['openai', 'anthropic', 'openai-compatible', 'moa']) });
 export type CompiledModel = z.infer<typeof compiledModelSchema>;
+
+/** The most reference models one Mixture-of-Agents preset may ask (Hermes' cap on the fan-out). */
+export const MOA_MAX_REFERENCES = 8;
+
+/** A Mixture-of-Agents preset (Profile spec.moa.presets[]). */
+export const compiledMoaPresetSchema = z.object({
+  name: z.string().min(1),
+  referenceModels: z.array(compiledEndpointSchema).min(1).max(MOA_MAX_REFERENCES),
+  aggregator: compiledEndpointSchema,
+  referenceTemperature: z.number().min(0).max(2),
+  aggregatorTemperature: z.number().min(0).max(2),
+  maxTokens: z.number().int().positive(),
+  fanout: z.enum(['user_turn', 'per_iteration']),
+});
+export type CompiledMoaPreset = z.infer<typeof compiledMoaPresetSchema>;
 
 /** A Kubernetes quantity map (`cpu: 500m`, `memory: 1Gi`, `ephemeral-storage: 2Gi`). */
 const quantitiesSchema = z.record(z.string(), z.string());
@@ -102,7 +122,9 @@ export const compiledAgentSchema = z.object({
   /** Sessions of this agent running a turn at once; the rest wait queued. Absent = no limit. */
   maxConcurrentSessions: z.number().int().positive().optional(),
   /** Tried in order when `model` fails (operator issue: Profile.spec.fallbackModels). */
-  fallbackModels: z.array(compiledModelSchema).optional(),
+  fallbackModels: z.array(compiledEndpointSchema).optional(),
+  /** Mixture-of-Agents presets (Profile spec.moa): the model when its provider is `moa`, and `/moa`. */
+  moa: z.object({ defaultPreset: z.string().min(1), presets: z.array(compiledMoaPresetSchema).min(1) }).optional(),
   /** Chat platforms: credentials as a Secret name (keys per platform), never values. */
   platforms: z.array(z.object({
     type: z.string(),

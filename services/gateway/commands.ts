@@ -37,9 +37,13 @@ function whoamiText({ agent, input }: CommandCall): string {
 }
 
 function modelText({ agent, input, command }: CommandCall): string {
-  const { model, fallbackModels = [] } = agent.compiled;
-  const name = (m: typeof model) => `${m.provider}/${m.model}`;
+  const { model, fallbackModels = [], moa } = agent.compiled;
+  const name = (m: { provider: string; model: string }) => `${m.provider}/${m.model}`;
   const lines = [`Model: ${name(model)}.`, fallbackModels.length ? `Fallbacks, in order: ${fallbackModels.map(name).join(', ')}.` : 'No fallback models.'];
+  const preset = moa?.presets.find((p) => p.name === (model.provider === 'moa' ? model.model : moa.defaultPreset));
+  if (preset) {
+    lines.push(`Mixture of Agents "${preset.name}"${model.provider === 'moa' ? '' : ` (${commandWord(input.platform, 'moa')})`}: references ${preset.referenceModels.map(name).join(', ')}; aggregator ${name(preset.aggregator)}.`);
+  }
   // Decision (docs/platforms.md "Commands"): the model is the Profile's; a conversation does not switch it.
   if (command.args) lines.push(`Switching the model from a chat is not supported: the operator sets it in the agent's Profile (spec.model, spec.fallbackModels). ${commandWord(input.platform, 'model')} shows it.`);
   return lines.join('\n');
@@ -100,6 +104,12 @@ function stop(): CommandAction {
   };
 }
 
+/** `/moa <prompt>` runs as the session's turn (with the default preset); refused here without a prompt or a preset. */
+function moaCommand({ agent, input, command }: CommandCall): CommandAction | undefined {
+  if (!agent.compiled.moa) return { kind: 'answer', reply: `This agent has no Mixture-of-Agents preset: an operator can add one to its Profile (spec.moa.presets).` };
+  return command.args ? undefined : { kind: 'answer', reply: needsText(input.platform, 'moa') };
+}
+
 const needsText = (platform: string, name: string) => `${commandWord(platform, name)} needs a message: ${commandWord(platform, name)} <your message>.`;
 
 /**
@@ -119,6 +129,7 @@ export function gatewayCommand(call: CommandCall): CommandAction | undefined {
     case 'stop': return stop();
     case 'queue': return args ? { kind: 'admit', content: args, queue: true } : { kind: 'answer', reply: needsText(platform, 'queue') };
     case 'steer': return args ? undefined : { kind: 'answer', reply: needsText(platform, 'steer') };
+    case 'moa': return moaCommand(call);
     default: return undefined;
   }
 }

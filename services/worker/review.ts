@@ -10,7 +10,7 @@
 import {
   getAdmission, readTurnContext, type Admission, type CompiledAgent, type Db,
 } from '../core/index.js';
-import { promptMessages, runAgentLoop, type ChatMessage, type Tool } from '../agent/index.js';
+import { directRoutes, promptMessages, runAgentLoop, type ChatMessage, type Tool } from '../agent/index.js';
 import { spendAccounting } from './usage.js';
 import { historyFor } from './turn-context.js';
 import { createLoopDeps, type TurnDeps } from './turn-runner.js';
@@ -77,8 +77,10 @@ export async function runReview(deps: TurnDeps, admissionId: string, signal: Abo
 
 async function review(deps: TurnDeps, adm: Admission, agent: CompiledAgent, signal: AbortSignal): Promise<{ outcome: string; iterations: number; failed?: string }> {
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
-  const routes = await routesOf(loop, agent);
-  if (!Array.isArray(routes)) return { outcome: 'failed', iterations: 0, failed: routes.error ?? 'no model route' };
+  const routed = await routesOf(loop, agent);
+  if (!Array.isArray(routed)) return { outcome: 'failed', iterations: 0, failed: routed.error ?? 'no model route' };
+  // A Mixture-of-Agents model reviews with its aggregator alone: the review needs no advice.
+  const routes = directRoutes(routed);
   const ctx = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
   if (!ctx?.prompt.text) return { outcome: 'failed', iterations: 0, failed: 'the session has no stored prompt or transcript' };
   const turn = turnTools(deps, loop, agent, adm);

@@ -5,10 +5,10 @@ import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
   appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, publishTurnEvent, readTurnContext, type TurnContext, LeaseLostError, extractTraceContext, recordModelCall,
   type TurnResult, enqueueReview, commandAllowed, commandRefusal, isBuiltinCommand, slashCommandName, type Permissions,
-  agentStopped, busyInterruptText, stoppedReply, SILENT_REPLY, isSilentReply, pulledPlatforms, type AgentRecord,
+  agentStopped, busyInterruptText, stoppedReply, SILENT_REPLY, isSilentReply, pulledPlatforms, type AgentRecord, parseCommand,
 } from '../core/index.js';
 import {
-  builtinRegistry, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter,
+  builtinRegistry, directRoutes, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter,
   skillInvocation, skillRequestText, skillsIndexBlock, type PromptInputs, type Tool,
   SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry, type UrlGuard,
 } from '../agent/index.js';
@@ -154,7 +154,10 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
   const { agent, perms } = who;
   const durable = <T>(write: () => Promise<T>) => whileLeaseHolds(write, fence, deps.log.child({ admission: adm.id, session: adm.sessionId }));
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
-  const routes = await routesOf(loop, agent);
+  // `/moa <prompt>`: this turn answers with the default Mixture-of-Agents preset; the next one with the Profile's model again.
+  const moa = moaPrompt(adm.content) !== undefined;
+  if (moa && !agent.moa) return { outcome: 'completed', reply: 'This agent has no Mixture-of-Agents preset: an operator can add one to its Profile (spec.moa.presets).' };
+  const routes = await routesOf(loop, agent, moa ? agent.moa?.defaultPreset : undefined);
   if (!Array.isArray(routes)) return routes;
   // Every model call of the turn — summaries too — passes the spend caps and is recorded with its task.
   const accounting = spendAccounting({ db: deps.db, metrics: deps.metrics, adm, agent }, routes, durable);
@@ -221,12 +224,28 @@ async function withSkillCommand(history: ChatMessage[], adm: Admission, tools: r
   return [...history.slice(0, -1), { ...last, content: skillRequestText(invocation) }];
 }
 
+/** The prompt of a `/moa <prompt>` message; undefined for any other. */
+function moaPrompt(content: string): string | undefined {
+  const c = parseCommand(content);
+  return c?.name === 'moa' ? c.args : undefined;
+}
+
+/** `/moa <prompt>`: the model gets the prompt (the transcript keeps the command). */
+function withMoaCommand(history: ChatMessage[], adm: Admission): ChatMessage[] {
+  const prompt = moaPrompt(adm.content);
+  const last = history.at(-1);
+  if (prompt === undefined || last?.role !== 'user') return history;
+  return [...history.slice(0, -1), { ...last, content: prompt }];
+}
+
 /** `/compress`, hygiene compression, the session prompt, then the agent loop, on the turn's context. */
 async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   const { deps, lease, adm, agent, loop, routes, control, durable } = s;
   const stored = historyFor(adm, ctx);
-  const command = { db: deps.db, lease, adm, loop, routes, signal: s.fence.signal, tail: tailOptions(loop, agent), history: () => Promise.resolve(stored), accounting: s.accounting };
-  const { tools, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes, accounting: s.accounting } });
+  // Summaries and command reviews need one model, not advice: a Mixture-of-Agents route gives its aggregator.
+  const direct = directRoutes(routes);
+  const command = { db: deps.db, lease, adm, loop, routes: direct, signal: s.fence.signal, tail: tailOptions(loop, agent), history: () => Promise.resolve(stored), accounting: s.accounting };
+  const { tools, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes: direct, accounting: s.accounting } });
   const rolledBack = await rollbackReply(adm.content, sandbox, s.fence.signal);
   if (rolledBack) return rolledBack;
   const compressed = await compressReply(command);
@@ -234,7 +253,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   // Hygiene before the prompt is loaded: a compression here makes this turn rebuild the prompt.
   const history = await precompress(command, deps.log);
   const prompt = await sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name) }, ctx, history !== stored, () => promptParts(tools, toolContext));
-  const request = await withSkillCommand(history, adm, tools, toolContext);
+  const request = withMoaCommand(await withSkillCommand(history, adm, tools, toolContext), adm);
   if (prompt.notices.length) deps.log.warn({ session: adm.sessionId, notices: prompt.notices }, 'Refused context files');
   // SPEC: a turn that keeps its lease but makes no progress for 600 s (polled every 15 s) ends.
   const watchdog = new ProgressWatchdog({
@@ -249,6 +268,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   const result = await runAgentLoop({
     sessionId: adm.sessionId,
     routes,
+    ...(direct.some((r, i) => r !== routes[i]) ? { summaryRoutes: direct } : {}),
     system: [...promptMessages(prompt.stored), ...callerSystem(adm)],
     history: request,
     tools,
@@ -259,7 +279,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     platform: adm.platform,
     unattended: adm.platform === 'cron', // SPEC: the tool-loop guard's hard halts only where nobody watches
     // Every command a tool runs passes the approval guard first (ctx.guard).
-    guard: turnGuard({ deps, adm, agent, loop, routes, accounting: s.accounting, breaker: loop.approvalBreaker ??= new DenialBreaker() }),
+    guard: turnGuard({ deps, adm, agent, loop, routes: direct, accounting: s.accounting, breaker: loop.approvalBreaker ??= new DenialBreaker() }),
     ...modelOptions(agent, loop),
     compression: { cooldown: loop.summaryCooldown, ...command.tail },
     persist: {

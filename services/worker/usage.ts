@@ -6,7 +6,7 @@ import { Counter } from 'prom-client';
 import {
   recordModelCall, sessionUsageText, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type ModelCallUsageRow, type SpendScope, type TurnResult, type UsageTask,
 } from '../core/index.js';
-import { estimateCost, priceFor, type Completion, type ModelRoute } from '../agent/index.js';
+import { estimateCost, moaCallsOf, priceFor, pricedRoutes, type Completion, type ModelRoute } from '../agent/index.js';
 
 const costCounters = new WeakMap<Metrics, Counter<'agent' | 'model' | 'status'>>();
 
@@ -71,10 +71,12 @@ const hasCap = (caps: Caps) => [caps.agent, caps.profile, caps.user].some((c) =>
  */
 function unpricedRefusal(caps: Caps, routes: readonly ModelRoute[]): string | undefined {
   if (caps.allowUnpriced || !hasCap(caps)) return undefined;
-  const i = routes.findIndex((r) => !priceFor(r.model, r.price));
-  if (i < 0) return undefined;
-  const where = i === 0 ? 'spec.model.pricing' : 'pricing on that fallback model (spec.fallbackModels[])';
-  return `Sorry — I did not call the model: this agent has a spend cap, and the model "${routes[i]!.model}" has no known price, so its spend could not be counted. An operator needs to set ${where} in the Profile (USD per million tokens), or allow unpriced models with spendCaps.allowUnpriced: true.`;
+  const primary = routes[0];
+  const unpriced = pricedRoutes(routes).find((r) => !priceFor(r.model, r.price));
+  if (!unpriced) return undefined;
+  const where = primary?.members?.includes(unpriced) ? 'pricing on that model of spec.moa.presets[]'
+    : unpriced === primary ? 'spec.model.pricing' : 'pricing on that fallback model (spec.fallbackModels[])';
+  return `Sorry — I did not call the model: this agent has a spend cap, and the model "${unpriced.model}" has no known price, so its spend could not be counted. An operator needs to set ${where} in the Profile (USD per million tokens), or allow unpriced models with spendCaps.allowUnpriced: true.`;
 }
 
 /**
@@ -125,6 +127,15 @@ export interface SpendAccounting {
  */
 export function spendAccounting(ctx: CallContext, routes: readonly ModelRoute[], durable: <T>(write: () => Promise<T>) => Promise<T> = (w) => w()): SpendAccounting {
   let deferred: ModelCallUsageRow[] = [];
+  const record = async (done: Completion, route: ModelRoute, task: UsageTask): Promise<void> => {
+    if (task === 'turn' && done.toolCalls.length === 0) {
+      const row = usageRowOf(ctx, done, route, task);
+      deferred.push(row);
+      countCall(ctx, row);
+      return;
+    }
+    await durable(() => accountCall(ctx, done, route, task));
+  };
   return {
     beforeCall: async () => {
       // A call after a deferred one (it was not the final answer after all): write the row first.
@@ -132,16 +143,18 @@ export function spendAccounting(ctx: CallContext, routes: readonly ModelRoute[],
       return checkSpendCaps(ctx.db, ctx.adm, ctx.agent, routes);
     },
     onCall: async (done, route, task) => {
-      if (task === 'turn' && done.toolCalls.length === 0) {
-        const row = usageRowOf(ctx, done, route, task);
-        deferred.push(row);
-        countCall(ctx, row);
-        return;
+      const moa = moaCallsOf(done);
+      if (moa) {
+        // A Mixture-of-Agents call: each reference and the aggregator on its own row, priced by its own model.
+        for (const c of moa.filter((m) => m.reference)) await durable(() => accountCall(ctx, c.completion, c.route, 'moa_reference'));
+        const answer = moa.find((m) => !m.reference)!;
+        return record(answer.completion, answer.route, task);
       }
-      await durable(() => accountCall(ctx, done, route, task));
+      return record(done, route, task);
     },
     takeDeferred: () => { const rows = deferred; deferred = []; return rows; },
   };
+
 }
 
 /** `/usage` reaching a turn (admitted without the gateway, e.g. by a test or a tool): the same text the gateway answers with. */

@@ -57,7 +57,7 @@ beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI(script);
   rt = await openTestRuntime(testConfig(database.url));
-  ids.demo = await createTestAgent(rt, model.baseURL, { fallbackModels: [{ ...testAgent(model.baseURL).model, model: 'gpt-backup' }] });
+  ids.demo = await createTestAgent(rt, model.baseURL, { fallbackModels: [{ ...testAgent(model.baseURL).model, provider: 'openai', model: 'gpt-backup' }] });
   ids.interrupt = await createTestAgent(rt, model.baseURL, agentNamed('interrupter', { busyPolicy: 'interrupt' }));
   ids.steer = await createTestAgent(rt, model.baseURL, agentNamed('steerer', { busyPolicy: 'steer', toolsets: ['test'] }));
   ids.stopper = await createTestAgent(rt, model.baseURL, agentNamed('stopper'));
@@ -165,6 +165,16 @@ describe('commands while a turn runs', () => {
     expect((await finished(queued.admissionId)).reply).toBe('saw: hold q1 | later please');
     expect(requestsFor('/queue later please')).toHaveLength(0); // the model got the message, not the command
     expect(await answeredNow(await post('/queue', 'queue', 'interrupter'))).toBe('/queue needs a message: /queue <your message>.');
+  });
+
+  it('/moa is answered at once without a preset or without a prompt (no turn, no model call)', async () => {
+    const before = model.requests.length;
+    expect(await answeredNow(await post('/moa plan it', 'moa', 'demo'))).toBe('This agent has no Mixture-of-Agents preset: an operator can add one to its Profile (spec.moa.presets).');
+    const m = { ...testAgent(model.baseURL).model, provider: 'openai' as const };
+    const moa = { defaultPreset: 'p', presets: [{ name: 'p', referenceModels: [m], aggregator: m, referenceTemperature: 0.6, aggregatorTemperature: 0.4, maxTokens: 512, fanout: 'user_turn' as const }] };
+    await createTestAgent(rt, model.baseURL, agentNamed('moa-cmd', { moa }));
+    expect(await answeredNow(await post('/moa', 'moa', 'moa-cmd'))).toBe('/moa needs a message: /moa <your message>.');
+    expect(model.requests.length).toBe(before);
   });
 
   it('/approve, /deny, /retry and /discard wait for the running turn: they act on the session as its next turns', async () => {

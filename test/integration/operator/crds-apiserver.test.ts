@@ -26,6 +26,7 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
   const agent = (name: string, spec: Record<string, unknown>) => ({ kind: 'Agent', metadata: { name }, spec: { profileRef: { name: 'p' }, ...spec } });
   const profile = (name: string, spec: Record<string, unknown>) => ({ kind: 'Profile', metadata: { name }, spec: { model: { provider: 'openai', model: 'gpt-4o-mini' }, ...spec } });
   const skill = (name: string, spec: Record<string, unknown>) => ({ kind: 'Skill', metadata: { name }, spec: { name, description: 'Does a thing.', body: '# Do it', ...spec } });
+  const moaPreset = (name: string) => ({ name, referenceModels: [{ provider: 'openai', model: 'a' }], aggregator: { provider: 'openai', model: 'c' } });
   const cron = (name: string, schedule: string) => ({ kind: 'CronJob', metadata: { name }, spec: { agentRef: { name: 'a' }, schedule, prompt: 'Summarise the day.' } });
 
   it('accepts good objects and fills in the defaults', async () => {
@@ -36,6 +37,7 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
       profile('sandboxed', { toolsets: ['terminal', 'file'], sandbox: { backend: 'kubernetes', runtimeClassName: 'gvisor', resources: { limits: { cpu: '1', memory: '1Gi' } }, workspace: { size: '2Gi', ttl: '24h' }, network: { egress: 'allowlist', allow: ['api.github.com:443', '203.0.113.0/24', '10.1.2.3:5432'] } }, approvals: { mode: 'smart', deny: ['git push*'] } }),
       profile('warm', { sandbox: { backend: 'kubernetes', mode: 'session', warmPool: { size: 2 }, idleTimeoutSeconds: 900 } }),
       profile('sandboxdefaults', { sandbox: {} }),
+      profile('moa', { model: { provider: 'moa', model: 'council' }, moa: { presets: [{ name: 'council', referenceModels: [{ provider: 'openai', model: 'a' }, { provider: 'anthropic', model: 'b' }], aggregator: { provider: 'openai', model: 'c' } }] } }),
       skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
       const r = await apply(obj);
       expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
@@ -70,6 +72,10 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['a timeout over 600 s', profile('longtimeout', { sandbox: { timeoutSeconds: 601 } }), 'spec.sandbox.timeoutSeconds'],
     ['an egress entry that is not a destination', profile('badentry', { sandbox: { network: { egress: 'allowlist', allow: ['http://x'] } } }), 'spec.sandbox.network.allow[0]'],
     ['a workspace ttl that is not a duration', profile('badttl', { sandbox: { workspace: { ttl: 'a week' } } }), 'spec.sandbox.workspace.ttl'],
+    ['provider moa naming no preset', profile('moanopreset', { model: { provider: 'moa', model: 'council' } }), 'model.provider moa needs model to name a preset of spec.moa.presets'],
+    ['two moa presets of one name', profile('moatwice', { moa: { presets: [moaPreset('p'), moaPreset('p')] } }), 'moa preset names must be unique'],
+    ['a moa default preset that is not a preset', profile('moadefault', { moa: { defaultPreset: 'q', presets: [moaPreset('p')] } }), 'moa.defaultPreset must name one of moa.presets'],
+    ['a moa preset of 9 reference models', profile('moanine', { moa: { presets: [{ ...moaPreset('p'), referenceModels: Array.from({ length: 9 }, (_, i) => ({ provider: 'openai', model: `m${i}` })) }] } }), 'spec.moa.presets[0].referenceModels'],
     ['allowAll with an allowlist', agent('allowall', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 's' } }, allowAll: true, allowlist: ['U1'] }] }), 'allowAll and allowlist are exclusive'],
   ])('refuses %s with the rule\'s message', async (_what, obj, message) => {
     const r = await apply(obj);
@@ -82,6 +88,8 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['busyPolicy', agent('badpolicy', { busyPolicy: 'panic' }), 'spec.busyPolicy'],
     ['platform type', agent('badplatform', { platforms: [{ type: 'myspace', credentials: { secretRef: { name: 's' } } }] }), 'spec.platforms[0].type'],
     ['model provider', profile('badprovider', { model: { provider: 'skynet', model: 'm' } }), 'spec.model.provider'],
+    ['fallback provider moa', profile('moafallback', { fallbackModels: [{ provider: 'moa', model: 'p' }] }), 'spec.fallbackModels[0].provider'],
+    ['moa aggregator provider moa', profile('moaagg', { moa: { presets: [{ ...moaPreset('p'), aggregator: { provider: 'moa', model: 'p' } }] } }), 'spec.moa.presets[0].aggregator.provider'],
     ['concurrencyPolicy', { ...cron('badconc', '@daily'), spec: { ...cron('x', '@daily').spec, concurrencyPolicy: 'Sometimes' } }, 'spec.concurrencyPolicy'],
   ])('refuses a bad %s enum', async (_what, obj, field) => {
     const r = await apply(obj);
