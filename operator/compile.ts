@@ -39,18 +39,15 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
   const { persona, contextFiles } = resolved.texts;
   const keys = await hashApiKeys(agent, sources.secrets);
   await checkPlatformCredentials(agent, sources.secrets);
-  const m = profile.spec.model;
   return {
     apiVersion: 'hermes.dev/v1alpha1',
     agent: { namespace: ns, name: agent.metadata.name, ...(agent.metadata.generation !== undefined ? { generation: agent.metadata.generation } : {}) },
     profile: { namespace: profile.metadata.namespace, name: profile.metadata.name },
-    model: m.provider === 'moa' ? { provider: 'moa', model: m.model } : compileModel({ ...m, provider: m.provider }),
+    ...modelFields(profile),
     persona,
     api: compileApi(agent.spec.api.enabled, keys),
     busyPolicy: agent.spec.busyPolicy,
     ...runFields(agent),
-    ...(profile.spec.fallbackModels?.length ? { fallbackModels: profile.spec.fallbackModels.map(compileModel) } : {}),
-    ...(profile.spec.moa ? { moa: compileMoa(profile.spec.moa) } : {}),
     ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
     ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
     ...(agent.spec.access ? { access: compileAccess(agent.spec.access) } : {}),
@@ -112,6 +109,16 @@ function learningFields(p: Profile['spec']): Partial<CompiledAgent> {
 }
 
 type ModelSpec = Profile['spec']['fallbackModels'][number];
+
+/** The model (an endpoint, or a Mixture-of-Agents preset), its fallbacks and the presets. */
+function modelFields(profile: Profile): Pick<CompiledAgent, 'model' | 'fallbackModels' | 'moa'> {
+  const m = profile.spec.model;
+  return {
+    model: m.provider === 'moa' ? { provider: 'moa', model: m.model } : compileModel({ ...m, provider: m.provider }),
+    ...(profile.spec.fallbackModels?.length ? { fallbackModels: profile.spec.fallbackModels.map(compileModel) } : {}),
+    ...(profile.spec.moa ? { moa: compileMoa(profile.spec.moa) } : {}),
+  };
+}
 
 /** Mixture-of-Agents presets; the default preset is the first unless named. */
 function compileMoa(m: NonNullable<Profile['spec']['moa']>): NonNullable<CompiledAgent['moa']> {
