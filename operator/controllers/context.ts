@@ -1,6 +1,5 @@
 // What every controller needs: the watched caches, the writers and the database.
 import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { RuntimeOptions } from './dedicated.js';
 import type { Db, Logger } from '../../services/core/index.js';
 import type { KubernetesSandboxSettings } from '../../services/sandbox/index.js';
 import type { Condition } from '../api/common.js';
@@ -31,6 +30,14 @@ export interface Caches {
   children: { deployments: WatchedCache<V1Deployment>; services: WatchedCache<V1Service> };
   /** Sandbox Pods and workspace PVCs (label hermes.dev/component); absent when sandbox hygiene is off. */
   sandbox?: { pods: WatchedCache<V1Pod>; workspaces: WatchedCache<V1PersistentVolumeClaim> };
+}
+
+/** How the operator runs an Agent's dedicated gateway and worker (runtime mode `dedicated`). */
+export interface RuntimeOptions {
+  /** @defaultValue `ghcr.io/hermes-operator/hermes:0.1.0` */
+  image?: string;
+  /** Secret (in the Agent's namespace) with DATABASE_URL and REDIS_URL for the pods. @defaultValue `hermes-runtime` */
+  envSecret?: string;
 }
 
 export interface OperatorContext {

@@ -6,7 +6,8 @@
 // all capabilities dropped, RuntimeDefault seccomp, read-only root filesystem, gateway probes.
 import { AppsV1Api, CoreV1Api, KubernetesObjectApi, RbacAuthorizationV1Api, PatchStrategy, type KubernetesObject, type V1Container, type V1Deployment, type V1Probe } from '@kubernetes/client-node';
 import type { Agent } from '../api/agent.js';
-import type { OperatorContext, RawObject } from './context.js';
+import type { OperatorContext, RawObject, RuntimeOptions } from './context.js';
+
 import { agentKey } from '../api/sandbox-labels.js';
 
 export const managedBy = 'hermes-operator';
@@ -17,13 +18,6 @@ export const childSelector = `app.kubernetes.io/managed-by=${managedBy}`;
 export const workerClusterRole = 'hermes-worker';
 
 /** Where dedicated runtimes come from. */
-export interface RuntimeOptions {
-  /** @defaultValue `ghcr.io/hermes-operator/hermes:0.1.0` */
-  image?: string;
-  /** Secret (in the Agent's namespace) with DATABASE_URL and REDIS_URL for the pods. @defaultValue `hermes-runtime` */
-  envSecret?: string;
-}
-
 export const childName = (agent: string, part?: string) => `hermes-${agent}${part ? `-${part}` : ''}`.slice(0, 63).replace(/-+$/, '');
 
 function labels(agent: Agent, component?: string): Record<string, string> {
