@@ -7,7 +7,6 @@
 import { AppsV1Api, CoreV1Api, KubernetesObjectApi, RbacAuthorizationV1Api, PatchStrategy, type KubernetesObject, type V1Container, type V1Deployment, type V1Probe } from '@kubernetes/client-node';
 import type { Agent } from '../api/agent.js';
 import type { OperatorContext, RawObject, RuntimeOptions } from './context.js';
-
 import { agentKey } from '../api/sandbox-labels.js';
 
 export const managedBy = 'hermes-operator';
