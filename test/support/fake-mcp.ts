@@ -28,6 +28,8 @@ export interface FakeMcp {
   seen: { method: string; path: string; headers: IncomingMessage['headers'] }[];
   /** Tool calls by name, in order. */
   calls: string[];
+  /** JSON-RPC methods the streamable HTTP endpoint received, in order. */
+  methods: string[];
   /** Answers the waiting `slow` calls. */
   release(): void;
   /** Adds a tool to every session (each gets notifications/tools/list_changed). */
@@ -49,7 +51,7 @@ export async function startFakeMcp(): Promise<FakeMcp> {
   let port = 0;
 
   const fake: FakeMcp = {
-    port: 0, url: '', sseUrl: '', seen: [], calls: [],
+    port: 0, url: '', sseUrl: '', seen: [], calls: [], methods: [],
     release() { const w = waiting; waiting = []; for (const r of w) r(); },
     addTool(t) { extra.push(t); for (const s of live) registerExtra(s, t); },
     stop: async () => {
@@ -98,7 +100,17 @@ export async function startFakeMcp(): Promise<FakeMcp> {
     return s;
   }
 
+  async function readJson(req: IncomingMessage): Promise<unknown> {
+    if (req.method !== 'POST') return undefined;
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { method?: string } | { method?: string }[];
+    for (const m of Array.isArray(body) ? body : [body]) if (m.method) fake.methods.push(m.method);
+    return body;
+  }
+
   async function onStreamable(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
     const sid = req.headers['mcp-session-id'];
     let t = typeof sid === 'string' ? streamable.get(sid) : undefined;
     if (!t && typeof sid === 'string') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
@@ -107,7 +119,7 @@ export async function startFakeMcp(): Promise<FakeMcp> {
       await mcpServer().connect(created);
       t = created;
     }
-    await t.handleRequest(req, res);
+    await t.handleRequest(req, res, body);
   }
 
   async function onSse(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
