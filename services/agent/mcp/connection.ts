@@ -54,6 +54,9 @@ export class McpConnection {
   listVersion = '';
   readonly breaker: ServerBreaker;
   private closed = false;
+  /** Calls running now, and when the last one started or ended (the pool never closes a busy connection). */
+  inFlight = 0;
+  lastUsedAt = 0;
 
   constructor(readonly server: McpServerSettings, private readonly deps: McpConnectionDeps) {
     this.breaker = new ServerBreaker(deps.now, deps.breaker);
@@ -79,6 +82,17 @@ export class McpConnection {
 
   /** Calls `tool` (the server's name): the result as text for the model (capped), or throws McpUnavailable / the tool's error. */
   async call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<{ text: string; isError: boolean }> {
+    this.inFlight++;
+    this.lastUsedAt = this.deps.now();
+    try {
+      return await this.callOnce(tool, args, signal);
+    } finally {
+      this.inFlight--;
+      this.lastUsedAt = this.deps.now();
+    }
+  }
+
+  private async callOnce(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<{ text: string; isError: boolean }> {
     const client = await this.connect(signal);
     const timeout = this.server.callTimeoutMs ?? MCP_CALL_TIMEOUT_MS;
     try {

@@ -57,11 +57,11 @@ export class McpPool {
     return conn;
   }
 
-  /** Closes connections unused for `idleMs`. */
+  /** Closes connections unused for `idleMs` (one with a call running is in use). */
   async sweep(): Promise<void> {
     const idle = this.o.idleMs ?? 600_000;
     const cutoff = this.o.now() - idle;
-    const stale = [...this.entries].filter(([, e]) => e.usedAt <= cutoff);
+    const stale = [...this.entries].filter(([, e]) => e.conn.inFlight === 0 && Math.max(e.usedAt, e.conn.lastUsedAt) <= cutoff);
     for (const [key] of stale) this.entries.delete(key);
     await Promise.all(stale.map(([, e]) => e.conn.close()));
   }

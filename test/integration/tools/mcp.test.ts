@@ -203,7 +203,21 @@ describe('MCP connection pool', () => {
       expect(pool.size).toBe(2);
       await expect(b.call('echo', {}, new AbortController().signal)).rejects.toThrow(/no longer configured/);
       expect(a.connected).toBe(true);
+      // A call running holds the connection past the idle time; after it, the idle clock restarts.
+      const tools = await mcpServerTools(a);
+      const slowCalls = mcp.calls.filter((c) => c === 'slow').length;
+      const slow = run(tools, 'mcp_a_slow');
+      await eventually(() => mcp.calls.filter((c) => c === 'slow').length > slowCalls, 'the slow call running on the server');
+      expect(a.inFlight).toBe(1);
       now += 60_000;
+      await pool.sweep();
+      expect(pool.size).toBe(1);
+      mcp.release();
+      expect(await slow).toEqual({ result: 'slow done' });
+      now += 59_000;
+      await pool.sweep();
+      expect(pool.size).toBe(1);
+      now += 1_000;
       await pool.sweep();
       expect(pool.size).toBe(0);
       expect(a.connected).toBe(false);

@@ -13,7 +13,7 @@ import { eventually } from '../../support/services.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 
 const TOKEN = 'Bearer mcp-secret-token-5566778899';
-let now = 1_000_000;
+const now = 1_000_000;
 const sys = useAgentSystem(toolsAsTold, {
   loop: { webGuard: urlGuard({ allowCidrs: ['127.0.0.1/32'] }), mcp: createMcpDeps({ now: () => now }) },
   secrets: [{ namespace: 'default', name: 'mcp', data: { token: TOKEN } }],
