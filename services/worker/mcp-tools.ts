@@ -73,7 +73,12 @@ export interface TurnMcpTools {
 export async function turnMcpTools(d: McpTurnDeps, agent: CompiledAgent, adm: Admission, opts: { perms?: Permissions; signal?: AbortSignal } = {}): Promise<TurnMcpTools> {
   const servers = (agent.mcpServers ?? []).filter((s) => serverOffered(agent, adm, opts.perms, s));
   if (!servers.length) return { tools: [] };
-  const lists = await Promise.all(servers.map((s) => mcpServerTools(connectionOf(d, agent, s), opts.signal)));
+  const lists = await Promise.all(servers.map(async (s) => {
+    const conn = connectionOf(d, agent, s);
+    const tools = await mcpServerTools(conn, opts.signal);
+    if (!conn.connected) d.log.warn({ agent: agent.agent, server: s.name, tools: tools.length, why: conn.breaker.refusal() }, 'MCP server is unreachable; its last known tools are offered');
+    return tools;
+  }));
   const tools = lists.flat().sort((a, b) => a.name.localeCompare(b.name));
   return tools.length ? { tools, version: toolsFingerprint(tools) } : { tools };
 }
