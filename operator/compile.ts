@@ -7,6 +7,7 @@ import type { Profile } from './api/profile.js';
 import { secretRefOf } from './api/common.js';
 import { resolveProfileTexts, type ConfigMapLookup } from './texts.js';
 import { compileSandbox } from './compile-sandbox.js';
+import { mcpFields } from './compile-mcp.js';
 import { CompileError } from './compile-error.js';
 
 /**
@@ -75,6 +76,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...memoryFields(p),
     ...learningFields(p),
     ...webFields(p),
+    ...mcpFields(p),
     ...compileSandbox(p),
   };
 }

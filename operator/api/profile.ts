@@ -2,6 +2,7 @@
 // the agent-loop, tools, sandbox and memory issues add their fields here.
 import { z } from 'zod';
 import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, textSourceSchema, withRules, type Rule } from './common.js';
+import { mcpServersSchema } from './mcp.js';
 import { approvalsSpecSchema, sandboxSpecSchema } from './sandbox.js';
 import { moaSpecSchema, moaModelRule } from './moa.js';
 import { envKeyRule, fallbackModelSchema, modelSpecSchema } from './model.js';
@@ -70,6 +71,7 @@ export const profileSpecSchema = withRules(z.object({
       summariseAboveChars: z.number().int().min(500).max(200_000).optional().describe('Pages longer than this are summarised by the model before the agent reads them (default 5 000, as Hermes).'),
     }).optional().describe('web_extract: pages as Markdown, PDFs as text.'),
   }).optional().describe('The web toolset (web_search, web_extract; add "web" to toolsets). Every URL passes the SSRF guard: private, loopback, link-local, metadata and unique-local addresses are refused, each redirect is checked again.'),
+  mcpServers: mcpServersSchema.optional(),
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),

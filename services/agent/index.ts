@@ -45,3 +45,4 @@ export { AnthropicProvider, toAnthropic } from './providers/anthropic.js';
 export * from './tools/checkpoints.js';
 export * from './approvals/index.js';
 export * from './web/index.js';
+export * from './mcp/index.js';

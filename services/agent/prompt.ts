@@ -16,6 +16,11 @@ export interface PromptInputs {
   agent: CompiledAgent;
   /** Names of the tools offered this session. */
   toolNames: readonly string[];
+  /**
+   * What the model sees of tools whose definitions can change without their names (MCP servers'
+   * tools): a new value rebuilds the stored prompt once, as a changed tool list does.
+   */
+  toolsVersion?: string;
   /** The frozen MEMORY and USER blocks (memory/snapshot.ts), each with its own header. */
   memory?: string;
   user?: string;
@@ -88,6 +93,7 @@ export function promptIdentity(inputs: PromptInputs): string {
   const { agent } = inputs;
   const source = JSON.stringify({
     provider: agent.model.provider, model: agent.model.model, baseURL: agent.model.baseURL ?? null, tools: [...inputs.toolNames].sort(),
+    ...(inputs.toolsVersion ? { toolsVersion: inputs.toolsVersion } : {}),
   });
   return createHash('sha256').update(source).digest('hex').slice(0, 32);
 }

@@ -175,6 +175,20 @@ export const compiledAgentSchema = z.object({
     maxChars: z.number().int().positive().optional(),
     summariseAboveChars: z.number().int().positive().optional(),
   }).optional(),
+  /**
+   * MCP servers the worker connects to (streamable HTTP or SSE; stdio is refused at compile):
+   * header values by Secret reference, tool filters, timeouts in seconds. Absent = none.
+   */
+  mcpServers: z.array(z.object({
+    name: z.string().min(1),
+    transport: z.enum(['http', 'sse']),
+    url: z.string().url(),
+    headerRefs: z.record(z.string(), secretRefSchema).optional(),
+    include: z.array(z.string()).optional(),
+    exclude: z.array(z.string()).optional(),
+    timeoutSeconds: z.number().int().positive().optional(),
+    connectTimeoutSeconds: z.number().int().positive().optional(),
+  })).optional(),
   /** Bounded memory sizes in characters; absent = Hermes' defaults (2200 / 1375). */
   memory: z.object({ memoryCharLimit: z.number().int().positive().optional(), userCharLimit: z.number().int().positive().optional() }).optional(),
   /**

@@ -24,6 +24,7 @@ export { drainSession } from './session-drainer.js';
 export { deliver, type DeliveryAdapter } from './delivery.js';
 export { platformAdapters, slackDelivery, teamsDelivery, telegramDelivery, webhookDelivery } from './platform-delivery.js';
 export { createLoopDeps, type LoopDeps, type LoopOptions } from './turn-runner.js';
+export { createMcpDeps, type McpDeps } from './mcp-tools.js';
 export { startWorkerProbes, type RunningProbes } from './probes.js';
 
 /** A turn's dependencies (its `redis` is the producer/publisher connection; BullMQ consumers make their own). */
@@ -119,6 +120,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       await Promise.allSettled([turns.close(), deliveries.close(), reviews.close(), sweeper?.stop()]);
       clearTimeout(grace);
       loop.processes?.close();
+      await loop.mcp?.pool.close().catch(() => undefined);
       await loop.webGuard?.close().catch(() => undefined);
       await sandboxes.close();
       await liveness.stop();

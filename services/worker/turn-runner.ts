@@ -23,6 +23,7 @@ import { rollbackReply } from './rollback-command.js';
 import type { SandboxBackends } from './sandboxes.js';
 import { turnTools, type ToolDeps, type TurnTools } from './turn-tools.js';
 import { workerUrlGuard } from './web-tools.js';
+import { createMcpDeps, mcpToolsOf, type McpDeps } from './mcp-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { learningReply } from './learning-commands.js';
 import { curatorReply } from './curator-commands.js';
@@ -64,6 +65,8 @@ export interface LoopDeps extends ToolDeps {
   watchdog?: WatchdogTime;
   /** Token budget of the verbatim tail after compression. @defaultValue 20 000 (SPEC) */
   keepRecentTokens?: number;
+  /** The worker's MCP connections (closed at shutdown). */
+  mcp?: McpDeps;
 }
 
 export interface WatchdogTime {
@@ -85,6 +88,8 @@ export interface LoopOptions {
   keepRecentTokens?: number;
   /** The web tools' SSRF guard (tests inject one with their resolver and allowed ranges); default: from HERMES_WEB_ALLOW_CIDRS. */
   webGuard?: UrlGuard;
+  /** The MCP connection pool (tests inject a clock and breaker timings); default: a pool on Date.now. */
+  mcp?: McpDeps;
 }
 
 export function createLoopDeps(config: Config, secrets: SecretResolver, opts: LoopOptions = {}): LoopDeps {
@@ -101,7 +106,7 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
     processes = registerSandboxTools(tools);
   }
   const webGuard = opts.webGuard ?? workerUrlGuard(config);
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools, webGuard, ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools, webGuard, mcp: opts.mcp ?? createMcpDeps(), ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
 }
 
 /** The caller's own system message (OpenAI API): request-only context, never stored. */
@@ -245,14 +250,16 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   // Summaries and command reviews need one model, not advice: a Mixture-of-Agents route gives its aggregator.
   const direct = directRoutes(routes);
   const command = { db: deps.db, lease, adm, loop, routes: direct, signal: s.fence.signal, tail: tailOptions(loop, agent), history: () => Promise.resolve(stored), accounting: s.accounting };
-  const { tools, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes: direct, accounting: s.accounting } });
+  const { tools: builtin, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes: direct, accounting: s.accounting } });
+  const mcp = await mcpToolsOf(loop, deps, agent, adm, { perms: s.perms, signal: s.fence.signal });
+  const tools = [...builtin, ...mcp.tools];
   const rolledBack = await rollbackReply(adm.content, sandbox, s.fence.signal);
   if (rolledBack) return rolledBack;
   const compressed = await compressReply(command);
   if (compressed) return compressed;
   // Hygiene before the prompt is loaded: a compression here makes this turn rebuild the prompt.
   const history = await precompress(command, deps.log);
-  const prompt = await sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name) }, ctx, history !== stored, () => promptParts(tools, toolContext));
+  const prompt = await sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name), ...(mcp.version ? { toolsVersion: mcp.version } : {}) }, ctx, history !== stored, () => promptParts(tools, toolContext));
   const request = withMoaCommand(await withSkillCommand(history, adm, tools, toolContext), adm);
   if (prompt.notices.length) deps.log.warn({ session: adm.sessionId, notices: prompt.notices }, 'Refused context files');
   // SPEC: a turn that keeps its lease but makes no progress for 600 s (polled every 15 s) ends.

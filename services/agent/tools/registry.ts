@@ -62,6 +62,11 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
    * only warns about this tool, it never blocks a call or halts the turn. @defaultValue false
    */
   terminalLike?: boolean;
+  /**
+   * The JSON Schema the model gets, when it does not come from `schema` (MCP tools: the server's
+   * own schema; `schema` then only checks that the arguments are an object).
+   */
+  parameters?: Record<string, unknown>;
   /** Whether the tool can run here (credentials, backends); unavailable tools are not offered. */
   available?: () => boolean;
   handler: (args: z.infer<S>, ctx: ToolContext) => Promise<string> | string;
@@ -94,6 +99,10 @@ const specs = new WeakMap<Tool, ToolSpec>();
 /** The tool as the model sees it (computed once per tool: the JSON Schema conversion is not free). */
 export function toolSpec(tool: Tool): ToolSpec {
   let spec = specs.get(tool);
+  if (!spec && tool.parameters) {
+    spec = { name: tool.name, description: tool.description, parameters: tool.parameters };
+    specs.set(tool, spec);
+  }
   if (!spec) {
     const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: 'input' }) as Record<string, unknown>;
     spec = { name: tool.name, description: tool.description, parameters };

@@ -38,6 +38,7 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
       profile('warm', { sandbox: { backend: 'kubernetes', mode: 'session', warmPool: { size: 2 }, idleTimeoutSeconds: 900 } }),
       profile('sandboxdefaults', { sandbox: {} }),
       profile('moa', { model: { provider: 'moa', model: 'council' }, moa: { presets: [{ name: 'council', referenceModels: [{ provider: 'openai', model: 'a' }, { provider: 'anthropic', model: 'b' }], aggregator: { provider: 'openai', model: 'c' } }] } }),
+      profile('mcp', { mcpServers: [{ name: 'github', url: 'https://mcp.example/mcp', headers: { Authorization: { secretKeyRef: { name: 'gh', key: 'token' } } }, tools: { exclude: ['delete_repo'] } }, { name: 'old', transport: 'sse', url: 'https://sse.example/sse' }] }),
       skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
       const r = await apply(obj);
       expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
@@ -46,6 +47,8 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     expect(got.spec).toMatchObject({ busyPolicy: 'interrupt', platforms: [], runtime: { mode: 'shared' }, api: { enabled: true } });
     const sandboxed = JSON.parse((await cp.kubectl(['get', '-n', ns, 'profile.hermes.dev/sandboxdefaults', '-o', 'json'])).stdout) as { spec: Record<string, unknown> };
     expect(sandboxed.spec.sandbox).toEqual({ mode: 'call', timeoutSeconds: 180, workspace: { size: '5Gi', ttl: '168h' }, network: { egress: 'none', allow: [] } });
+    const mcp = JSON.parse((await cp.kubectl(['get', '-n', ns, 'profile.hermes.dev/mcp', '-o', 'json'])).stdout) as { spec: { mcpServers: Record<string, unknown>[] } };
+    expect(mcp.spec.mcpServers[0]).toMatchObject({ name: 'github', transport: 'http', enabled: true });
   });
 
   it.each([
@@ -57,6 +60,9 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['an extra fallback key from env with a baseURL', profile('envfallbackurl', { fallbackModels: [{ provider: 'openai', model: 'm', baseURL: 'https://models.example/v1', extraApiKeys: [{ env: 'K' }] }] }), 'an API key from env is only sent to the provider\'s default endpoint'],
     ['persona together with personaFrom', profile('twopersonas', { persona: 'Hi.', personaFrom: { configMapKeyRef: { name: 'c', key: 'k' } } }), 'set persona or personaFrom, not both'],
     ['a context file with content and contentFrom', profile('twocontents', { contextFiles: [{ name: 'AGENTS.md', content: 'a', contentFrom: { configMapKeyRef: { name: 'c', key: 'k' } } }] }), 'each context file needs exactly one of content or contentFrom'],
+    ['an http MCP server without url', profile('mcpnourl', { mcpServers: [{ name: 'gh' }] }), 'an MCP server with transport http or sse needs url'],
+    ['a stdio MCP server', profile('mcpstdio', { mcpServers: [{ name: 'fs', transport: 'stdio', command: 'npx', args: ['server-fs'] }] }), 'stdio MCP servers (command/args) run only inside the sandbox'],
+    ['an MCP server with a command', profile('mcpcommand', { mcpServers: [{ name: 'fs', url: 'https://x.example/mcp', command: 'npx' }] }), 'stdio MCP servers (command/args) run only inside the sandbox'],
     ['a context file with neither', profile('nocontent', { contextFiles: [{ name: 'AGENTS.md' }] }), 'each context file needs exactly one of content or contentFrom'],
     ['a skill name over 64 characters', skill('longname', { name: 'a'.repeat(65) }), 'name must be at most 64 characters'],
     ['a skill description over 1024 characters', skill('longdesc', { description: 'd'.repeat(1025) }), 'description must be at most 1024 characters'],

@@ -1,0 +1,50 @@
+// Profile spec.mcpServers: the MCP servers whose tools the agent gets (Hermes' `mcp_servers`),
+// reached by the worker over streamable HTTP or SSE with headers from Secrets. stdio servers
+// (command/args) would have to run inside the sandbox, whose channel for them does not exist yet:
+// the schema names the fields so that a manifest using them gets a clear refusal, not silence.
+import { z } from 'zod';
+import { doc, secretKeySelectorSchema, withRules } from './common.js';
+
+/** Server names become part of tool names (mcp_<server>_<tool>): short, lower case. */
+export const mcpServerName = /^[a-z0-9]([a-z0-9_-]{0,30}[a-z0-9])?$/;
+
+export const stdioRefusal = 'stdio MCP servers (command/args) run only inside the sandbox, and the sandbox has no channel for them yet; '
+  + 'use a server reachable over HTTP (url with transport http or sse)';
+
+export const mcpServerSchema = withRules(z.object({
+  name: z.string().regex(mcpServerName, 'lower-case letters, digits, - and _ (at most 32)').describe('The server\'s name: its tools reach the model as mcp_<name>_<tool>, in toolset mcp-<name>.'),
+  transport: z.enum(['http', 'sse', 'stdio']).default('http').describe('http: streamable HTTP (the current MCP transport); sse: the older HTTP+SSE transport; stdio: not available yet (needs the sandbox channel).'),
+  url: z.string().url().optional().describe('The server\'s endpoint (required for http and sse). Passes the SSRF guard like every web fetch: a private address is reachable only inside the install\'s HERMES_WEB_ALLOW_CIDRS.'),
+  command: z.string().min(1).optional().describe('stdio servers: refused until the sandbox can run them (they never run in the worker).'),
+  args: z.array(z.string()).max(64).optional().describe('stdio servers: refused (see command).'),
+  headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'an HTTP header name'), z.object({
+    secretKeyRef: secretKeySelectorSchema.describe('The header\'s value: a key of a Secret in the Profile\'s namespace.'),
+  }).strict()).optional().describe('Request headers (e.g. Authorization), each value from a Secret; read by the worker at connect, masked in every error text, never in the sandbox.'),
+  tools: z.object({
+    include: z.array(z.string().min(1)).max(256).optional().describe('Only these tools of the server (its names, without the mcp_<server>_ prefix).'),
+    exclude: z.array(z.string().min(1)).max(256).optional().describe('Never these tools (applied after include).'),
+  }).optional().describe('Which of the server\'s tools the agent gets (default: all).'),
+  enabled: z.boolean().default(true).describe('false: the server is kept in the manifest but not connected.'),
+  timeout: z.number().int().min(1).max(3_600).optional().describe('Seconds one tool call may take (default 300).'),
+  connectTimeout: z.number().int().min(1).max(600).optional().describe('Seconds connecting and listing tools may take (default 60).'),
+}), [{
+  rule: 'self.transport == \'stdio\' || has(self.url)',
+  message: 'an MCP server with transport http or sse needs url',
+  check: (s) => s.transport === 'stdio' || s.url !== undefined,
+}, {
+  rule: 'self.transport != \'stdio\' && !has(self.command) && !has(self.args)',
+  message: stdioRefusal,
+  check: (s) => s.transport !== 'stdio' && s.command === undefined && s.args === undefined,
+}]);
+export type McpServerSpec = z.infer<typeof mcpServerSchema>;
+
+/** The list, keyed by name (the apiserver refuses two servers of the same name; `hermes dev` too). */
+export const mcpServersSchema = doc(z.array(mcpServerSchema).max(16)
+  .superRefine((list, ctx) => {
+    const names = list.map((s) => s.name);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice) ctx.addIssue({ code: 'custom', message: `MCP server names must be unique ("${twice}" appears twice)` });
+  })
+  .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] }),
+'MCP servers whose tools the agent gets (Hermes\' mcp_servers): streamable HTTP or SSE, headers from Secrets, tools named mcp_<server>_<tool>. '
+  + 'Each server is a toolset mcp-<name>, offered unless team-mode permissions or the platform narrow the toolsets.');
