@@ -1,10 +1,10 @@
 // What a turn's tools get: the tools of the agent's toolsets (the sandbox toolsets only when the
 // agent has a sandbox), and the context every call sees — the session's sandbox, the approval
 // guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
-// this agent and this conversation's person, the past conversations session_search reads, and
-// the skills the agent offers.
+// this agent and this conversation's person, the past conversations session_search reads, the
+// skills the agent offers, and the Kanban board (dispatched turns, or the Profile's kanban toolset).
 import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, ORCHESTRATOR_ONLY, pgKanbanAccess, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
@@ -74,9 +74,11 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
   const permitted = permittedToolsets(agent, adm, perms);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
-  const toolsets = permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
+  // A turn the Kanban dispatcher started gets the kanban toolset (its own task's lifecycle), whatever the Profile lists.
+  const dispatched = adm.platform === 'kanban';
+  const toolsets = [...permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t)), ...(dispatched && !permitted.includes('kanban') ? ['kanban'] : [])];
   const skip = unusable(agent, loop);
-  const tools = loop.tools.select(toolsets).filter((t) => !skip(t));
+  const tools = loop.tools.select(toolsets).filter((t) => !skip(t) && !(dispatched && ORCHESTRATOR_ONLY.includes(t.name)));
   const web = loop.webGuard && tools.some((t) => t.toolset === 'web')
     ? turnWeb({ config: deps.config, secrets: deps.secrets, guard: loop.webGuard, ...(summary ? { summary } : {}) }, agent)
     : undefined;
@@ -98,6 +100,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
       ...(guard ? { guard } : {}),
       ...(web ? { web } : {}),
+      ...(toolsets.includes('kanban') ? { kanban: pgKanbanAccess(deps.db, adm, { claimTtlSeconds: deps.config.HERMES_KANBAN_CLAIM_TTL_SECONDS, now: Date.now }) } : {}),
     },
     ...(sandbox ? { sandbox } : {}),
   };

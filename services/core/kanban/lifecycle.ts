@@ -143,3 +143,8 @@ export async function archiveTask(sql: Sql, scope: KanbanScope, taskId: string, 
   await sql.query(`UPDATE kanban_tasks SET status = 'archived', updated_at = $2 WHERE id = $1`, [task.id, now]);
   await addEvent(sql, { taskId: task.id, kind: 'archived', data: { by: scope.actor } }, now);
 }
+
+/** Any kanban_* call of a dispatched run counts as a heartbeat of that run (Hermes bridges activity the same way). */
+export async function touchRun(sql: Sql, runId: string, now: Date): Promise<void> {
+  await sql.query(`UPDATE kanban_runs SET heartbeat_at = GREATEST(heartbeat_at, $2) WHERE id = $1 AND status <> 'ended'`, [runId, now]);
+}
