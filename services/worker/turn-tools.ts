@@ -61,6 +61,13 @@ function permittedToolsets(agent: CompiledAgent, adm: Admission, perms?: Permiss
   return (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
 }
 
+/** A turn the Kanban dispatcher started gets the kanban toolset (its own task's lifecycle; list and unblock hidden), whatever the Profile lists. */
+const withKanban = (adm: Admission, toolsets: string[]): string[] => (adm.platform === 'kanban' && !toolsets.includes('kanban') ? [...toolsets, 'kanban'] : toolsets);
+
+/** The turn's board, when the kanban toolset is on (core/kanban: a dispatched task's board, or the person's). */
+const turnKanban = (deps: { db: Db; config: Config }, adm: Admission, toolsets: string[]) =>
+  (toolsets.includes('kanban') ? { kanban: pgKanbanAccess(deps.db, adm, { claimTtlSeconds: deps.config.HERMES_KANBAN_CLAIM_TTL_SECONDS, now: Date.now }) } : {});
+
 export interface TurnToolOptions {
   /** The person's permissions (team mode): toolsets they may not use are not offered to the model at all (nor the sandbox behind them). */
   perms?: Permissions;
@@ -74,11 +81,9 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
   const permitted = permittedToolsets(agent, adm, perms);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
-  // A turn the Kanban dispatcher started gets the kanban toolset (its own task's lifecycle), whatever the Profile lists.
-  const dispatched = adm.platform === 'kanban';
-  const toolsets = [...permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t)), ...(dispatched && !permitted.includes('kanban') ? ['kanban'] : [])];
+  const toolsets = withKanban(adm, permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t)));
   const skip = unusable(agent, loop);
-  const tools = loop.tools.select(toolsets).filter((t) => !skip(t) && !(dispatched && ORCHESTRATOR_ONLY.includes(t.name)));
+  const tools = loop.tools.select(toolsets).filter((t) => !skip(t) && !(adm.platform === 'kanban' && ORCHESTRATOR_ONLY.includes(t.name)));
   const web = loop.webGuard && tools.some((t) => t.toolset === 'web')
     ? turnWeb({ config: deps.config, secrets: deps.secrets, guard: loop.webGuard, ...(summary ? { summary } : {}) }, agent)
     : undefined;
@@ -100,7 +105,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
       ...(guard ? { guard } : {}),
       ...(web ? { web } : {}),
-      ...(toolsets.includes('kanban') ? { kanban: pgKanbanAccess(deps.db, adm, { claimTtlSeconds: deps.config.HERMES_KANBAN_CLAIM_TTL_SECONDS, now: Date.now }) } : {}),
+      ...turnKanban(deps, adm, toolsets),
     },
     ...(sandbox ? { sandbox } : {}),
   };

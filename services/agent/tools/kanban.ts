@@ -182,7 +182,7 @@ export const kanbanHeartbeatTool = defineTool({
   schema: z.object({ task_id: taskIdDefault, note: z.string().max(2_000).optional().describe('Short progress note for the event log.'), board }).strict(),
   handler: (a, ctx) => onBoard(ctx, a.board, async (sql, scope) => {
     const id = taskIdOf(scope, a.task_id);
-    await heartbeatTask(sql, scope, id, a.note, now(ctx), ctx.kanban!.claimTtlSeconds);
+    await heartbeatTask(sql, scope, id, { note: a.note, claimTtlSeconds: ctx.kanban!.claimTtlSeconds }, now(ctx));
     return ok({ task_id: id });
   }),
 });

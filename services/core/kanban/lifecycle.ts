@@ -127,13 +127,13 @@ export async function unblockTask(sql: Sql, scope: KanbanScope, taskId: string, 
 }
 
 /** A dispatched run says it is alive: the run's heartbeat and the task's claim move forward. */
-export async function heartbeatTask(sql: Sql, scope: KanbanScope, taskId: string, note: string | undefined, now: Date, claimTtlSeconds: number): Promise<void> {
+export async function heartbeatTask(sql: Sql, scope: KanbanScope, taskId: string, h: { note?: string | undefined; claimTtlSeconds: number }, now: Date): Promise<void> {
   if (scope.mode !== 'worker') throw new KanbanError('forbidden', 'Only a dispatched run heartbeats its task.');
   const task = await getTask(sql, scope, taskId, true);
   const runId = ownRun(scope, task)!;
   await sql.query(`UPDATE kanban_runs SET heartbeat_at = $2 WHERE id = $1`, [runId, now]);
-  await sql.query(`UPDATE kanban_tasks SET claim_expires_at = $2::timestamptz + make_interval(secs => $3) WHERE id = $1`, [task.id, now, claimTtlSeconds]);
-  await addEvent(sql, { taskId: task.id, runId, kind: 'heartbeat', data: note ? { note } : null }, now);
+  await sql.query(`UPDATE kanban_tasks SET claim_expires_at = $2::timestamptz + make_interval(secs => $3) WHERE id = $1`, [task.id, now, h.claimTtlSeconds]);
+  await addEvent(sql, { taskId: task.id, runId, kind: 'heartbeat', data: h.note ? { note: h.note } : null }, now);
 }
 
 export async function archiveTask(sql: Sql, scope: KanbanScope, taskId: string, now: Date): Promise<void> {

@@ -63,6 +63,15 @@ function initialStatus(input: CreateTask, now: Date): KanbanStatus {
   return 'todo';
 }
 
+async function insertTask(sql: Sql, scope: KanbanScope, t: Omit<CreateTask, 'assignee'> & { id: string; status: KanbanStatus; assignee: string | null }, now: Date): Promise<void> {
+  await sql.query(
+    `INSERT INTO kanban_tasks (id, board_id, title, body, assignee_agent_id, status, block_kind, priority, idempotency_key, created_by, max_runtime_seconds, max_retries, scheduled_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+    [t.id, scope.boardId, t.title, t.body ?? null, t.assignee, t.status, t.status === 'blocked' ? 'needs_input' : null, t.priority ?? 0, t.idempotencyKey ?? null,
+      scope.actor, t.maxRuntimeSeconds ?? null, t.maxRetries ?? null, t.scheduledAt ?? null, now],
+  );
+}
+
 /** Creates a task (todo until its parents are done; the dispatcher promotes it). A known idempotency key returns the existing task. */
 export async function createTask(sql: Sql, scope: KanbanScope, input: CreateTask, now: Date): Promise<{ task: KanbanTask; created: boolean }> {
   const title = input.title.trim();
@@ -76,12 +85,7 @@ export async function createTask(sql: Sql, scope: KanbanScope, input: CreateTask
   for (const p of input.parents ?? []) await getTask(sql, scope, p);
   const id = newTaskId();
   const status = initialStatus(input, now);
-  await sql.query(
-    `INSERT INTO kanban_tasks (id, board_id, title, body, assignee_agent_id, status, block_kind, priority, idempotency_key, created_by, max_runtime_seconds, max_retries, scheduled_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
-    [id, scope.boardId, title, input.body ?? null, assignee, status, status === 'blocked' ? 'needs_input' : null, input.priority ?? 0, input.idempotencyKey ?? null,
-      scope.actor, input.maxRuntimeSeconds ?? null, input.maxRetries ?? null, input.scheduledAt ?? null, now],
-  );
+  await insertTask(sql, scope, { ...input, title, id, status, assignee }, now);
   for (const p of input.parents ?? []) await sql.query(`INSERT INTO kanban_links (parent_id, child_id) VALUES ($1, $2)`, [p, id]);
   await addEvent(sql, { taskId: id, kind: 'created', data: { by: scope.actor, status } }, now);
   return { task: await getTask(sql, scope, id), created: true };

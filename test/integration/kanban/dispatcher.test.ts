@@ -110,7 +110,7 @@ describe('Kanban dispatcher', () => {
     const { worker, run, started } = await startRun(t.id);
     await tick(); // observes the start
     advance(1_500);
-    await rt.db.tx((sql) => heartbeatTask(sql, worker, t.id, 'halfway', now, policy.claimTtlSeconds));
+    await rt.db.tx((sql) => heartbeatTask(sql, worker, t.id, { note: 'halfway', claimTtlSeconds: policy.claimTtlSeconds }, now));
     advance(1_500);
     expect((await tick()).stale).toBe(0);
     advance(301);

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminScope, createTask, dispatchTick, namedBoard, showTask, type DispatchPolicy, type KanbanScope, type TickDeps } from '../../../services/core/index.js';
+import { adminScope, createTask, dispatchTick, namedBoard, showTask, type DispatchPolicy, type KanbanScope } from '../../../services/core/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, toldResult, toolsAsTold, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
