@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adminScope, blockTask, completeTask, createTask, dispatchTick, finishTurn, heartbeatTask, markStopped, namedBoard, openDb, registerInstance, showTask,
-  startTurn, turnScope, unblockTask, type Db, type DispatchPolicy, type KanbanScope, type TickDeps,
+  runKanbanDispatcher, startTurn, turnScope, unblockTask, type Db, type DispatchPolicy, type KanbanScope, type TickDeps,
 } from '../../../services/core/index.js';
-import { createTestDatabase, testConfig, type TestDatabase } from '../../support/services.js';
+import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { createTestAgent, openTestRuntime, type TestRuntime } from '../../support/system.js';
 
 let database: TestDatabase;
@@ -188,6 +188,27 @@ describe('Kanban dispatcher', () => {
       expect(runs.rows[0]!.n).toBe(30);
     } finally {
       await other.close();
+    }
+  });
+
+  it('runs one active dispatcher across replicas: the second takes over when the first stops', async () => {
+    const config = { ...rt.config, HERMES_KANBAN_TICK_SECONDS: 0.05 };
+    const ticks = { a: 0, b: 0 };
+    const tuning = { pingMs: 50, pingTimeoutMs: 2_000 };
+    const a = runKanbanDispatcher({ ...rt, config, clock: () => now, tuning, onTick: () => { ticks.a++; } });
+    await eventually(() => ticks.a > 2, 'the first dispatcher ticking');
+    const b = runKanbanDispatcher({ ...rt, config, clock: () => now, tuning, onTick: () => { ticks.b++; } });
+    try {
+      const before = ticks.a;
+      await eventually(() => ticks.a > before + 5, 'the first dispatcher still ticking');
+      expect(b.leading).toBe(false);
+      expect(ticks.b).toBe(0);
+      await a.stop();
+      await eventually(() => ticks.b > 0, 'the second dispatcher taking over');
+      expect(b.leading).toBe(true);
+    } finally {
+      await a.stop();
+      await b.stop();
     }
   });
 });
