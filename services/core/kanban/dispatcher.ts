@@ -49,6 +49,8 @@ export interface TickReport {
   timedOut: number;
   promoted: number;
   claimed: string[];
+  /** Milliseconds per step. */
+  ms: Record<string, number>;
 }
 
 const LIMIT = 500;
@@ -88,7 +90,7 @@ async function endEach(deps: TickDeps, runs: EndingRun[], now: Date): Promise<nu
 
 async function reclaimStaleClaims(deps: TickDeps, now: Date): Promise<number> {
   const { rows } = await deps.db.pool.query<{ id: string; admissionId: string | null }>(
-    `SELECT r.id, r.admission_id AS "admissionId" FROM kanban_runs r JOIN kanban_tasks t ON t.current_run_id = r.id
+    `SELECT r.id, r.admission_id AS "admissionId" FROM kanban_runs r JOIN kanban_tasks t ON t.id = r.task_id AND t.current_run_id = r.id
      WHERE r.status = 'claimed' AND t.claim_expires_at < $1 LIMIT ${LIMIT}`, [now]);
   return endEach(deps, rows.map((r) => ({ ...r, outcome: 'reclaimed' as const, error: `claim not started within ${deps.policy.claimTtlSeconds} s` })), now);
 }
@@ -192,15 +194,20 @@ async function claimReady(deps: TickDeps, now: Date): Promise<string[]> {
   return claimed;
 }
 
-/** One dispatcher tick at `now`. */
+/** One dispatcher tick at `now`; `ms` holds each step's duration (the benchmark prints them). */
 export async function dispatchTick(deps: TickDeps, now: Date): Promise<TickReport> {
-  const started = await observeStarts(deps.db.pool, now);
-  const reclaimed = await reclaimStaleClaims(deps, now);
-  const settled = await settleEndedTurns(deps, now);
-  const crashed = await detectCrashedWorkers(deps, now);
-  const stale = await stopLongRuns(deps, now, 'stale');
-  const timedOut = await stopLongRuns(deps, now, 'timed_out');
-  const promoted = await promoteReady(deps.db.pool, now);
-  const claimed = await claimReady(deps, now);
-  return { started, reclaimed, settled, crashed, stale, timedOut, promoted, claimed };
+  const ms: Record<string, number> = {};
+  const step = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const t = performance.now();
+    try { return await fn(); } finally { ms[name] = performance.now() - t; }
+  };
+  const started = await step('observe', () => observeStarts(deps.db.pool, now));
+  const reclaimed = await step('reclaim', () => reclaimStaleClaims(deps, now));
+  const settled = await step('settle', () => settleEndedTurns(deps, now));
+  const crashed = await step('crashed', () => detectCrashedWorkers(deps, now));
+  const stale = await step('stale', () => stopLongRuns(deps, now, 'stale'));
+  const timedOut = await step('runtime', () => stopLongRuns(deps, now, 'timed_out'));
+  const promoted = await step('promote', () => promoteReady(deps.db.pool, now));
+  const claimed = await step('claim', () => claimReady(deps, now));
+  return { started, reclaimed, settled, crashed, stale, timedOut, promoted, claimed, ms };
 }

@@ -53,7 +53,7 @@ async function closeRun(sql: Sql, runId: string, end: RunEnd, now: Date): Promis
 export async function failRun(sql: Sql, runId: string, end: RunEnd, now: Date, policy: BreakerPolicy): Promise<KanbanStatus | undefined> {
   if (!(await closeRun(sql, runId, end, now))) return undefined;
   const { rows } = await sql.query<{ id: string; consecutiveFailures: number; maxRetries: number | null; unblocks: number }>(
-    `SELECT id, consecutive_failures AS "consecutiveFailures", max_retries AS "maxRetries", unblocks FROM kanban_tasks WHERE current_run_id = $1 FOR UPDATE`, [runId]);
+    `SELECT id, consecutive_failures AS "consecutiveFailures", max_retries AS "maxRetries", unblocks FROM kanban_tasks WHERE id = (SELECT task_id FROM kanban_runs WHERE id = $1) AND current_run_id = $1 FOR UPDATE`, [runId]);
   const task = rows[0];
   if (!task) return undefined;
   const counted = COUNTED.has(end.outcome) && !end.infrastructure;
