@@ -87,7 +87,7 @@ function withoutOwnMentions(value: string, botUsers: ReadonlySet<string>): strin
  * Slack keeps `/word` for its own slash commands and refuses them inside threads, so on Slack our
  * commands are written `!word …` (as Hermes' Slack adapter does); they reach the agent as `/word …`.
  */
-const BANG_COMMAND = /^!(stop|steer|redirect|approve|deny|retry|discard|usage|compress|rollback|new|reset|status|help|whoami|queue|model)(?=\s|$)/i;
+const BANG_COMMAND = /^!(stop|steer|redirect|approve|deny|retry|discard|usage|compress|rollback|new|reset|status|help|whoami|queue|model|kanban)(?=\s|$)/i;
 const asCommand = (value: string) => value.replace(BANG_COMMAND, '/$1');
 
 function toInbound(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: MessageEvent, dm: boolean, botUsers: ReadonlySet<string>): InboundEvent {
