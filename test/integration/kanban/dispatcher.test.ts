@@ -6,6 +6,7 @@ import {
   adminScope, blockTask, completeTask, createTask, dispatchTick, finishTurn, heartbeatTask, markStopped, namedBoard, openDb, registerInstance, showTask,
   runKanbanDispatcher, startTurn, turnScope, unblockTask, type Db, type DispatchPolicy, type KanbanScope, type TickDeps,
 } from '../../../services/core/index.js';
+import { pgKanbanAccess } from '../../../services/agent/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { createTestAgent, openTestRuntime, type TestRuntime } from '../../support/system.js';
 
@@ -173,6 +174,26 @@ describe('Kanban dispatcher', () => {
     await expect(rt.db.tx((sql) => unblockTask(sql, worker, other.id, now))).rejects.toThrow(/cannot unblock/);
     await rt.db.tx((sql) => blockTask(sql, scope, mine.id, { reason: 'a person took it back' }, now));
     await expect(rt.db.tx((sql) => completeTask(sql, worker, mine.id, { summary: 'late' }, now))).rejects.toThrow(/no longer holds/);
+  });
+
+  it('checks created_cards against what this run created; any kanban call of the run is a heartbeat', async () => {
+    const t = await create('fan out');
+    await tick();
+    const { worker, started, run } = await startRun(t.id);
+    const sub = await rt.db.tx(async (sql) => (await createTask(sql, worker, { title: 'sub', assignee: 'demo' }, now)).task);
+    expect(sub.createdBy).toBe(worker.actor);
+    await expect(rt.db.tx((sql) => completeTask(sql, worker, t.id, { summary: 'x', createdCards: [sub.id, 't_ffffffffffff'] }, now))).rejects.toThrow(/did not create on this board: t_ffffffffffff/);
+
+    advance(600);
+    const access = pgKanbanAccess(rt.db, started.admission, { claimTtlSeconds: 900, now: () => now.getTime() });
+    await access.run((sql, scope) => showTask(sql, scope, t.id));
+    expect((await currentRun(t.id)).heartbeatAt.getTime()).toBe(now.getTime());
+    await expect(access.run(async () => 'x', 'ops')).resolves.toBe('x'); // its own board, by name
+    await expect(access.run(async () => 'x', 'another')).rejects.toThrow(/reaches only its own board/);
+
+    await access.run((sql, scope) => completeTask(sql, scope, t.id, { summary: 'split in one', createdCards: [sub.id] }, now));
+    expect((await detail(t.id)).task.status).toBe('done');
+    expect((await detail(t.id)).runs.find((r) => r.id === run.id)).toMatchObject({ outcome: 'completed' });
   });
 
   it('two dispatchers racing claim each task exactly once', async () => {
