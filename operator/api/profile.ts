@@ -40,7 +40,7 @@ export const profileSpecSchema = withRules(z.object({
   fallbackModels: z.array(fallbackModelSchema).max(8).default([]).describe('Tried in order when the primary model fails (rate limit, outage).'),
   persona: z.string().max(personaMaxChars).default('').describe('Identity and voice of the agent (the first prompt layer), inline. Use personaFrom to keep it in a ConfigMap.'),
   personaFrom: textSourceSchema.optional().describe('The persona from a ConfigMap key instead of inline text (at most 20 000 characters).'),
-  toolsets: z.array(z.string().min(1)).max(64).optional().describe('Enabled toolsets (default: clock; the in-process todo toolset is opt-in). Only available tools of these toolsets reach the model.'),
+  toolsets: z.array(z.string().min(1)).max(64).optional().describe('Enabled toolsets (default: clock; the in-process todo toolset is opt-in; kanban gives the kanban_* tools on the person\'s own board, and turns the Kanban dispatcher starts get it anyway). Only available tools of these toolsets reach the model.'),
   maxIterations: z.number().int().positive().optional().describe('Model calls per turn (default: unlimited).'),
   contextFiles: z.array(contextFileSchema).max(contextFileLimits.files).optional()
     .describe('Project context files (.hermes.md/HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules) for the prompt\'s context layer, inline or from ConfigMaps; scanned for injection and refused with a notice.'),

@@ -23,6 +23,8 @@ export * from './tools/sandbox-tools.js';
 export * from './tools/process-registry.js';
 export * from './tools/todo-list.js';
 export * from './tools/todo-store.js';
+export * from './tools/kanban.js';
+export * from './tools/kanban-access.js';
 export * from './memory/access.js';
 export * from './memory/entries.js';
 export * from './memory/snapshot.js';

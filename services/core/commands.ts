@@ -30,6 +30,7 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'approve', args: '', help: 'let the command waiting for approval run', place: 'gateway' },
   { name: 'deny', args: '[reason]', help: 'refuse the command waiting for approval', place: 'gateway' },
   { name: 'whoami', args: '', help: 'your user id here and what you may do', place: 'gateway' },
+  { name: 'kanban', args: '[list|show|create|comment|block|unblock|complete|archive …]', help: 'your task board: tasks this agent works on in the background', place: 'gateway' },
   { name: 'help', args: '', help: 'this list', place: 'gateway' },
   { name: 'retry', args: '', help: 'run an interrupted turn again (or your last message)', place: 'turn' },
   { name: 'discard', args: '', help: 'drop interrupted turns without running them', place: 'turn' },

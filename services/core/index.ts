@@ -39,3 +39,4 @@ export * from './ledger/turn-context.js';
 export * from './ledger/api-turns.js';
 export * from './pairing.js';
 export * from './permissions.js';
+export * from './kanban/index.js';

@@ -105,7 +105,7 @@ export function permissionsFor(compiled: { access?: CompiledAccess; admins?: rea
  */
 export const BUILTIN_COMMANDS: ReadonlySet<string> = new Set([
   'new', 'reset', 'stop', 'status', 'usage', 'approve', 'deny', 'retry', 'discard', 'compress', 'model', 'queue', 'steer',
-  'redirect', 'whoami', 'help', 'memory', 'skills', 'curator', 'rollback', 'pairing', 'moa',
+  'redirect', 'whoami', 'help', 'memory', 'skills', 'curator', 'rollback', 'pairing', 'moa', 'kanban',
 ]);
 export const isBuiltinCommand = (name: string) => BUILTIN_COMMANDS.has(name.toLowerCase().replace(/^[/!]/, ''));
 

@@ -5,11 +5,12 @@ import { registerClientGone } from './client-gone.js';
 import { platformConnectors, startConnectors, type Connector, type ConnectorSupervisor } from './connectors/index.js';
 import { createContext } from './context.js';
 import type { GatewayDeps } from './deps.js';
-import { HermesError } from '../core/index.js';
+import { HermesError, runKanbanDispatcher, type Leadership } from '../core/index.js';
 import { sendApiError, toApiError } from './errors.js';
 import { registerRequestMetrics } from './request-metrics.js';
 import { registerAdminLearningRoutes } from './routes/admin-learning.js';
 import { registerAdminPairingRoutes } from './routes/admin-pairing.js';
+import { registerAdminKanbanRoutes } from './routes/admin-kanban.js';
 import { registerAdmissionEventRoutes } from './routes/admission-events.js';
 import { registerAdmissionRoutes } from './routes/admissions.js';
 import { registerDiscordRoutes } from './routes/discord.js';
@@ -73,13 +74,17 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   registerDiscordRoutes(app, ctx);
   registerAdminLearningRoutes(app, ctx);
   registerAdminPairingRoutes(app, ctx);
+  registerAdminKanbanRoutes(app, ctx);
 
   // Long-lived platform connections (Socket Mode, long polling, the Discord Gateway): only for a
   // gateway that listens (not for app.inject in tests) and can read platform secrets.
   let connections: ConnectorSupervisor | undefined;
+  let kanban: Leadership | undefined;
   app.addHook('onListen', (done) => {
     const connectors = opts.connectors ?? platformConnectors;
     if (deps.secrets && config.HERMES_CONNECTORS === 'on' && connectors.length > 0) connections = startConnectors(ctx, connectors);
+    // The Kanban dispatcher: every listening gateway campaigns, one leads (core/kanban/dispatcher-loop.ts).
+    if (config.HERMES_KANBAN_DISPATCH === 'on') kanban = runKanbanDispatcher({ config, db: deps.db, queues: deps.queues, redis: deps.redis, log: deps.log });
     done();
   });
 
@@ -88,6 +93,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   app.addHook('preClose', async () => {
     ctx.beginShutdown();
     await connections?.stop();
+    await kanban?.stop();
   });
   app.addHook('onClose', async () => {
     await ctx.close();

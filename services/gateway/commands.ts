@@ -8,6 +8,7 @@ import {
   type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type SessionActivity, type SessionSignal, type Sql,
 } from '../core/index.js';
 import type { GatewayContext } from './context.js';
+import { kanbanAnswer } from './kanban-command.js';
 
 /** What the gateway does with a command: answer it now, or admit it (possibly rewritten) for a turn. */
 export type CommandAction =
@@ -130,6 +131,7 @@ export function gatewayCommand(call: CommandCall): CommandAction | undefined {
     case 'queue': return args ? { kind: 'admit', content: args, queue: true } : { kind: 'answer', reply: needsText(platform, 'queue') };
     case 'steer': return args ? undefined : { kind: 'answer', reply: needsText(platform, 'steer') };
     case 'moa': return moaCommand(call);
+    case 'kanban': return { kind: 'answer', reply: kanbanAnswer(call.agent.agentId, args, platform) };
     default: return undefined;
   }
 }

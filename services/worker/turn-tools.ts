@@ -1,10 +1,10 @@
 // What a turn's tools get: the tools of the agent's toolsets (the sandbox toolsets only when the
 // agent has a sandbox), and the context every call sees — the session's sandbox, the approval
 // guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
-// this agent and this conversation's person, the past conversations session_search reads, and
-// the skills the agent offers.
+// this agent and this conversation's person, the past conversations session_search reads, the
+// skills the agent offers, and the Kanban board (dispatched turns, or the Profile's kanban toolset).
 import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { Checkpoints, DEFAULT_TOOLSETS, ORCHESTRATOR_ONLY, pgKanbanAccess, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
@@ -61,6 +61,13 @@ function permittedToolsets(agent: CompiledAgent, adm: Admission, perms?: Permiss
   return (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
 }
 
+/** A turn the Kanban dispatcher started gets the kanban toolset (its own task's lifecycle; list and unblock hidden), whatever the Profile lists. */
+const withKanban = (adm: Admission, toolsets: string[]): string[] => (adm.platform === 'kanban' && !toolsets.includes('kanban') ? [...toolsets, 'kanban'] : toolsets);
+
+/** The turn's board, when the kanban toolset is on (core/kanban: a dispatched task's board, or the person's). */
+const turnKanban = (deps: { db: Db; config: Config }, adm: Admission, toolsets: string[]) =>
+  (toolsets.includes('kanban') ? { kanban: pgKanbanAccess(deps.db, adm, { claimTtlSeconds: deps.config.HERMES_KANBAN_CLAIM_TTL_SECONDS, now: Date.now }) } : {});
+
 export interface TurnToolOptions {
   /** The person's permissions (team mode): toolsets they may not use are not offered to the model at all (nor the sandbox behind them). */
   perms?: Permissions;
@@ -74,9 +81,9 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
   const permitted = permittedToolsets(agent, adm, perms);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
-  const toolsets = permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
+  const toolsets = withKanban(adm, permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t)));
   const skip = unusable(agent, loop);
-  const tools = loop.tools.select(toolsets).filter((t) => !skip(t));
+  const tools = loop.tools.select(toolsets).filter((t) => !skip(t) && !(adm.platform === 'kanban' && ORCHESTRATOR_ONLY.includes(t.name)));
   const web = loop.webGuard && tools.some((t) => t.toolset === 'web')
     ? turnWeb({ config: deps.config, secrets: deps.secrets, guard: loop.webGuard, ...(summary ? { summary } : {}) }, agent)
     : undefined;
@@ -98,6 +105,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
       ...(guard ? { guard } : {}),
       ...(web ? { web } : {}),
+      ...turnKanban(deps, adm, toolsets),
     },
     ...(sandbox ? { sandbox } : {}),
   };

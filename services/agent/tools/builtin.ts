@@ -10,6 +10,7 @@ import { skillManageTool } from './skill-manage.js';
 import { skillsListTool, skillViewTool } from './skills.js';
 import { todoTool } from './todo.js';
 import { webExtractTool, webSearchTool } from './web.js';
+import { kanbanTools } from './kanban.js';
 
 export { memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
 
@@ -31,9 +32,11 @@ export const getTimeTool = defineTool({
 export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 
 export function builtinRegistry(): ToolRegistry {
-  return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
+  const registry = new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
     .register(skillsListTool).register(skillViewTool).register(skillManageTool)
     .register(webSearchTool).register(webExtractTool);
+  for (const t of kanbanTools) registry.register(t);
+  return registry;
 }
 
 /** Not in any toolset: the loop offers it whenever the turn can store oversized results. */

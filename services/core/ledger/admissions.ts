@@ -161,7 +161,7 @@ export const unknownNoticeFor = (platform: string | undefined) =>
 export const unknownNotice = unknownNoticeFor('api');
 
 /** Unattended platforms: nobody can answer /retry, so their unknown work settles as interrupted (SPEC). */
-export const unattendedPlatforms = ['cron'];
+export const unattendedPlatforms = ['cron', 'kanban'];
 
 /**
  * Recovery: `started` admissions whose holding — (owner, epoch) on the session lease — has ended
