@@ -11,6 +11,7 @@ import { skillsCommand } from './skills.js';
 import { memoryCommand, reviewCommand } from './learning.js';
 import { agentsCommand } from './agents.js';
 import { pairingCommand } from './pairing.js';
+import { cronCommand } from './cron.js';
 
 const program = new Command('hermes')
   .description('Hermes Operator: the Hermes agent runtime on Kubernetes.')
@@ -25,7 +26,8 @@ const program = new Command('hermes')
   .addCommand(memoryCommand)
   .addCommand(reviewCommand)
   .addCommand(pairingCommand)
-  .addCommand(agentsCommand);
+  .addCommand(agentsCommand)
+  .addCommand(cronCommand);
 
 try {
   await program.parseAsync(process.argv);
