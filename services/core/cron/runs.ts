@@ -50,10 +50,10 @@ export async function listDueSchedules(sql: Sql, now: Date, limit: number): Prom
   return rows;
 }
 
-/** The row, locked for this transaction; undefined when another scheduler holds it (SKIP LOCKED). */
-export async function lockSchedule(sql: Sql, id: string): Promise<CronRow | undefined> {
-  const { rows } = await sql.query<CronRow>(`SELECT ${rowColumns} FROM ${fromSchedules} WHERE s.id = $1 FOR UPDATE OF s SKIP LOCKED`, [id]);
-  return rows[0];
+/** The rows, locked for this transaction; those another scheduler holds are left out (SKIP LOCKED). */
+export async function lockSchedules(sql: Sql, ids: string[]): Promise<CronRow[]> {
+  const { rows } = await sql.query<CronRow>(`SELECT ${rowColumns} FROM ${fromSchedules} WHERE s.id = ANY($1::uuid[]) ORDER BY s.id FOR UPDATE OF s SKIP LOCKED`, [ids]);
+  return rows;
 }
 
 export interface ActiveRun { runId: string; slot: Date; trigger: string; admissionId: string; sessionId: string; admissionState: 'queued' | 'started' }
@@ -65,6 +65,17 @@ export async function activeRuns(sql: Sql, scheduleId: string): Promise<ActiveRu
      FROM cron_runs r JOIN admissions a ON a.id = r.admission_id
      WHERE r.schedule_id = $1 AND r.state = 'dispatched' AND a.state IN ('queued', 'started') ORDER BY r.slot`, [scheduleId]);
   return rows;
+}
+
+/** {@link activeRuns} of several schedules at once, by schedule id. */
+export async function activeRunsOf(sql: Sql, scheduleIds: string[]): Promise<Map<string, ActiveRun[]>> {
+  const { rows } = await sql.query<ActiveRun & { scheduleId: string }>(
+    `SELECT r.schedule_id AS "scheduleId", r.id AS "runId", r.slot, r.trigger, a.id AS "admissionId", a.session_id AS "sessionId", a.state AS "admissionState"
+     FROM cron_runs r JOIN admissions a ON a.id = r.admission_id
+     WHERE r.schedule_id = ANY($1::uuid[]) AND r.state = 'dispatched' AND a.state IN ('queued', 'started') ORDER BY r.slot`, [scheduleIds]);
+  const out = new Map<string, ActiveRun[]>();
+  for (const { scheduleId, ...run } of rows) out.set(scheduleId, [...(out.get(scheduleId) ?? []), run]);
+  return out;
 }
 
 export type Trigger = 'schedule' | 'manual';
@@ -85,7 +96,7 @@ export interface SlotWrite {
   runNowAt?: Date;
 }
 
-export interface Fired { runId: string; admissionId: string; sessionId: string; slot: Date; trigger: Trigger }
+export interface Fired { scheduleId: string; runId: string; admissionId: string; sessionId: string; slot: Date; trigger: Trigger }
 
 /** The one write of a tick for a locked schedule (inside the caller's transaction). */
 export async function writeSlot(sql: Sql, row: CronRow, w: SlotWrite): Promise<Fired | undefined> {
@@ -112,21 +123,27 @@ export async function writeSlot(sql: Sql, row: CronRow, w: SlotWrite): Promise<F
     `INSERT INTO cron_runs (id, schedule_id, slot, trigger, state, admission_id, session_id)
      VALUES (gen_random_uuid(), $1, $2, $3, 'dispatched', $4, $5) RETURNING id`,
     [row.id, slot, trigger, adm.admissionId, adm.sessionId]);
-  return { runId: rows[0]!.id, admissionId: adm.admissionId, sessionId: adm.sessionId, slot, trigger };
+  return { scheduleId: row.id, runId: rows[0]!.id, admissionId: adm.admissionId, sessionId: adm.sessionId, slot, trigger };
 }
 
-/** The admission of the schedule's pending slot (admitted by a scheduler that may have died before enqueueing it). */
-export async function pendingAdmission(sql: Sql, row: CronRow): Promise<{ admissionId: string; sessionId: string } | undefined> {
-  if (!row.pendingSlot) return undefined;
-  const { rows } = await sql.query<{ admissionId: string; sessionId: string }>(
-    `SELECT admission_id AS "admissionId", session_id AS "sessionId" FROM cron_runs
-     WHERE schedule_id = $1 AND slot = $2 AND admission_id IS NOT NULL ORDER BY created_at DESC LIMIT 1`, [row.id, row.pendingSlot]);
-  return rows[0];
+/** The admissions of the rows' pending slots (admitted by a scheduler that may have died before enqueueing them), by schedule id. */
+export async function pendingAdmissions(sql: Sql, rows: CronRow[]): Promise<Map<string, { admissionId: string; sessionId: string }>> {
+  const pending = rows.filter((r) => r.pendingSlot);
+  if (pending.length === 0) return new Map();
+  const { rows: found } = await sql.query<{ scheduleId: string; admissionId: string; sessionId: string }>(
+    `SELECT DISTINCT ON (r.schedule_id) r.schedule_id AS "scheduleId", r.admission_id AS "admissionId", r.session_id AS "sessionId"
+     FROM cron_runs r JOIN unnest($1::uuid[], $2::timestamptz[]) AS p(id, slot) ON r.schedule_id = p.id AND r.slot = p.slot
+     WHERE r.admission_id IS NOT NULL ORDER BY r.schedule_id, r.created_at DESC`,
+    [pending.map((r) => r.id), pending.map((r) => r.pendingSlot)]);
+  return new Map(found.map(({ scheduleId, ...a }) => [scheduleId, a]));
 }
 
-/** The slot's turn job is enqueued: the pending mark goes (only if it is still that slot). */
-export async function clearPendingSlot(sql: Sql, scheduleId: string, slot: Date): Promise<void> {
-  await sql.query(`UPDATE cron_schedules SET pending_slot = NULL WHERE id = $1 AND pending_slot = $2`, [scheduleId, slot]);
+/** The slots' turn jobs are enqueued: their pending marks go (each only if it is still that slot). */
+export async function clearPendingSlots(sql: Sql, slots: { scheduleId: string; slot: Date }[]): Promise<void> {
+  if (slots.length === 0) return;
+  await sql.query(
+    `UPDATE cron_schedules s SET pending_slot = NULL FROM unnest($1::uuid[], $2::timestamptz[]) AS p(id, slot) WHERE s.id = p.id AND s.pending_slot = p.slot`,
+    [slots.map((s) => s.scheduleId), slots.map((s) => s.slot)]);
 }
 
 /** Replace: a queued run that never started is discarded; returns whether it was. */

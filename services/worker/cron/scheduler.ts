@@ -3,12 +3,13 @@
 // from Postgres and, per CronJob, in one transaction with the row locked (SKIP LOCKED, so even two
 // schedulers in the failover window never take the same row): plans the tick (core cron/plan.ts),
 // advances next_run_at, records the pending slot, skipped slots and the run, and admits the run's
-// turn. After the commit the turn job is enqueued and the pending mark cleared. Ordinary workers
+// turn. CronJobs are written in chunks (one commit each; a savepoint per CronJob). After the
+// commit the turn jobs are enqueued in one round trip and the pending marks cleared. Ordinary workers
 // run the turns. Times come from an injected clock, so tests move time by hand.
 import type { Redis } from 'ioredis';
 import {
-  activeRuns, admitIn, clearPendingSlot, discardQueuedRun, enqueueTurn, listDueSchedules, lockSchedule, markReplaced, parseDeliver, parseSchedule,
-  pendingAdmission, planTick, publishSignal, pruneRuns, recordSignal, runAsLeader, storedCronSpecSchema, syncFinishedRuns, writeSlot, cronSessionKey,
+  activeRunsOf, admitIn, clearPendingSlots, discardQueuedRun, listDueSchedules, lockSchedules, markReplaced, parseDeliver, parseSchedule,
+  pendingAdmissions, planTick, publishSignal, pruneRuns, recordSignal, runAsLeader, storedCronSpecSchema, syncFinishedRuns, writeSlot, cronSessionKey,
   type ActiveRun, type CronReplyTarget, type CronRow, type Db, type Fired, type LeaderTuning, type Leadership, type Logger, type Queues, type SessionSignal, type Sql,
 } from '../../core/index.js';
 
@@ -25,17 +26,21 @@ export interface TickOptions {
   now: Date;
   /** Due CronJobs taken per tick. @defaultValue 20000 */
   batch?: number;
-  /** CronJobs written at once (one transaction and connection each). @defaultValue 4 */
+  /** CronJobs written per transaction (one commit, one queue round trip for their turns). @defaultValue 50 */
+  chunk?: number;
+  /** Transactions in flight at once (one connection each). @defaultValue 4 */
   parallel?: number;
   /** Slots later than this without catchUpMissed or a deadline are missed. @defaultValue 120 */
   graceSeconds?: number;
-  /** Test hook: runs after a CronJob's transaction committed, before its turn is enqueued (a throw there is a scheduler dying mid-tick). */
+  /** Test hook: runs for each CronJob after its transaction committed, before its turn is enqueued (a throw there is a scheduler dying mid-tick). */
   afterCommit?: (scheduleId: string) => void | Promise<void>;
+  /** Called once a fired run's turn is enqueued (benchmarks measure the dispatch lag with it). */
+  onDispatched?: (fired: Fired) => void;
 }
 
 export interface TickReport { fired: number; skipped: number; enqueued: number; synced: number; pruned: number; errors: number }
 
-/** What a CronJob's transaction left to do after its commit. */
+/** What a CronJob's write left to do after the commit. */
 interface Committed { row: CronRow; fired?: Fired; pending?: { admissionId: string; sessionId: string }; stops: { signal: SessionSignal; admissionId: string }[]; skipped: number }
 
 const replyTargetOf = (row: CronRow, deliver: string | undefined, skills: string[]): CronReplyTarget =>
@@ -59,79 +64,115 @@ async function replaceRuns(sql: Sql, row: CronRow, runs: ActiveRun[]): Promise<C
   return stops;
 }
 
-/** One CronJob's transaction. Undefined: another scheduler holds it, or nothing to do. */
-async function planAndWrite(deps: CronDeps, id: string, opts: TickOptions): Promise<Committed | undefined> {
+/** One locked CronJob's write: plan the tick, stop replaced runs, advance, record, admit. */
+async function writeRow(sql: Sql, row: CronRow, active: ActiveRun[], opts: TickOptions): Promise<Omit<Committed, 'pending'>> {
+  const spec = storedCronSpecSchema.parse(row.spec);
+  const plan = planTick({ row, spec, schedule: parseSchedule(row.schedule, row.timeZone), now: opts.now, active: active.length, graceSeconds: opts.graceSeconds ?? 120 });
+  const stops = plan.replace ? await replaceRuns(sql, row, active) : [];
+  const fired = await writeSlot(sql, row, {
+    next: plan.next, skipped: plan.skipped, ...(plan.runNowAt ? { runNowAt: plan.runNowAt } : {}),
+    ...(plan.fire ? { fire: { ...plan.fire, content: spec.prompt, replyTarget: replyTargetOf(row, spec.deliver, spec.skills) } } : {}),
+  });
+  return { row, ...(fired ? { fired } : {}), stops, skipped: plan.skipped.length };
+}
+
+/**
+ * One transaction for a chunk of CronJobs, their rows locked (SKIP LOCKED: rows another scheduler
+ * holds are its). A failing CronJob rolls the chunk back; processChunk then writes its CronJobs one
+ * per transaction, so only the failing one waits for the next tick.
+ */
+async function writeChunk(deps: CronDeps, ids: string[], opts: TickOptions): Promise<Committed[]> {
   return deps.db.tx(async (sql) => {
-    const row = await lockSchedule(sql, id);
-    if (!row) return undefined;
-    const pending = await pendingAdmission(sql, row);
-    const spec = storedCronSpecSchema.parse(row.spec);
-    const active = await activeRuns(sql, row.id);
-    const plan = planTick({ row, spec, schedule: parseSchedule(row.schedule, row.timeZone), now: opts.now, active: active.length, graceSeconds: opts.graceSeconds ?? 120 });
-    const stops = plan.replace ? await replaceRuns(sql, row, active) : [];
-    const fired = await writeSlot(sql, row, {
-      next: plan.next, skipped: plan.skipped, ...(plan.runNowAt ? { runNowAt: plan.runNowAt } : {}),
-      ...(plan.fire ? { fire: { ...plan.fire, content: spec.prompt, replyTarget: replyTargetOf(row, spec.deliver, spec.skills) } } : {}),
-    });
-    return { row, ...(fired ? { fired } : {}), ...(pending ? { pending } : {}), stops, skipped: plan.skipped.length };
+    const rows = await lockSchedules(sql, ids);
+    const pending = await pendingAdmissions(sql, rows);
+    const active = await activeRunsOf(sql, rows.map((r) => r.id));
+    const out: Committed[] = [];
+    for (const row of rows) {
+      const c = await writeRow(sql, row, active.get(row.id) ?? [], opts);
+      const p = pending.get(row.id);
+      out.push(p ? { ...c, pending: p } : c);
+    }
+    return out;
   });
 }
 
-/** After the commit: stop replaced runs, enqueue the turns, clear the pending mark. */
-async function afterCommit(deps: CronDeps, c: Committed, opts: TickOptions): Promise<number> {
-  for (const s of c.stops) {
-    await publishSignal(deps.redis, deps.prefix, s.signal).catch((err: unknown) => deps.log.warn({ err }, 'Could not announce the stop of a replaced cron run; its worker reads it from Postgres'));
-    await enqueueTurn(deps.queues, { admissionId: s.admissionId, sessionId: s.signal.sessionId });
+/** After the commit: stop replaced runs, enqueue the turns (one round trip), clear the pending marks. */
+async function afterCommit(deps: CronDeps, committed: Committed[], opts: TickOptions): Promise<number> {
+  const jobs: { admissionId: string; sessionId: string }[] = [];
+  for (const c of committed) {
+    for (const s of c.stops) {
+      await publishSignal(deps.redis, deps.prefix, s.signal).catch((err: unknown) => deps.log.warn({ err }, 'Could not announce the stop of a replaced cron run; its worker reads it from Postgres'));
+      jobs.push({ admissionId: s.admissionId, sessionId: s.signal.sessionId });
+    }
+    await opts.afterCommit?.(c.row.id);
+    if (c.pending) jobs.push(c.pending);
+    if (c.fired) jobs.push(c.fired);
   }
-  await opts.afterCommit?.(c.row.id);
-  let enqueued = 0;
-  for (const job of [c.pending, c.fired]) {
-    if (!job) continue;
-    await enqueueTurn(deps.queues, { admissionId: job.admissionId, sessionId: job.sessionId });
-    enqueued++;
-  }
-  if (c.fired) await clearPendingSlot(deps.db.pool, c.row.id, c.fired.slot);
-  return enqueued;
+  if (jobs.length === 0) return 0;
+  await deps.queues.turns.addBulk(jobs.map((j) => ({ name: 'turn', data: { admissionId: j.admissionId, sessionId: j.sessionId }, opts: { jobId: j.admissionId } })));
+  const fired = committed.flatMap((c) => (c.fired ? [c.fired] : []));
+  for (const f of fired) opts.onDispatched?.(f);
+  await clearPendingSlots(deps.db.pool, fired.map((f) => ({ scheduleId: f.scheduleId, slot: f.slot })));
+  return jobs.length;
 }
 
-async function processOne(deps: CronDeps, id: string, opts: TickOptions, report: TickReport): Promise<void> {
-  const c = await planAndWrite(deps, id, opts);
-  if (!c) return;
-  report.skipped += c.skipped;
-  if (c.fired) {
-    report.fired++;
-    deps.log.info({ cronjob: `${c.row.namespace}/${c.row.name}`, slot: c.fired.slot.toISOString(), trigger: c.fired.trigger, admission: c.fired.admissionId }, 'Fired CronJob run');
+/** The chunk in one transaction; if it fails, each CronJob in its own (the failing one is logged and retried next tick). */
+async function writeChunkOrEach(deps: CronDeps, ids: string[], opts: TickOptions, report: TickReport): Promise<Committed[]> {
+  try {
+    return await writeChunk(deps, ids, opts);
+  } catch (err) {
+    if (ids.length === 1) {
+      report.errors++;
+      deps.log.error({ err, cronjob: ids[0] }, 'CronJob tick failed; retried next tick');
+      return [];
+    }
+    const out: Committed[] = [];
+    for (const id of ids) out.push(...(await writeChunkOrEach(deps, [id], opts, report)));
+    return out;
   }
-  report.enqueued += await afterCommit(deps, c, opts);
+}
+
+async function processChunk(deps: CronDeps, ids: string[], opts: TickOptions, report: TickReport): Promise<void> {
+  const committed = await writeChunkOrEach(deps, ids, opts, report);
+  for (const c of committed) {
+    report.skipped += c.skipped;
+    if (!c.fired) continue;
+    report.fired++;
+    deps.log.debug({ cronjob: `${c.row.namespace}/${c.row.name}`, slot: c.fired.slot.toISOString(), trigger: c.fired.trigger, admission: c.fired.admissionId }, 'Fired CronJob run');
+  }
+  const enqueued = await afterCommit(deps, committed, opts); // not `+= await`: writers run in parallel
+  report.enqueued += enqueued;
 }
 
 /**
  * One tick at `opts.now`: copy ended turns into their runs, fire or skip every due slot, prune
- * history past its limits. A CronJob that fails is logged and retried next tick (its transaction
- * rolled back, nothing half-written); a throw from `afterCommit` (tests) ends the tick there.
+ * history past its limits. A chunk whose transaction fails is logged and retried next tick
+ * (nothing half-written); a throw from `afterCommit` (tests) ends the tick there.
  */
 export async function cronTick(deps: CronDeps, opts: TickOptions): Promise<TickReport> {
   const report: TickReport = { fired: 0, skipped: 0, enqueued: 0, synced: 0, pruned: 0, errors: 0 };
   const synced = await syncFinishedRuns(deps.db.pool);
   report.synced = synced.length;
   const due = await listDueSchedules(deps.db.pool, opts.now, opts.batch ?? 20_000);
-  const touched = new Set(synced);
+  const size = opts.chunk ?? 50;
+  const chunks: string[][] = [];
+  for (let i = 0; i < due.length; i += size) chunks.push(due.slice(i, i + size).map((r) => r.id));
   let next = 0;
-  const worker = async () => {
-    while (next < due.length) {
-      const row = due[next++]!;
-      touched.add(row.id);
+  const writer = async () => {
+    while (next < chunks.length) {
+      const ids = chunks[next++]!;
       try {
-        await processOne(deps, row.id, opts, report);
+        await processChunk(deps, ids, opts, report);
       } catch (err) {
         if (opts.afterCommit) throw err;
         report.errors++;
-        deps.log.error({ err, cronjob: `${row.namespace}/${row.name}` }, 'CronJob tick failed; retried next tick');
+        deps.log.error({ err, cronjobs: ids.length }, 'A chunk of CronJobs failed; retried next tick');
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(opts.parallel ?? 4, Math.max(due.length, 1)) }, worker));
-  report.pruned = await pruneRuns(deps.db.pool, [...touched]);
+  await Promise.all(Array.from({ length: Math.min(opts.parallel ?? 4, Math.max(chunks.length, 1)) }, writer));
+  report.pruned = await pruneRuns(deps.db.pool, [...new Set([...synced, ...due.map((r) => r.id)])]);
+  if (report.fired || report.skipped || report.errors) deps.log.info(report, 'Cron scheduler tick');
   return report;
 }
 

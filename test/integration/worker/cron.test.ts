@@ -238,14 +238,27 @@ describe('cron failures', () => {
     expect(rows[0].n).toBe(1);
   });
 
+  it('a CronJob that cannot be written does not hold back the others of its chunk', async () => {
+    for (const n of ['good-1', 'broken', 'good-2']) await cronJob(n, {}, plus(80));
+    await rt.db.pool.query(`UPDATE cron_schedules SET schedule = 'not a schedule' WHERE name = 'broken'`); // past the operator's checks
+    const r = await tick(plus(80, 1));
+    expect([r.fired, r.errors]).toEqual([2, 1]);
+    for (const n of ['good-1', 'good-2']) expect((await runsOf(n)).length).toBe(1);
+    expect(await history('broken')).toEqual([]);
+  });
+
   it('a scheduler dying mid-tick, and two ticking at once, fire every slot exactly once', async () => {
     const names = Array.from({ length: 12 }, (_, i) => `fleet-${i}`);
     for (const n of names) await cronJob(n, { prompt: `${n} run` }, plus(70));
     let committed = 0;
-    await expect(tick(plus(70, 2), { parallel: 1, afterCommit: () => { if (++committed === 5) throw new Error('killed'); } })).rejects.toThrow('killed');
-    // The next leader: the pending slot is enqueued, the rest fire; two schedulers overlap.
-    const [b, c] = await Promise.all([tick(plus(70, 3)), tick(plus(70, 3))]);
-    expect(b.fired + c.fired).toBe(names.length - 5);
+    // Chunks of 4: the first is committed and enqueued; the second committed, and the scheduler dies before enqueueing it.
+    await expect(tick(plus(70, 2), { parallel: 1, chunk: 4, afterCommit: () => { if (++committed === 5) throw new Error('killed'); } })).rejects.toThrow('killed');
+    const { rows: marked } = await rt.db.pool.query(`SELECT count(*)::int AS n FROM cron_schedules WHERE name LIKE 'fleet-%' AND pending_slot IS NOT NULL`);
+    expect(marked[0].n).toBe(4);
+    // The next leader enqueues the pending slots and fires the rest; two schedulers overlap.
+    const [b, c] = await Promise.all([tick(plus(70, 3), { chunk: 2 }), tick(plus(70, 3), { chunk: 2 })]);
+    expect(b.fired + c.fired).toBe(names.length - 8);
+    expect(b.enqueued + c.enqueued).toBe(names.length - 4);
     const admissions: string[] = [];
     for (const n of names) {
       const runs = await runsOf(n);
