@@ -97,7 +97,7 @@ chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKI
 	@$(SERVICES); node --import tsx test/chaos/run.ts --scale $(or $(SCALE),full) $(if $(ONLY),--only $(ONLY)) $(if $(SEED),--seed $(SEED))
 
 .PHONY: bench
-bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold, the learning loop, Slack ingress
+bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold, the learning loop, Slack ingress, the CronJob scheduler
 	@$(SERVICES); hack/bench.sh
 
 .PHONY: bench-turns
@@ -111,6 +111,10 @@ bench-learning: deps ## Learning-loop benchmark: prompt build and size with 200 
 .PHONY: bench-slack
 bench-slack: deps ## Slack ingress benchmark: signed events at increasing rates to one gateway, accepted rate and p50/p99 ack latency next to the raw Postgres commit
 	@$(SERVICES); npm run --silent bench:slack
+
+.PHONY: bench-cron
+bench-cron: deps ## CronJob scheduler benchmark: 10 000 CronJobs of mixed schedules, scheduler CPU per tick and dispatch lag p99 at the minute boundary next to a raw Postgres baseline (BENCH_SCALE scales it)
+	@$(SERVICES); node --import tsx bench/cron.ts
 
 .PHONY: bench-sandbox
 bench-sandbox: deps ## Sandbox benchmark: the bubblewrap backend's per-call overhead on `true` next to raw spawn and raw bwrap

@@ -1,11 +1,12 @@
-// `npm run bench:cron` / `make bench-cron`: the CronJob scheduler with 10 000 CronJobs (BENCH_SCALE
+// `make bench-cron` (or `hack/bench.sh cron`): the CronJob scheduler with 10 000 CronJobs (BENCH_SCALE
 // scales it) of mixed schedules and time zones, on real Postgres and Redis. The clock is injected:
 // the scheduler ticks at a minute boundary where a few thousand slots are due at once. Prints the
 // scheduler's CPU per tick (the busy boundary tick and an idle tick), the tick's wall time, and
 // the dispatch lag per run (from the tick's start to the run's turn enqueued: p50/p99/max), next to
-// a raw Postgres baseline of the same run: for the same due rows, the least a scheduler must write —
-// one transaction per row with the row locked, next_run_at advanced and one row inserted — at the
-// same parallelism, with no planning, no admission and no queue.
+// raw Postgres baselines of the same run: for the same due rows, the least a scheduler must write —
+// the row locked, next_run_at advanced and one row inserted — one transaction per row, and 50 rows
+// per transaction (as the scheduler chunks), at the same parallelism, with no planning, no
+// admission and no queue.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { connectRedis, createLogger, openDb, openQueues, parseSchedule, publishRevision } from '../services/core/index.js';
@@ -58,8 +59,8 @@ async function seed(db: pg.Pool, n: number): Promise<number> {
   return rows.filter((r) => r.next <= BOUNDARY).length;
 }
 
-/** The raw floor: per due row, lock it, advance next_run_at, insert one row; same parallelism. */
-async function rawBaseline(url: string): Promise<Lag> {
+/** The raw floor: per due row, lock it, advance next_run_at, insert one row; `chunk` rows per transaction; same parallelism. */
+async function rawBaseline(url: string, chunk: number): Promise<Lag> {
   const pool = new pg.Pool({ connectionString: url, max: PARALLEL });
   await pool.query(`CREATE TABLE IF NOT EXISTS bench_raw_runs (id uuid primary key, schedule_id uuid, slot timestamptz)`);
   // The rows the scheduler fired, read before the clock starts (the scheduler's own due read is inside its tick).
@@ -72,13 +73,16 @@ async function rawBaseline(url: string): Promise<Lag> {
     const c = await pool.connect();
     try {
       while (i < due.length) {
-        const row = due[i++]!;
+        const rows = due.slice(i, i + chunk);
+        i += chunk;
         await c.query('BEGIN');
-        await c.query(`SELECT id FROM cron_schedules WHERE id = $1 FOR UPDATE SKIP LOCKED`, [row.id]);
-        await c.query(`UPDATE cron_schedules SET next_run_at = next_run_at + interval '1 minute' WHERE id = $1`, [row.id]);
-        await c.query(`INSERT INTO bench_raw_runs VALUES ($1, $2, $3)`, [randomUUID(), row.id, row.next_run_at]);
+        await c.query(`SELECT id FROM cron_schedules WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED`, [rows.map((r) => r.id)]);
+        for (const row of rows) {
+          await c.query(`UPDATE cron_schedules SET next_run_at = next_run_at + interval '1 minute' WHERE id = $1`, [row.id]);
+          await c.query(`INSERT INTO bench_raw_runs VALUES ($1, $2, $3)`, [randomUUID(), row.id, row.next_run_at]);
+        }
         await c.query('COMMIT');
-        lags.push(performance.now() - t0);
+        for (let k = 0; k < rows.length; k++) lags.push(performance.now() - t0);
       }
     } finally {
       c.release();
@@ -120,16 +124,19 @@ async function main(): Promise<void> {
     const idleCpu = process.cpuUsage(cpu1);
     if (idle.fired !== 0) throw new Error(`the idle tick fired ${idle.fired}`);
 
-    progress('raw Postgres baseline over the same due rows…');
-    const raw = await rawBaseline(database.url);
+    progress('raw Postgres baselines over the same due rows…');
+    const raw = await rawBaseline(database.url, 1);
+    const rawChunked = await rawBaseline(database.url, 50);
     const system: Lag = { sorted: lags.sort((a, b) => a - b), wallMs: busyWall, cpuMs: (busyCpu.user + busyCpu.system) / 1_000 };
+    const ratio = (r: Lag) => `wall ×${fmt(system.wallMs / r.wallMs)}, lag p99 ×${fmt(percentile(system.sorted, 99) / percentile(r.sorted, 99))}, CPU ×${fmt(system.cpuMs / r.cpuMs)}`;
 
     console.log(`\nCronJob scheduler: ${N} CronJobs, ${due} due at the minute boundary, ${PARALLEL} writers`);
-    console.log(`  scheduler   ${summary(system)}`);
-    console.log(`  raw pg      ${summary(raw)}   (lock + advance + insert per row, one transaction each)`);
-    console.log(`  ratio       wall ×${fmt(system.wallMs / raw.wallMs)}, lag p99 ×${fmt(percentile(system.sorted, 99) / percentile(raw.sorted, 99))}, CPU ×${fmt(system.cpuMs / raw.cpuMs)}`);
-    console.log(`  per run     scheduler ${fmt(system.wallMs / due, 2)} ms, raw ${fmt(raw.wallMs / due, 2)} ms; CPU ${fmt((system.cpuMs * 1_000) / due, 0)} µs per fired run`);
-    console.log(`  idle tick   ${fmt(idleWall, 0)} ms wall, ${fmt((idleCpu.user + idleCpu.system) / 1_000, 0)} ms CPU (${N} CronJobs, none due)`);
+    console.log(`  scheduler    ${summary(system)}`);
+    console.log(`  raw pg       ${summary(raw)}   (lock + advance + insert, one transaction per row)`);
+    console.log(`  raw pg ×50   ${summary(rawChunked)}   (the same, 50 rows per transaction, as the scheduler chunks)`);
+    console.log(`  ratio        vs raw: ${ratio(raw)}; vs raw ×50: ${ratio(rawChunked)}`);
+    console.log(`  per run      scheduler ${fmt(system.wallMs / due, 2)} ms, raw ${fmt(raw.wallMs / due, 2)} ms, raw ×50 ${fmt(rawChunked.wallMs / due, 2)} ms; scheduler CPU ${fmt((system.cpuMs * 1_000) / due, 0)} µs per fired run`);
+    console.log(`  idle tick    ${fmt(idleWall, 0)} ms wall, ${fmt((idleCpu.user + idleCpu.system) / 1_000, 0)} ms CPU (${N} CronJobs, none due)`);
   } finally {
     await queues.turns.obliterate({ force: true }).catch(() => undefined);
     await queues.close();

@@ -113,6 +113,20 @@ export function parseSchedule(schedule: string, timeZone: string): Schedule {
   };
 }
 
+const parsed = new Map<string, Schedule>();
+
+/** {@link parseSchedule}, remembered per (schedule, zone): a tick over thousands of CronJobs parses each distinct schedule once. */
+export function cachedSchedule(schedule: string, timeZone: string): Schedule {
+  const key = `${timeZone}|${schedule}`;
+  let s = parsed.get(key);
+  if (!s) {
+    if (parsed.size >= 10_000) parsed.clear();
+    s = parseSchedule(schedule, timeZone);
+    parsed.set(key, s);
+  }
+  return s;
+}
+
 /** The first fire time strictly after `from`. */
 export function nextRun(schedule: string, timeZone: string, from: Date): Date {
   return parseSchedule(schedule, timeZone).next(from);

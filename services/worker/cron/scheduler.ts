@@ -8,7 +8,7 @@
 // run the turns. Times come from an injected clock, so tests move time by hand.
 import type { Redis } from 'ioredis';
 import {
-  activeRunsOf, admitIn, clearPendingSlots, discardQueuedRun, listDueSchedules, lockSchedules, markReplaced, parseDeliver, parseSchedule,
+  activeRunsOf, admitIn, clearPendingSlots, discardQueuedRun, listDueSchedules, lockSchedules, markReplaced, parseDeliver, cachedSchedule,
   pendingAdmissions, planTick, publishSignal, pruneRuns, recordSignal, runAsLeader, storedCronSpecSchema, syncFinishedRuns, writeSlot, cronSessionKey,
   type ActiveRun, type CronReplyTarget, type CronRow, type Db, type Fired, type LeaderTuning, type Leadership, type Logger, type Queues, type SessionSignal, type Sql,
 } from '../../core/index.js';
@@ -67,7 +67,7 @@ async function replaceRuns(sql: Sql, row: CronRow, runs: ActiveRun[]): Promise<C
 /** One locked CronJob's write: plan the tick, stop replaced runs, advance, record, admit. */
 async function writeRow(sql: Sql, row: CronRow, active: ActiveRun[], opts: TickOptions): Promise<Omit<Committed, 'pending'>> {
   const spec = storedCronSpecSchema.parse(row.spec);
-  const plan = planTick({ row, spec, schedule: parseSchedule(row.schedule, row.timeZone), now: opts.now, active: active.length, graceSeconds: opts.graceSeconds ?? 120 });
+  const plan = planTick({ row, spec, schedule: cachedSchedule(row.schedule, row.timeZone), now: opts.now, active: active.length, graceSeconds: opts.graceSeconds ?? 120 });
   const stops = plan.replace ? await replaceRuns(sql, row, active) : [];
   const fired = await writeSlot(sql, row, {
     next: plan.next, skipped: plan.skipped, ...(plan.runNowAt ? { runNowAt: plan.runNowAt } : {}),

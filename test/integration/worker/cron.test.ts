@@ -16,6 +16,7 @@ import { cronTick, type CronDeps, type TickOptions } from '../../../services/wor
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { cronJobSchema } from '../../../operator/api/cronjob.js';
 import { upsertSchedule } from '../../../operator/cron/store.js';
+import { loadManifests, storeManifestCronJobs } from '../../../operator/index.js';
 import { startFakeSlack, type FakeSlack } from '../../support/fake-slack.js';
 import { lastUser, startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
@@ -270,5 +271,18 @@ describe('cron failures', () => {
     for (const id of admissions) expect((await ended(id)).outcome).toBe('completed');
     const { rows: pending } = await rt.db.pool.query(`SELECT count(*)::int AS n FROM cron_schedules WHERE name LIKE 'fleet-%' AND pending_slot IS NOT NULL`);
     expect(pending[0].n).toBe(0);
+  });
+});
+
+describe('hermes dev file mode', () => {
+  it('loads Skill and CronJob manifests and stores the CronJobs for the scheduler, refusing a bad one by name', async () => {
+    const set = await loadManifests(new URL('../../../examples/cron-digest/', import.meta.url).pathname);
+    expect(set.cronJobs.map((c) => c.metadata.name)).toEqual(['morning-digest']);
+    expect(set.skipped).toEqual([]);
+    expect(await storeManifestCronJobs(rt.db, set, T0)).toEqual(['default/morning-digest']);
+    const { rows } = await rt.db.pool.query(`SELECT next_run_at FROM cron_schedules WHERE namespace = 'default' AND name = 'morning-digest'`);
+    expect(rows[0].next_run_at).toEqual(new Date('2031-01-07T08:00:00Z')); // 09:00 Paris, the next weekday after T0's 09:00 UTC
+    const bad = { ...set, cronJobs: [{ ...set.cronJobs[0]!, spec: { ...set.cronJobs[0]!.spec, deliver: 'slack' } }] };
+    await expect(storeManifestCronJobs(rt.db, bad, T0)).rejects.toThrow(/CronJob default\/morning-digest: deliver: "slack" names no slack channel/);
   });
 });
