@@ -97,7 +97,7 @@ chaos: deps system-deps ## Fault-injection suite at full scale (200 worker SIGKI
 	@$(SERVICES); node --import tsx test/chaos/run.ts --scale $(or $(SCALE),full) $(if $(ONLY),--only $(ONLY)) $(if $(SEED),--seed $(SEED))
 
 .PHONY: bench
-bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold, the learning loop, Slack ingress, the Kanban dispatcher
+bench: deps system-deps kube ## Every benchmark (not part of `make test`), each against raw baselines of the same run: turns, bubblewrap, Pod per call, mode session warm vs cold, the learning loop, Slack ingress, the Kanban dispatcher, the CronJob scheduler
 	@$(SERVICES); hack/bench.sh
 
 .PHONY: bench-turns
@@ -115,6 +115,10 @@ bench-slack: deps ## Slack ingress benchmark: signed events at increasing rates 
 .PHONY: bench-kanban
 bench-kanban: deps ## Kanban benchmark: the dispatcher's tick over 10 000 tasks (first, idle, reclaim) next to a raw scan and a raw CAS claim of the same run (BENCH_SCALE scales it)
 	@$(SERVICES); node --import tsx bench/kanban.ts
+
+.PHONY: bench-cron
+bench-cron: deps ## CronJob scheduler benchmark: 10 000 CronJobs of mixed schedules, scheduler CPU per tick and dispatch lag p99 at the minute boundary next to a raw Postgres baseline (BENCH_SCALE scales it)
+	@$(SERVICES); node --import tsx bench/cron.ts
 
 .PHONY: bench-sandbox
 bench-sandbox: deps ## Sandbox benchmark: the bubblewrap backend's per-call overhead on `true` next to raw spawn and raw bwrap

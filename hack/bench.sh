@@ -8,16 +8,17 @@
 #   learning            the prompt with 200 skills; session_search over 100 000 messages vs raw SQL
 #   slack               signed Slack events at increasing rates to one gateway vs the raw commit
 #   kanban              the Kanban dispatcher's tick over 10 000 tasks vs a raw scan and a raw claim
+#   cron                10 000 CronJobs: scheduler CPU per tick, dispatch lag p99 at the minute boundary vs raw Postgres
 # Each is its own Node process and ends what it started (the test plane's etcd, kube-apiserver,
 # controllers and sandbox processes die with it: test/support/kube/process.ts). A benchmark that
 # fails does not stop the others; the script then exits non-zero naming it. Arguments: the
-# benchmarks (names above) to run instead of all of them. `run` needs DATABASE_URL and REDIS_URL
+# benchmarks (names above) to run instead of all of them. `run`, `slack` and `cron` need DATABASE_URL and REDIS_URL
 # (the Makefile starts this checkout's services), the kubernetes ones the kube build (`make kube`).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$root"
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(run sandbox-bubblewrap sandbox-kubernetes sandbox-session learning slack kanban)
+[ ${#benches[@]} -gt 0 ] || benches=(run sandbox-bubblewrap sandbox-kubernetes sandbox-session learning slack kanban cron)
 failed=()
 for b in "${benches[@]}"; do
   [ -f "bench/$b.ts" ] || { printf '[bench] no benchmark bench/%s.ts\n' "$b" >&2; exit 2; }

@@ -9,3 +9,4 @@ export * from './compile-sandbox.js';
 export * from './manifests.js';
 export * from './texts.js';
 export * from './skills/bundled.js';
+export * from './manifest-store.js';

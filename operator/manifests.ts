@@ -1,13 +1,16 @@
 // Reading Hermes manifests from YAML files (`hermes dev`, tests): multi-document files, each
 // document validated against its kind's schema with errors that name the file and the field.
 // ConfigMaps are read too: Profiles may take their persona and context files from them; and
-// Secrets, which `hermes dev` resolves Profile references from (HERMES_SECRETS_SOURCE=local).
+// Secrets, which `hermes dev` resolves Profile references from (HERMES_SECRETS_SOURCE=local);
+// Skills and CronJobs, which `hermes dev` publishes and schedules as the operator would.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { agentSchema, type Agent } from './api/agent.js';
 import { profileSchema, type Profile } from './api/profile.js';
+import { skillSchema, type Skill } from './api/skill.js';
+import { cronJobSchema, type CronJob } from './api/cronjob.js';
 import { configMapText } from './texts.js';
 
 export interface ManifestSet {
@@ -17,7 +20,9 @@ export interface ManifestSet {
   configMaps: { namespace: string; name: string; data: Record<string, string> }[];
   /** Secrets beside the manifests (data decoded from base64, stringData over it). */
   secrets: { namespace: string; name: string; data: Record<string, string> }[];
-  /** Kinds this build does not compile yet (Skill, CronJob): counted, not rejected. */
+  skills: Skill[];
+  cronJobs: CronJob[];
+  /** Other hermes.dev kinds (none today): counted, not rejected. */
   skipped: { file: string; kind: string; name: string }[];
 }
 
@@ -70,12 +75,14 @@ function addDoc(set: ManifestSet, doc: Doc, file: string, where: string): void {
   else if (doc.apiVersion !== 'hermes.dev/v1alpha1') return; // the rest belongs to Kubernetes
   else if (doc.kind === 'Agent') set.agents.push(parseDoc(agentSchema, doc, where));
   else if (doc.kind === 'Profile') set.profiles.push(parseDoc(profileSchema, doc, where));
+  else if (doc.kind === 'Skill') set.skills.push(parseDoc(skillSchema, doc, where));
+  else if (doc.kind === 'CronJob') set.cronJobs.push(parseDoc(cronJobSchema, doc, where));
   else set.skipped.push({ file, kind: doc.kind ?? '?', name: doc.metadata?.name ?? '?' });
 }
 
 /** Every manifest in `dir` (recursively) — or in one file, when `dir` is a file. */
 export async function loadManifests(dir: string): Promise<ManifestSet> {
-  const set: ManifestSet = { agents: [], profiles: [], configMaps: [], secrets: [], skipped: [] };
+  const set: ManifestSet = { agents: [], profiles: [], configMaps: [], secrets: [], skills: [], cronJobs: [], skipped: [] };
   for (const file of await yamlFiles(dir)) {
     const docs = parseAllDocuments(await readFile(file, 'utf8'));
     for (const [i, d] of (Array.isArray(docs) ? docs : [docs]).entries()) {

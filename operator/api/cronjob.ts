@@ -24,14 +24,24 @@ export const cronJobSpecSchema = z.object({
   concurrencyPolicy: z.enum(['Forbid', 'Allow', 'Replace']).default('Forbid').describe('What happens when a run is due while the previous one still runs.'),
   catchUpMissed: z.boolean().default(false).describe('Run slots missed while Hermes was down (false: skip them and record why).'),
   startingDeadlineSeconds: z.number().int().positive().optional().describe('A run that cannot start within this many seconds of its slot is skipped.'),
-  suspend: z.boolean().default(false).describe('Stop scheduling new runs.'),
+  suspend: z.boolean().default(false).describe('Stop scheduling new runs (slots while suspended are not owed: resuming starts at the next slot).'),
+  successfulRunsHistoryLimit: z.number().int().min(0).default(3).describe('Completed runs kept in the history (Postgres cron_runs).'),
+  failedRunsHistoryLimit: z.number().int().min(0).default(1).describe('Failed, interrupted, discarded and skipped runs kept in the history.'),
 });
+
+/** Set this annotation to a new value (e.g. a timestamp) to ask for one run now. */
+export const runNowAnnotation = 'hermes.dev/run-now';
 
 export const cronJobStatusSchema = z.object({
   ...baseStatusShape,
   lastScheduleTime: z.string().optional().describe('When the job last fired (from Postgres).'),
   nextScheduleTime: z.string().optional().describe('When the job fires next (from Postgres).'),
   lastRunStatus: z.string().optional().describe('Outcome of the last run.'),
+  lastSuccessfulTime: z.string().optional().describe('When the last completed run finished (from Postgres).'),
+  active: z.array(z.object({
+    scheduledTime: z.string().describe('The slot the run is for.'),
+    admission: z.string().describe('The run\'s admission id (GET /v1/admissions/<id>, hermes cron history).'),
+  })).optional().describe('Runs not ended yet.'),
 });
 
 export const cronJobSchema = z.object({

@@ -7,9 +7,14 @@ import type { CompiledSkillRef } from '../compile.js';
 import type { OperatorContext, RawObject } from './context.js';
 
 export function selectedSkills(ctx: OperatorContext, agent: Agent): CompiledSkillRef[] {
+  return selectSkills(agent, ctx.caches.skills.list(agent.metadata.namespace));
+}
+
+/** The selection among `skills` (objects of the Agent's namespace; `hermes dev` passes its Skill manifests). */
+export function selectSkills(agent: Agent, skills: readonly Pick<RawObject, 'metadata' | 'spec'>[]): CompiledSkillRef[] {
   if (!agent.spec.skills.enabled) return [];
   const want = Object.entries(agent.spec.skills.matchLabels ?? {});
-  return ctx.caches.skills.list(agent.metadata.namespace)
+  return skills.filter((s) => s.metadata.namespace === agent.metadata.namespace)
     .filter((s) => !s.metadata.deletionTimestamp && want.every(([k, v]) => s.metadata.labels?.[k] === v))
     .map((s) => ({ name: String((s.spec as { name?: unknown } | undefined)?.name ?? s.metadata.name), object: s.metadata.name }))
     .sort((a, b) => a.name.localeCompare(b.name) || a.object.localeCompare(b.object));

@@ -1,7 +1,9 @@
-// CronJob controller: checks the schedule (cron-parser) and time zone, resolves the Agent, writes
-// the compiled schedule to Postgres and reports lastScheduleTime/nextScheduleTime from the
-// database (the scheduler updates them as it fires). Conditions: Valid, Ready.
-import { cronJobSchema, type CronJob } from '../api/cronjob.js';
+// CronJob controller: checks the schedule (cron-parser), time zone and delivery target, resolves
+// the Agent, writes the compiled schedule to Postgres and reports what the scheduler did from the
+// database: lastScheduleTime, nextScheduleTime, lastSuccessfulTime, active runs, the last outcome.
+// A new value of the hermes.dev/run-now annotation asks for one run now. Conditions: Valid, Ready.
+import { cronStatus, parseDeliver, requestRunNow } from '../../services/core/index.js';
+import { cronJobSchema, runNowAnnotation, type CronJob } from '../api/cronjob.js';
 import { cronHash, deleteSchedule, findSchedule, upsertSchedule, type ScheduleRow } from '../cron/store.js';
 import { nextRun, ScheduleError } from '../cron/schedule.js';
 import { keyOf, parseKey } from '../runtime/kube.js';
@@ -27,6 +29,29 @@ async function store(ctx: OperatorContext, job: CronJob, next: Date): Promise<Sc
   return upsertSchedule(ctx.db, job, next);
 }
 
+/** A new value of the hermes.dev/run-now annotation asks for one run (the value is remembered: asked once). */
+async function runNowFromAnnotation(ctx: OperatorContext, job: CronJob, obj: RawObject): Promise<void> {
+  const { namespace, name } = job.metadata;
+  const token = obj.metadata.annotations?.[runNowAnnotation];
+  if (token && (await requestRunNow(ctx.db, namespace, name, token))) ctx.log.info({ cronjob: `${namespace}/${name}`, token }, 'Requested a CronJob run now (annotation)');
+}
+
+/** Ready and the status fields, from what the scheduler recorded in Postgres. */
+async function reported(ctx: OperatorContext, job: CronJob, row: ScheduleRow): Promise<Pick<StatusDraft, 'fields'> & { conditions: StatusDraft['conditions'] }> {
+  const st = await cronStatus(ctx.db.pool, job.metadata.namespace, job.metadata.name);
+  const next = st?.nextRunAt ?? row.nextRunAt;
+  const valid = { type: 'Valid', status: 'True' as const, reason: 'Valid', message: `Schedule "${job.spec.schedule}" in ${job.spec.timeZone}.` };
+  const ready = { type: 'Ready', status: 'True' as const, reason: job.spec.suspend ? 'Suspended' : 'Scheduled', message: job.spec.suspend ? 'Suspended: no new runs are scheduled.' : `Next run at ${iso(next)}.` };
+  return {
+    conditions: [valid, ready],
+    fields: {
+      lastScheduleTime: iso(st?.lastScheduleTime ?? row.lastRunAt), nextScheduleTime: job.spec.suspend ? undefined : iso(next),
+      lastRunStatus: st?.lastStatus ?? row.lastStatus ?? undefined, lastSuccessfulTime: iso(st?.lastSuccessfulTime),
+      active: st?.active.length ? st.active.map((r) => ({ scheduledTime: iso(r.slot)!, admission: r.admissionId })) : undefined,
+    },
+  };
+}
+
 async function draftFor(ctx: OperatorContext, obj: RawObject): Promise<StatusDraft> {
   const parsed = cronJobSchema.safeParse(obj);
   if (!parsed.success) return invalid('InvalidSpec', zodMessage(parsed.error.issues));
@@ -34,8 +59,9 @@ async function draftFor(ctx: OperatorContext, obj: RawObject): Promise<StatusDra
   let next: Date;
   try {
     next = nextRun(job.spec.schedule, job.spec.timeZone, new Date());
+    parseDeliver(job.spec.deliver, `${job.metadata.namespace}/${job.metadata.name}`);
   } catch (err) {
-    if (err instanceof ScheduleError) return invalid('InvalidSchedule', err.message);
+    if (err instanceof ScheduleError) return invalid(err.message.startsWith('deliver:') ? 'InvalidDeliver' : 'InvalidSchedule', err.message);
     throw err;
   }
   const valid = { type: 'Valid', status: 'True' as const, reason: 'Valid', message: `Schedule "${job.spec.schedule}" in ${job.spec.timeZone}.` };
@@ -44,8 +70,8 @@ async function draftFor(ctx: OperatorContext, obj: RawObject): Promise<StatusDra
     return { applied: false, conditions: [valid, { type: 'Ready', status: 'False', reason: 'AgentNotFound', message: `Agent "${job.spec.agentRef.name}" not found in namespace ${job.metadata.namespace}: create it or fix spec.agentRef.name.` }] };
   }
   const row = await store(ctx, job, next);
-  return { applied: true, conditions: [valid, { type: 'Ready', status: 'True', reason: job.spec.suspend ? 'Suspended' : 'Scheduled', message: job.spec.suspend ? 'Suspended: no new runs are scheduled.' : `Next run at ${iso(row.nextRunAt)}.` }],
-    fields: { lastScheduleTime: iso(row.lastRunAt), nextScheduleTime: job.spec.suspend ? undefined : iso(row.nextRunAt), lastRunStatus: row.lastStatus ?? undefined } };
+  await runNowFromAnnotation(ctx, job, obj);
+  return { applied: true, ...(await reported(ctx, job, row)) };
 }
 
 export async function reconcileCronJob(ctx: OperatorContext, key: string): Promise<ReconcileResult | void> {

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError, DEV_SECRET_ENV, findAgent, publishRevision, registerInstance, sandboxPodSelector, sha256, type Config } from '../core/index.js';
-import { CompileError, compileAgent, loadManifests, publishBundledSkillsAtStart, staticConfigMaps, type ManifestSet, type Profile } from '../../operator/index.js';
+import { CompileError, compileAgent, loadManifests, manifestSkillsOf, publishBundledSkillsAtStart, publishManifestSkills, staticConfigMaps, storeManifestCronJobs, type ManifestSet, type Profile } from '../../operator/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
@@ -58,7 +58,7 @@ async function loadAgents(rt: Runtime, set: ManifestSet, dir: string, apiKey: st
     const profile = set.profiles.find((p) => p.metadata.name === agent.spec.profileRef.name && p.metadata.namespace === agent.metadata.namespace);
     if (!profile) throw userFacing(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: Profile "${agent.spec.profileRef.name}" not found in ${dir}`);
     if (rt.config.HERMES_DEV_MODEL) profile.spec.model.model = rt.config.HERMES_DEV_MODEL;
-    const compiled = await compileAgent(agent, profile, sources).catch((err: Error) => {
+    const compiled = await compileAgent(agent, profile, sources, manifestSkillsOf(agent, set)).catch((err: Error) => {
       throw err instanceof CompileError ? userFacing(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: ${err.message}`) : err;
     });
     await publishRevision(rt.db, compiled);
@@ -142,7 +142,7 @@ function printBanner(b: { rt: Runtime; gw: { url: string; metricsUrl?: string | 
 
 export const devCommand = new Command('dev')
   .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
-  .option('-m, --manifests <dir>', 'folder of Agent/Profile (and ConfigMap) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
+  .option('-m, --manifests <dir>', 'folder of Agent, Profile, Skill and CronJob (and ConfigMap, Secret) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
   .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)')
   .option('--k8s', 'apply the manifests to the cluster in KUBECONFIG (`make dev K8S=1`) and run the operator instead of compiling files')
   .action(async (opts: { manifests?: string; port?: string; k8s?: boolean }) => {
@@ -163,7 +163,11 @@ export const devCommand = new Command('dev')
       if (opts.k8s) ({ agents, operator, secrets } = await loadAgentsK8s(rt, dir, setup));
       else {
         secrets = await openSecrets(rt.config, { ...setup, defaultSource: 'local' });
+        // Skills first (the agents select them), CronJobs after their agents (the scheduler in the worker fires them).
+        const skills = await publishManifestSkills(rt.db, set);
         ({ agents, keyless } = await loadAgents(rt, set, dir, apiKey, secrets));
+        const cronJobs = await storeManifestCronJobs(rt.db, set).catch((err: Error) => { throw userFacing(err.message); });
+        if (skills.length || cronJobs.length) say(`hermes dev: skills ${skills.join(', ') || '(none)'}; CronJobs ${cronJobs.join(', ') || '(none)'}`);
       }
     } catch (err) {
       if ((err as { userFacing?: boolean }).userFacing || err instanceof ConfigError) {

@@ -12,6 +12,7 @@ import { memoryCommand, reviewCommand } from './learning.js';
 import { agentsCommand } from './agents.js';
 import { pairingCommand } from './pairing.js';
 import { kanbanCommand } from './kanban.js';
+import { cronCommand } from './cron.js';
 
 const program = new Command('hermes')
   .description('Hermes Operator: the Hermes agent runtime on Kubernetes.')
@@ -27,7 +28,8 @@ const program = new Command('hermes')
   .addCommand(reviewCommand)
   .addCommand(pairingCommand)
   .addCommand(kanbanCommand)
-  .addCommand(agentsCommand);
+  .addCommand(agentsCommand)
+  .addCommand(cronCommand);
 
 try {
   await program.parseAsync(process.argv);

@@ -37,6 +37,7 @@ export const configSchema = z.object({
   HERMES_DELIVERY_CONCURRENCY: z.coerce.number().int().positive().default(16).describe('Delivery jobs one worker process runs at once.'),
   HERMES_REVIEW_CONCURRENCY: z.coerce.number().int().positive().default(2).describe('Background reviews (the learning loop) one worker process runs at once.'),
   HERMES_CURATOR_INTERVAL_HOURS: z.coerce.number().int().positive().default(168).describe('How often each worker runs the skill curator over learned skills (stale after 14 days unused, archived after 30; SPEC: weekly), and once at start. Idempotent across workers.'),
+  HERMES_CRON_TICK_SECONDS: z.coerce.number().positive().max(60).default(60).describe('CronJob scheduler: the longest wait between two ticks (at most 60 s; it also wakes at the next due slot). One scheduler is active across all workers (a Postgres advisory lock).'),
   HERMES_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3).describe('Delivery attempts before abandoning (SPEC: 3).'),
   HERMES_DELIVERY_MAX_AGE_SECONDS: seconds(86_400, 'Delivery obligations older than this are abandoned (SPEC: 24 h).'),
   HERMES_PROGRESS_DELAY_SECONDS: z.coerce.number().min(0).default(3).describe('Chat platforms: a turn still running after this many seconds shows progress: on Slack one "working…" message (removed when the reply is delivered), on Telegram, Discord and Teams the typing indicator.'),

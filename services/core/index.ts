@@ -40,3 +40,7 @@ export * from './ledger/api-turns.js';
 export * from './pairing.js';
 export * from './permissions.js';
 export * from './kanban/index.js';
+export * from './cron/schedule.js';
+export * from './cron/deliver.js';
+export * from './cron/runs.js';
+export * from './cron/plan.js';

@@ -19,6 +19,8 @@ import { startControlHub } from './control.js';
 import { openSandboxBackends } from './sandboxes.js';
 import { runReview } from './review.js';
 import { runCurator } from '../agent/index.js';
+import { cronDelivery } from './cron/delivery.js';
+import { startCronScheduler, type SchedulerOptions } from './cron/scheduler.js';
 
 export { drainSession } from './session-drainer.js';
 export { deliver, type DeliveryAdapter } from './delivery.js';
@@ -26,6 +28,8 @@ export { platformAdapters, slackDelivery, teamsDelivery, telegramDelivery, webho
 export { createLoopDeps, type LoopDeps, type LoopOptions } from './turn-runner.js';
 export { createMcpDeps, type McpDeps } from './mcp-tools.js';
 export { startWorkerProbes, type RunningProbes } from './probes.js';
+export { cronTick, startCronScheduler, nextDueAt, CRON_LEADER, type CronDeps, type TickOptions, type TickReport, type SchedulerOptions } from './cron/scheduler.js';
+export { cronDelivery } from './cron/delivery.js';
 
 /** A turn's dependencies (its `redis` is the producer/publisher connection; BullMQ consumers make their own). */
 export interface WorkerDeps extends Omit<TurnDeps, 'loop' | 'control'> {
@@ -36,6 +40,8 @@ export interface WorkerDeps extends Omit<TurnDeps, 'loop' | 'control'> {
   sweeper?: boolean;
   /** Agent-loop options (tests inject a clock and short stale timeouts). */
   loop?: LoopOptions;
+  /** The CronJob scheduler (one active across workers): false = not in this process; options for tests (clock, waits). @defaultValue on */
+  cron?: false | Partial<Omit<SchedulerOptions, 'databaseUrl'>>;
   /** Cluster credentials for the kubernetes sandbox backend (called on its first use). */
   kubeConfig?: () => KubeConfig;
 }
@@ -62,6 +68,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const running = new Set<string>();
   const liveness = startLiveness({ databaseUrl: config.DATABASE_URL, instanceId: instance.id, everySeconds: config.HERMES_HEARTBEAT_SECONDS, ttlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, log });
   const adapters = new Map([...platformAdapters(deps), ...(deps.adapters ?? [])]);
+  if (!adapters.has('cron')) adapters.set('cron', cronDelivery(() => adapters));
   const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
   const sandboxes = deps.loop?.sandboxes ?? openSandboxBackends(config, log, { metrics: deps.metrics, ...(deps.kubeConfig ? { kubeConfig: deps.kubeConfig } : {}) });
   const loop = createLoopDeps(config, deps.secrets, { ...deps.loop, sandboxes });
@@ -106,6 +113,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const curator = deps.sweeper === false ? undefined : setInterval(curate, config.HERMES_CURATOR_INTERVAL_HOURS * 3_600_000);
   curator?.unref();
   if (curator) curate();
+  const cron = deps.cron === false ? undefined : startCronScheduler({ db, queues: deps.queues, redis: deps.redis, log, prefix },
+    { databaseUrl: config.DATABASE_URL, tickSeconds: config.HERMES_CRON_TICK_SECONDS, ...deps.cron });
   log.info({ instance: instance.id, concurrency: config.HERMES_TURN_CONCURRENCY }, 'Started worker');
 
   return {
@@ -117,7 +126,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       const grace = setTimeout(() => shutdown.abort(new ShutdownCut()), config.HERMES_SHUTDOWN_GRACE_SECONDS * 1_000);
       grace.unref();
       clearInterval(curator);
-      await Promise.allSettled([turns.close(), deliveries.close(), reviews.close(), sweeper?.stop()]);
+      await Promise.allSettled([turns.close(), deliveries.close(), reviews.close(), sweeper?.stop(), cron?.stop()]);
       clearTimeout(grace);
       loop.processes?.close();
       await loop.mcp?.pool.close().catch(() => undefined);

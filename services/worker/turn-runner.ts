@@ -32,6 +32,7 @@ import { approvalReply, turnGuard } from './approvals.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
 import { turnPermissions } from './turn-permissions.js';
+import { cronPromptAgent, cronSkillNames, isCronTurn, withCronSkills } from './cron/turn.js';
 
 export interface TurnDeps {
   config: Config;
@@ -221,6 +222,13 @@ async function promptParts(tools: readonly Tool[], context: TurnTools['context']
 
 /** `/<skill-name> request`: the model gets the skill's instructions with the request (the transcript keeps the command). */
 async function withSkillCommand(history: ChatMessage[], adm: Admission, tools: readonly Tool[], context: TurnTools['context']): Promise<ChatMessage[]> {
+  if (isCronTurn(adm)) {
+    // A CronJob's skills are loaded into its request, in order.
+    if (cronSkillNames(adm).length === 0 || !context.skills) return history;
+    const loaded = withCronSkills(history, adm, await context.skills.offered());
+    for (const skill of loaded.used) await context.skills.used?.(skill);
+    return loaded.history;
+  }
   if (!adm.content.startsWith('/') || !offers(tools, 'skill_view') || !context.skills) return history;
   const invocation = skillInvocation(adm.content, await context.skills.offered());
   const last = history.at(-1);
@@ -259,7 +267,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   if (compressed) return compressed;
   // Hygiene before the prompt is loaded: a compression here makes this turn rebuild the prompt.
   const history = await precompress(command, deps.log);
-  const prompt = await sessionPrompt(adm, { agent, toolNames: tools.map((t) => t.name), ...(mcp.version ? { toolsVersion: mcp.version } : {}) }, ctx, history !== stored, () => promptParts(tools, toolContext));
+  const prompt = await sessionPrompt(adm, { agent: isCronTurn(adm) ? cronPromptAgent(agent) : agent, toolNames: tools.map((t) => t.name), ...(mcp.version ? { toolsVersion: mcp.version } : {}) }, ctx, history !== stored, () => promptParts(tools, toolContext));
   const request = withMoaCommand(await withSkillCommand(history, adm, tools, toolContext), adm);
   if (prompt.notices.length) deps.log.warn({ session: adm.sessionId, notices: prompt.notices }, 'Refused context files');
   // SPEC: a turn that keeps its lease but makes no progress for 600 s (polled every 15 s) ends.

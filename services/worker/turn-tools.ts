@@ -9,6 +9,7 @@ import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
 import { turnWeb, type WebSummaryDeps } from './web-tools.js';
+import { cronTools, cronToolsets, isCronTurn } from './cron/turn.js';
 
 /** The worker-wide parts the turn's tools come from. */
 export interface ToolDeps {
@@ -58,7 +59,16 @@ const unusable = (agent: CompiledAgent, loop: ToolDeps) => (t: Tool): boolean =>
  */
 function permittedToolsets(agent: CompiledAgent, adm: Admission, perms?: Permissions): string[] {
   const narrowed = platformToolsets(agent, adm.platform);
-  return (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
+  const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
+  return isCronTurn(adm) ? cronToolsets(toolsets) : toolsets;
+}
+
+/** The tools of `toolsets` this turn can use (a cron turn: never those that need a person). */
+function offeredTools(loop: ToolDeps, agent: CompiledAgent, adm: Admission, toolsets: string[]): Tool[] {
+  const skip = unusable(agent, loop);
+  // A turn the Kanban dispatcher started never gets the orchestrator's tools (list, unblock).
+  const selected = loop.tools.select(toolsets).filter((t) => !skip(t) && !(adm.platform === 'kanban' && ORCHESTRATOR_ONLY.includes(t.name)));
+  return isCronTurn(adm) ? cronTools(selected) : selected;
 }
 
 /** A turn the Kanban dispatcher started gets the kanban toolset (its own task's lifecycle; list and unblock hidden), whatever the Profile lists. */
@@ -82,8 +92,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = withKanban(adm, permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t)));
-  const skip = unusable(agent, loop);
-  const tools = loop.tools.select(toolsets).filter((t) => !skip(t) && !(adm.platform === 'kanban' && ORCHESTRATOR_ONLY.includes(t.name)));
+  const tools = offeredTools(loop, agent, adm, toolsets);
   const web = loop.webGuard && tools.some((t) => t.toolset === 'web')
     ? turnWeb({ config: deps.config, secrets: deps.secrets, guard: loop.webGuard, ...(summary ? { summary } : {}) }, agent)
     : undefined;

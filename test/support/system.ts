@@ -5,7 +5,7 @@ import { createTestDatabase, eventually, testConfig, type TestDatabase } from '.
 import { startFakeOpenAI, type FakeOpenAI, type ScriptFn } from './fake-openai.js';
 import { openResources, type Runtime } from '../../services/cli/runtime.js';
 import { staticSecrets, type SecretData } from '../../services/agent/index.js';
-import { startWorker, type LoopOptions, type RunningWorker } from '../../services/worker/index.js';
+import { startWorker, type LoopOptions, type RunningWorker, type WorkerDeps } from '../../services/worker/index.js';
 import type { RunningGateway } from '../../services/gateway/index.js';
 import { startGatewayOn } from '../../services/cli/gateway.js';
 
@@ -44,7 +44,7 @@ export const testModelSecret: SecretData = { namespace: 'default', name: 'openai
  * An in-process worker. Its Secrets are `testModelSecret` plus `secrets`; `env` are the
  * allow-listed variables `env:` sources may resolve to (none unless given).
  */
-export async function startTestWorker(rt: TestRuntime, extra: { sweeper?: boolean; loop?: LoopOptions; secrets?: SecretData[]; env?: Record<string, string> } = {}): Promise<RunningWorker> {
+export async function startTestWorker(rt: TestRuntime, extra: { sweeper?: boolean; loop?: LoopOptions; secrets?: SecretData[]; env?: Record<string, string>; cron?: WorkerDeps['cron'] } = {}): Promise<RunningWorker> {
   const { secrets = [], env, ...rest } = extra;
   return startWorker({ ...rt, secrets: staticSecrets([testModelSecret, ...secrets], env ? { env } : {}), ...rest });
 }

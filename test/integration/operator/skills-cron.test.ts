@@ -140,14 +140,16 @@ describe('Skill and CronJob controllers, examples', () => {
     expect(rows).toHaveLength(0);
   });
 
-  it('CronJob: bad schedules and zones are reported, a missing Agent waits, and status last/next come from Postgres', async () => {
+  it('CronJob: bad schedules, zones and delivery targets are reported, a missing Agent waits, status comes from Postgres, the run-now annotation asks for a run', async () => {
     const ns = await namespaceWithSecrets('cron');
     const cron = (name: string, spec: Record<string, unknown>) => doc({ kind: 'CronJob', metadata: { name }, spec: { agentRef: { name: 'digest' }, schedule: '0 9 * * *', prompt: 'p', ...spec } });
-    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], [cron('minute99', { schedule: '99 * * * *' }), cron('mars', { timeZone: 'Mars/Olympus' }), cron('waiting', { timeZone: 'Asia/Tokyo' })].join('---\n'));
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], [cron('minute99', { schedule: '99 * * * *' }), cron('mars', { timeZone: 'Mars/Olympus' }), cron('nochannel', { deliver: 'slack' }), cron('waiting', { timeZone: 'Asia/Tokyo' })].join('---\n'));
     const m = await waitForCondition(kc(), 'cronjobs', ns, 'minute99', { type: 'Valid', status: 'False', reason: 'InvalidSchedule' });
     expect(conditionOf(m, 'Valid')?.message).toContain('"99 * * * *" is not a valid cron expression');
     const z = await waitForCondition(kc(), 'cronjobs', ns, 'mars', { type: 'Valid', status: 'False', reason: 'InvalidSchedule' });
     expect(conditionOf(z, 'Valid')?.message).toContain('timeZone "Mars/Olympus" is not an IANA time zone');
+    const d = await waitForCondition(kc(), 'cronjobs', ns, 'nochannel', { type: 'Valid', status: 'False', reason: 'InvalidDeliver' });
+    expect(conditionOf(d, 'Valid')?.message).toContain('"slack" names no slack channel');
     await waitForCondition(kc(), 'cronjobs', ns, 'waiting', { type: 'Ready', status: 'False', reason: 'AgentNotFound' });
 
     await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', `${examplesDir}cron-digest/`]);
@@ -164,6 +166,12 @@ describe('Skill and CronJob controllers, examples', () => {
     expect(after.status).toMatchObject({ lastScheduleTime: '2026-01-05T00:00:00Z', nextScheduleTime: '2026-01-06T00:00:00Z', lastRunStatus: 'ok' });
     const printed = await kubectlOk(plane.cp, ['get', 'hcron', 'waiting', '-n', ns]);
     expect(printed).toMatch(/waiting\s+True\s+digest\s+0 9 \* \* \*\s+false\s+\S+\s+2026-01-06T00:00:00Z/);
+    // A completed run gives lastSuccessfulTime; the hermes.dev/run-now annotation asks the scheduler for one run.
+    const { rows: [sched] } = await plane.db.pool.query<{ id: string }>(`SELECT id FROM cron_schedules WHERE namespace = $1 AND name = 'waiting'`, [ns]);
+    await plane.db.pool.query(`INSERT INTO cron_runs (id, schedule_id, slot, state, outcome, finished_at) VALUES (gen_random_uuid(), $1, '2026-01-05T00:00:00Z', 'finished', 'completed', '2026-01-05T00:01:00Z')`, [sched!.id]);
+    await kubectlOk(plane.cp, ['-n', ns, 'annotate', 'cronjobs.hermes.dev', 'waiting', 'hermes.dev/run-now=first']);
+    await waitFor(async () => (await plane.db.pool.query(`SELECT 1 FROM cron_schedules WHERE id = $1 AND run_now_at IS NOT NULL AND run_now_token = 'first'`, [sched!.id])).rowCount === 1 || undefined, { what: 'run now requested by the annotation' });
+    await waitFor(async () => { const o = await getObject(kc(), 'cronjobs', ns, 'waiting'); return o?.status?.lastSuccessfulTime === '2026-01-05T00:01:00Z' ? o : undefined; }, { what: 'lastSuccessfulTime from the runs' });
 
     await kubectlOk(plane.cp, ['-n', ns, 'delete', 'cronjobs.hermes.dev', 'waiting', '--timeout=30s']);
     const { rows } = await plane.db.pool.query('SELECT 1 FROM cron_schedules WHERE namespace = $1 AND name = $2', [ns, 'waiting']);
