@@ -77,6 +77,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...memoryFields(p),
     ...learningFields(p),
     ...webFields(p),
+    ...(p.codeExecution && Object.keys(p.codeExecution).length ? { codeExecution: p.codeExecution } : {}),
     ...compileSandbox(p),
   };
 }

@@ -61,6 +61,9 @@ function permittedToolsets(agent: CompiledAgent, adm: Admission, perms?: Permiss
   return (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
 }
 
+/** execute_code's limits from the Profile, when it sets any. */
+const codeExecutionOf = (agent: CompiledAgent) => (agent.codeExecution ? { codeExecution: agent.codeExecution } : {});
+
 export interface TurnToolOptions {
   /** The person's permissions (team mode): toolsets they may not use are not offered to the model at all (nor the sandbox behind them). */
   perms?: Permissions;
@@ -98,6 +101,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
       ...(guard ? { guard } : {}),
       ...(web ? { web } : {}),
+      ...codeExecutionOf(agent),
     },
     ...(sandbox ? { sandbox } : {}),
   };

@@ -9,6 +9,7 @@ import type { MemoryAccess } from '../memory/access.js';
 import type { RecallAccess } from '../recall/access.js';
 import type { SkillAccess } from '../skills/access.js';
 import type { WebAccess } from '../web/access.js';
+import type { CodeExecutionLimits } from './code/limits.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -38,6 +39,10 @@ export interface ToolContext {
   skills?: SkillAccess;
   /** Search and guarded page fetches (`web_search`, `web_extract`). Absent = they refuse. */
   web?: WebAccess;
+  /** The turn's tools by name (the loop sets it): what `execute_code` scripts may call, of its list. */
+  tools?: ReadonlyMap<string, Tool>;
+  /** execute_code's limits (Profile `spec.codeExecution`); absent fields take Hermes' defaults. */
+  codeExecution?: Partial<CodeExecutionLimits>;
 }
 
 /**
