@@ -8,7 +8,7 @@ import type { ChannelRequest } from '../types.js';
 import { exitCodeOf, openRefusedAgain } from '../agent-sandbox/pod-exec.js';
 import { bounded } from './failures.js';
 import { lineTooLong, openExecChannel, openFailure, type ExecChannel } from './exec-channel.js';
-import { INTERRUPTED_EXIT_CODE, type PodOutcome, type PodRun } from './pod-run.js';
+import { INTERRUPTED_EXIT_CODE, TIMEOUT_EXIT_CODE, type PodOutcome, type PodRun } from './pod-run.js';
 import { CONTAINER_NAME, deadlineSeconds } from './pod-spec.js';
 
 /** The waiting container's command: sleep through the Pod's whole deadline (it is deleted before). */
@@ -25,6 +25,7 @@ export function channelInPod(o: { kc: KubeConfig; req: ChannelRequest; apiTimeou
   const attach: Attach = {
     async run(pod, at) {
       if (!(await pod.running)) return pod.done;
+      const runningAt = Date.now();
       const where = `sandbox Pod ${at.namespace}/${at.pod}`;
       let tooLong = false;
       let channel: ExecChannel;
@@ -51,6 +52,11 @@ export function channelInPod(o: { kc: KubeConfig; req: ChannelRequest; apiTimeou
       at.stop();
       const code = first.status ? exitCodeOf(first.status) : undefined;
       if (tooLong) { await pod.done; return { status: 'interrupted', exitCode: INTERRUPTED_EXIT_CODE, reason: lineTooLong }; }
+      // Killed as its Pod passed the timeout (PodRun deletes it then; the stream may report the kill first).
+      if (code === TIMEOUT_EXIT_CODE && Date.now() - runningAt >= o.req.timeoutMs - 250) {
+        await pod.done;
+        return { status: 'timeout', exitCode: TIMEOUT_EXIT_CODE, reason: `The process ran past its ${Math.round(o.req.timeoutMs / 1000)}s timeout; the sandbox Pod was deleted.` };
+      }
       if (code !== undefined && !at.signal.aborted) { await pod.done; return { status: 'ok', exitCode: code }; }
       // Closed without a status: the Pod's end says why (deleted at the timeout, stopped, lost).
       const ended = await bounded(pod.done, o.apiTimeoutMs, 'ending the sandbox Pod').catch(() => undefined);
