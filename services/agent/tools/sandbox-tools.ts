@@ -35,7 +35,7 @@ export { writeFileTool } from './write-file.js';
 export { patchTool } from './patch.js';
 export { searchFilesTool } from './search-files.js';
 export { executeCodeTool, capBytes, NO_CHANNEL, MAX_CODE_CHARS } from './execute-code.js';
-export { CODE_EXECUTION_DEFAULTS, SCRIPT_TOOLS, scriptEnv, type CodeExecutionLimits } from './code/limits.js';
+export { CODE_EXECUTION_DEFAULTS, SCRIPT_TOOLS, type CodeExecutionLimits } from './code/limits.js';
 export { BOOTSTRAP_COMMAND, SECRET_ENV_NAME, hermesToolsModule } from './code/python.js';
 export { NO_SANDBOX, DEGRADED_HINT } from './sandbox-result.js';
 export { unifiedDiff } from './unified-diff.js';

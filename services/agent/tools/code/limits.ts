@@ -14,7 +14,3 @@ export const CODE_EXECUTION_DEFAULTS: Readonly<CodeExecutionLimits> = Object.fre
 /** The tools a script may call (Hermes' list); of these, only the ones offered in the turn. */
 export const SCRIPT_TOOLS: readonly string[] = ['web_search', 'web_extract', 'read_file', 'write_file', 'search_files', 'patch', 'terminal'];
 
-/** Hermes' scrub, on the worker's side: the variables of `env` whose names do not look like secrets. */
-export function scriptEnv(env: Record<string, string>, secret: RegExp): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter(([k]) => !secret.test(k)));
-}
