@@ -8,7 +8,7 @@ import { approvalsSpecSchema, durationSeconds, sandboxSpecSchema } from './api/s
 import { CompileError } from './compile-error.js';
 
 /** Toolsets whose tools run commands in the sandbox. */
-export const SANDBOX_TOOLSETS: readonly string[] = ['terminal', 'file'];
+export const SANDBOX_TOOLSETS: readonly string[] = ['terminal', 'file', 'code_execution'];
 
 type Compiled = Pick<CompiledAgent, 'sandbox' | 'approvals'>;
 type SandboxSpec = NonNullable<Profile['spec']['sandbox']>;

@@ -77,6 +77,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...learningFields(p),
     ...webFields(p),
     ...mcpFields(p),
+    ...(p.codeExecution && Object.keys(p.codeExecution).length ? { codeExecution: p.codeExecution } : {}),
     ...compileSandbox(p),
   };
 }

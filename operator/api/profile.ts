@@ -72,6 +72,11 @@ export const profileSpecSchema = withRules(z.object({
     }).optional().describe('web_extract: pages as Markdown, PDFs as text.'),
   }).optional().describe('The web toolset (web_search, web_extract; add "web" to toolsets). Every URL passes the SSRF guard: private, loopback, link-local, metadata and unique-local addresses are refused, each redirect is checked again.'),
   mcpServers: mcpServersSchema.optional(),
+  codeExecution: z.object({
+    timeoutSeconds: z.number().int().min(1).max(400).optional().describe('Wall-clock limit of one script in seconds (default 300; at most 400, under the 420 s tool-step deadline).'),
+    maxOutputBytes: z.number().int().min(1_000).max(1_000_000).optional().describe('Bytes of the script\'s output (stdout and stderr) returned to the model at most (default 50 000).'),
+    maxToolCalls: z.number().int().min(0).max(1_000).optional().describe('Tool calls one script may make (default 50); later calls are refused.'),
+  }).optional().describe('execute_code (toolset code_execution, needs the sandbox): a Python script in the session\'s sandbox calling web_search, web_extract, read_file, write_file, search_files, patch and terminal through hermes_tools; environment variables that look like secrets never reach it.'),
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),

@@ -189,6 +189,12 @@ export const compiledAgentSchema = z.object({
     timeoutSeconds: z.number().int().positive().optional(),
     connectTimeoutSeconds: z.number().int().positive().optional(),
   })).optional(),
+  /** execute_code's limits (Profile spec.codeExecution); absent fields = Hermes' defaults (300 s, 50 000 bytes, 50 calls). */
+  codeExecution: z.object({
+    timeoutSeconds: z.number().int().positive().optional(),
+    maxOutputBytes: z.number().int().positive().optional(),
+    maxToolCalls: z.number().int().nonnegative().optional(),
+  }).optional(),
   /** Bounded memory sizes in characters; absent = Hermes' defaults (2200 / 1375). */
   memory: z.object({ memoryCharLimit: z.number().int().positive().optional(), userCharLimit: z.number().int().positive().optional() }).optional(),
   /**

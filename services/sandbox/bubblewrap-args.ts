@@ -52,15 +52,19 @@ export const WRAPPER_SHELL = existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';
 
 // $1 = working folder, $2 = command. Output of the command and the wrapper goes to stdout only:
 // bubblewrap's own stderr then carries nothing but its set-up errors.
-const WRAPPER = [
+const wrapper = (merge: boolean): string => [
   `printf . >&${READY_FD} || exit 125`,
-  'exec 2>&1',
+  ...(merge ? ['exec 2>&1'] : []),
   'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] 2>/dev/null && eval "exec $n>&-"; done',
   '[ -z "$HERMES_LIMITS" ] || ulimit -S -H $HERMES_LIMITS 2>/dev/null',
   'unset HERMES_LIMITS',
   'cd -- "$1" || exit 1',
   'exec /bin/sh -c "$2"',
 ].join('\n');
+const WRAPPER = wrapper(true);
+// A channel process (types.ts ChannelRequest) keeps stdin and stdout for its line channel; its
+// stderr is its output.
+const CHANNEL_WRAPPER = wrapper(false);
 
 function limitFlags(l: SandboxLimits): string {
   const flags: string[] = [];
@@ -97,6 +101,6 @@ export function bwrapOptions(p: BwrapPlan, systemDirs: string[]): string[] {
 }
 
 /** The argv after bubblewrap's options: the wrapper, the working folder and the command. */
-export function wrapperArgv(p: BwrapPlan): string[] {
-  return [WRAPPER_SHELL, '-c', WRAPPER, 'hermes-sandbox', p.cwd, p.command];
+export function wrapperArgv(p: BwrapPlan, channel = false): string[] {
+  return [WRAPPER_SHELL, '-c', channel ? CHANNEL_WRAPPER : WRAPPER, 'hermes-sandbox', p.cwd, p.command];
 }

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
+import { channelLine, LineSplitter, lineTooLong } from './channel-lines.js';
 import { killTree } from './process-tree.js';
 import type { ExecResult, SandboxStatus } from './types.js';
 
@@ -25,6 +26,11 @@ export interface RunSpec {
   uid?: number;
   gid?: number;
   stdin?: string;
+  /**
+   * A channel process: stdin stays open for `send`, stdout is split into lines for `onLine`, and
+   * stderr (once the sandbox is up) is the output.
+   */
+  channel?: { onLine: (line: string) => void };
   timeoutMs: number;
   signal: AbortSignal;
   sink: OutputSink;
@@ -36,6 +42,9 @@ export interface Run {
   ready: Promise<void>;
   done: Promise<ExecResult>;
   kill(status: SandboxStatus, reason: string): void;
+  /** A channel run: writes a line to its stdin, or closes it. */
+  send?(line: string): void;
+  end?(): void;
 }
 
 const BWRAP_ERR_MAX = 4_000;
@@ -63,7 +72,7 @@ export function startRun(spec: RunSpec): Run {
   try {
     child = spawn(spec.bwrap, ['--args', '3', '--', ...spec.argv], {
       env: {},
-      stdio: [spec.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+      stdio: [spec.stdin !== undefined || spec.channel ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
       ...(spec.uid !== undefined ? { uid: spec.uid, gid: spec.gid ?? spec.uid } : {}),
     });
   } catch (err) {
@@ -77,7 +86,6 @@ function track(child: ChildProcess, spec: RunSpec): Run {
   let isReady = false;
   let ended: { status: SandboxStatus; reason: string } | undefined;
   let cancelKill: () => void = () => undefined;
-  let bwrapErr = '';
   let spawnFailure: string | undefined;
   let markReady!: () => void;
   const ready = new Promise<void>((r) => { markReady = r; });
@@ -85,12 +93,28 @@ function track(child: ChildProcess, spec: RunSpec): Run {
   const [stdin, stdout, stderr, argsPipe, readyPipe] = child.stdio as [Writable | null, Readable, Readable, Writable, Readable];
   for (const s of [stdin, stdout, stderr, argsPipe, readyPipe]) s?.on('error', () => undefined);
   argsPipe.end(spec.options.map((o) => `${o}\0`).join(''));
-  if (stdin) stdin.end(spec.stdin);
-  stdout.setEncoding('utf8');
-  stdout.on('data', (c: string) => spec.sink.push(c));
+  // Before the sandbox is up, stderr is bubblewrap's; a channel process's stderr after that is its output.
+  let early = '';
+  const onErr = (c: string): void => {
+    if (spec.channel && isReady) return spec.sink.push(c);
+    if (early.length < BWRAP_ERR_MAX) early += c.slice(0, BWRAP_ERR_MAX - early.length);
+  };
+  if (spec.channel) {
+    const lines = new LineSplitter(spec.channel.onLine, () => kill('interrupted', lineTooLong));
+    stdout.on('data', (c: Buffer) => lines.push(c));
+  } else {
+    if (stdin) stdin.end(spec.stdin);
+    stdout.setEncoding('utf8');
+    stdout.on('data', (c: string) => spec.sink.push(c));
+  }
   stderr.setEncoding('utf8');
-  stderr.on('data', (c: string) => { if (bwrapErr.length < BWRAP_ERR_MAX) bwrapErr += c.slice(0, BWRAP_ERR_MAX - bwrapErr.length); });
-  readyPipe.once('data', () => { isReady = true; markReady(); readyPipe.destroy(); argsPipe.destroy(); });
+  stderr.on('data', onErr);
+  readyPipe.once('data', () => {
+    isReady = true;
+    // Bytes read before the ready byte was seen came after it was written (the wrapper writes it first).
+    if (spec.channel && early) { spec.sink.push(early); early = ''; }
+    markReady(); readyPipe.destroy(); argsPipe.destroy();
+  });
 
   const kill = (status: SandboxStatus, reason: string): void => {
     if (ended || child.exitCode !== null || child.signalCode !== null) return;
@@ -117,7 +141,7 @@ function track(child: ChildProcess, spec: RunSpec): Run {
     child.on('close', (code, sig) => {
       finish();
       if (spawnFailure) return resolve(degraded(spawnFailure, spec.started));
-      if (!isReady && !ended) return resolve(degraded(setupError(bwrapErr), spec.started));
+      if (!isReady && !ended) return resolve(degraded(setupError(early), spec.started));
       resolve({
         exitCode: exitCodeOf(code, sig),
         output: spec.sink.text(),
@@ -128,5 +152,10 @@ function track(child: ChildProcess, spec: RunSpec): Run {
       });
     });
   });
-  return { ready, done, kill };
+  if (!spec.channel || !stdin) return { ready, done, kill };
+  return {
+    ready, done, kill,
+    send: (line) => { if (stdin.writable) stdin.write(channelLine(line)); },
+    end: () => { stdin.end(); },
+  };
 }

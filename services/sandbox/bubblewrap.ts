@@ -8,7 +8,7 @@ import { bwrapOptions, systemDirArgs, wrapperArgv, type SandboxLimits } from './
 import { degraded, startRun, type OutputSink, type Run } from './bubblewrap-run.js';
 import { CappedOutput, RollingOutput } from './output.js';
 import { ensureSandboxEtc } from './sandbox-etc.js';
-import { WORKSPACE_PATH, type ExecRequest, type ExecResult, type RunningCommand, type Sandbox } from './types.js';
+import { WORKSPACE_PATH, type ChannelRequest, type ExecRequest, type ExecResult, type RunningCommand, type Sandbox, type SandboxChannel } from './types.js';
 import { ensureWorkspaceDir, invalidSessionNames, unreachableAncestor, type WorkspaceOwner } from './workspace-dir.js';
 
 /** What `egress: allowlist` means here: bubblewrap cannot filter by destination. */
@@ -36,7 +36,7 @@ const DEFAULT_LIMITS: SandboxLimits = { processes: 256, fileBytes: 4 * 1024 ** 3
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Why this request cannot run (bad cwd, env, NUL bytes, refused network), or undefined. */
-function refusal(req: ExecRequest, allowlist: BubblewrapAllowlist): string | undefined {
+function refusal(req: Omit<ExecRequest, 'stdin'>, allowlist: BubblewrapAllowlist): string | undefined {
   const names = invalidSessionNames(req.session);
   if (names) return `invalid sandbox session: ${names}`;
   const cwd = req.cwd ?? WORKSPACE_PATH;
@@ -95,6 +95,19 @@ class BubblewrapSandbox implements Sandbox {
     };
   }
 
+  async open(req: ChannelRequest): Promise<SandboxChannel> {
+    const sink = new CappedOutput(req.maxOutputChars);
+    const run = this.launch(req, sink, { onLine: req.onLine });
+    await run.ready;
+    return {
+      send: (line) => run.send?.(line),
+      end: () => run.end?.(),
+      output: () => ({ text: sink.text(), truncated: sink.truncated }),
+      done: run.done,
+      kill: () => run.kill('interrupted', 'the process was killed'),
+    };
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const runs = [...this.running];
@@ -102,7 +115,7 @@ class BubblewrapSandbox implements Sandbox {
     await Promise.all(runs.map((r) => r.done));
   }
 
-  private launch(req: ExecRequest, sink: OutputSink): Run {
+  private launch(req: ExecRequest | ChannelRequest, sink: OutputSink, channel?: { onLine: (line: string) => void }): Run {
     const started = Date.now();
     const early = (result: ExecResult): Run => ({ ready: Promise.resolve(), done: Promise.resolve(result), kill: () => undefined });
     if (this.closed) return early(degraded('the sandbox backend is shut down (the worker is stopping); retry on another worker', started));
@@ -123,9 +136,10 @@ class BubblewrapSandbox implements Sandbox {
     }
     const plan = { workspaceDir, etcDir, network, env: req.env ?? {}, cwd: req.cwd ?? WORKSPACE_PATH, command: req.command, limits: this.limits, tmpBytes: this.tmpBytes };
     const run = startRun({
-      bwrap: this.bwrap, options: bwrapOptions(plan, this.systemDirs), argv: wrapperArgv(plan),
+      bwrap: this.bwrap, options: bwrapOptions(plan, this.systemDirs), argv: wrapperArgv(plan, channel !== undefined),
       ...(this.owner ? { uid: this.owner.uid, gid: this.owner.gid } : {}),
-      ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
+      ...('stdin' in req && req.stdin !== undefined ? { stdin: req.stdin } : {}),
+      ...(channel ? { channel } : {}),
       timeoutMs: req.timeoutMs, signal: req.signal, sink, started,
     });
     this.running.add(run);

@@ -127,6 +127,40 @@ export interface Sandbox {
   start(req: ExecRequest): Promise<RunningCommand>;
   /** Stops whatever this backend still runs (worker shutdown). */
   close(): Promise<void>;
+  /**
+   * Starts a process with a line channel to the worker (see ChannelRequest). Absent on a backend
+   * that cannot offer one; then tools needing it say so.
+   */
+  open?(req: ChannelRequest): Promise<SandboxChannel>;
+}
+
+/** The longest line either side of a channel may send (a longer one ends the process). */
+export const MAX_CHANNEL_LINE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A process with a request/response line channel to the worker: its standard input and standard
+ * output carry newline-terminated UTF-8 lines (JSON, say) in both directions; its standard error
+ * is its output (capped at `maxOutputChars`, the `output` of the result). `stdin` of ExecRequest
+ * is not used: the worker writes with `send`. Both backends run the process exactly as `exec`
+ * would (same namespaces or Pod, same workspace, same limits, no inherited environment).
+ */
+export interface ChannelRequest extends Omit<ExecRequest, 'stdin'> {
+  /** Called once per line the process writes to its standard output (without the newline). */
+  onLine: (line: string) => void;
+}
+
+/** A running channel process (`open`). */
+export interface SandboxChannel {
+  /** Writes one line (a newline is added; the line must hold none) to the process's standard input. */
+  send(line: string): void;
+  /** Closes the process's standard input. */
+  end(): void;
+  /** Its standard error so far. */
+  output(): { text: string; truncated: boolean };
+  /** Settles when the process ends; never rejects (a backend failure is a `degraded` result). */
+  readonly done: Promise<ExecResult>;
+  /** Ends it (SIGKILL; a Pod is deleted); `done` then says `interrupted`. */
+  kill(): void;
 }
 
 /** A command as a tool asks for it; the session, workspace, network and limits are bound already. */
@@ -148,6 +182,13 @@ export interface SessionSandbox {
   readonly timeoutSeconds: number;
   run(cmd: SessionCommand, signal: AbortSignal): Promise<ExecResult>;
   start(cmd: SessionCommand, signal: AbortSignal): Promise<RunningCommand>;
+  /** A process with a line channel (see ChannelRequest); absent when the backend has none. */
+  open?(cmd: SessionChannelCommand, signal: AbortSignal): Promise<SandboxChannel>;
+}
+
+/** A channel process as a tool asks for it. */
+export interface SessionChannelCommand extends Omit<SessionCommand, 'stdin'> {
+  onLine: (line: string) => void;
 }
 
 export interface SessionBinding {
@@ -175,10 +216,12 @@ export function bindSession(sandbox: Sandbox, b: SessionBinding): SessionSandbox
       signal,
       ...(b.pod ? { pod: b.pod } : {}),
   });
+  const open = sandbox.open?.bind(sandbox);
   return {
     backend: sandbox.backend,
     timeoutSeconds: b.timeoutSeconds,
     run: (cmd, signal) => sandbox.exec(request(cmd, signal, MAX_TIMEOUT_SECONDS)),
     start: (cmd, signal) => sandbox.start(request(cmd, signal, MAX_BACKGROUND_SECONDS)),
+    ...(open ? { open: (cmd: SessionChannelCommand, signal: AbortSignal) => open({ ...request(cmd, signal, MAX_TIMEOUT_SECONDS), onLine: cmd.onLine }) } : {}),
   };
 }

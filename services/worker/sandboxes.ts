@@ -7,7 +7,7 @@ import { Counter, Histogram } from 'prom-client';
 import type { Admission, CompiledAgent, Config, Logger, Metrics } from '../core/index.js';
 import {
   bindSession, bubblewrapSandboxFromConfig, DEFAULT_IDLE_SECONDS, kubernetesSandbox, kubernetesSandboxSettings, sessionKubernetesSandbox,
-  type ExecRequest, type ExecResult, type RunningCommand, type Sandbox, type SandboxBackendName, type SessionSandbox, type SessionSandboxMetrics,
+  type ExecRequest, type ExecResult, type RunningCommand, type Sandbox, type SandboxBackendName, type SandboxChannel, type SessionSandbox, type SessionSandboxMetrics,
 } from '../sandbox/index.js';
 
 export interface SandboxBackends {
@@ -47,6 +47,7 @@ function unavailable(backend: SandboxBackendName, reason: string): Sandbox {
     backend,
     exec: () => Promise.resolve(result()),
     start: (): Promise<RunningCommand> => Promise.resolve({ output: () => ({ text: '', truncated: false }), done: Promise.resolve(result()), kill: () => undefined }),
+    open: (): Promise<SandboxChannel> => Promise.resolve({ send: () => undefined, end: () => undefined, output: () => ({ text: '', truncated: false }), done: Promise.resolve(result()), kill: () => undefined }),
     close: () => Promise.resolve(),
   };
 }

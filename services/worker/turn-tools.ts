@@ -77,6 +77,8 @@ const withKanban = (adm: Admission, toolsets: string[]): string[] => (adm.platfo
 /** The turn's board, when the kanban toolset is on (core/kanban: a dispatched task's board, or the person's). */
 const turnKanban = (deps: { db: Db; config: Config }, adm: Admission, toolsets: string[]) =>
   (toolsets.includes('kanban') ? { kanban: pgKanbanAccess(deps.db, adm, { claimTtlSeconds: deps.config.HERMES_KANBAN_CLAIM_TTL_SECONDS, now: Date.now }) } : {});
+/** execute_code's limits from the Profile, when it sets any. */
+const codeExecutionOf = (agent: CompiledAgent) => (agent.codeExecution ? { codeExecution: agent.codeExecution } : {});
 
 export interface TurnToolOptions {
   /** The person's permissions (team mode): toolsets they may not use are not offered to the model at all (nor the sandbox behind them). */
@@ -115,6 +117,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       ...(guard ? { guard } : {}),
       ...(web ? { web } : {}),
       ...turnKanban(deps, adm, toolsets),
+      ...codeExecutionOf(agent),
     },
     ...(sandbox ? { sandbox } : {}),
   };

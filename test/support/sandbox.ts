@@ -74,6 +74,10 @@ export async function testSessionSandbox(opts: TestSandboxOptions = {}): Promise
       calls.push(cmd);
       return bound.start(cmd, signal);
     },
+    open(cmd, signal) {
+      calls.push(cmd);
+      return bound.open!(cmd, signal);
+    },
     async put(rel, content) {
       const abs = await parents(root, rel);
       await writeFile(abs, content);

@@ -10,6 +10,7 @@ import type { RecallAccess } from '../recall/access.js';
 import type { SkillAccess } from '../skills/access.js';
 import type { WebAccess } from '../web/access.js';
 import type { KanbanAccess } from './kanban-access.js';
+import type { CodeExecutionLimits } from './code/limits.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -41,6 +42,10 @@ export interface ToolContext {
   web?: WebAccess;
   /** The turn's Kanban board (`kanban_*`). Absent = they refuse. */
   kanban?: KanbanAccess;
+  /** The turn's tools by name (the loop sets it): what `execute_code` scripts may call, of its list. */
+  tools?: ReadonlyMap<string, Tool>;
+  /** execute_code's limits (Profile `spec.codeExecution`); absent fields take Hermes' defaults. */
+  codeExecution?: Partial<CodeExecutionLimits>;
 }
 
 /**

@@ -7,7 +7,9 @@ import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CappedOutput, RollingOutput } from '../output.js';
 import { Calls, type Call, type Output } from '../kubernetes/calls.js';
-import type { ExecRequest, ExecResult, RunningCommand, Sandbox } from '../types.js';
+import type { ChannelRequest, ExecRequest, ExecResult, RunningCommand, Sandbox, SandboxChannel } from '../types.js';
+import type { ExecChannel } from '../kubernetes/exec-channel.js';
+import { sessionChannel } from './session-channel.js';
 import type { PodOutcome } from '../kubernetes/pod-run.js';
 import { INTERRUPTED_EXIT_CODE } from '../kubernetes/pod-run.js';
 import { Prerequisites, type Resolver } from '../kubernetes/prerequisites.js';
@@ -78,7 +80,7 @@ class SessionKubernetesSandbox implements Sandbox {
     return !req.pod?.session || this.missing.has(namespace);
   }
 
-  private withoutSession(req: ExecRequest): ExecRequest {
+  private withoutSession<R extends Omit<ExecRequest, 'stdin'>>(req: R): R {
     const { session: _session, ...pod } = req.pod ?? {};
     return { ...req, pod };
   }
@@ -99,6 +101,25 @@ class SessionKubernetesSandbox implements Sandbox {
     return {
       output: () => ({ text: output.text(), truncated: output.truncated }),
       // A call that ran has an ExecResult: 'missing' is only answered before anything runs.
+      done: call.done as Promise<ExecResult>,
+      kill: () => call.abort.abort(),
+    };
+  }
+
+  /** A channel process in the session's sandbox (per call, like exec, without a session pool). */
+  async open(req: ChannelRequest): Promise<SandboxChannel> {
+    const perCall = (): Promise<SandboxChannel> => this.o.perCall.open
+      ? this.o.perCall.open(this.withoutSession(req))
+      : Promise.reject(new Error('the per-call sandbox backend has no channel'));
+    if (this.perCall(req)) return perCall();
+    const output = new CappedOutput(req.maxOutputChars);
+    const holder: { channel?: ExecChannel } = {};
+    const call = this.calls.start<'missing'>(req, output, 'preparing the session sandbox', (signal, onRunning) => this.run(req, output, signal, onRunning, holder));
+    if (!(await Promise.race([call.running, call.done.then(() => false)])) && (await call.done) === 'missing') return perCall();
+    return {
+      send: (line) => holder.channel?.send(line),
+      end: () => holder.channel?.end(),
+      output: () => ({ text: output.text(), truncated: output.truncated }),
       done: call.done as Promise<ExecResult>,
       kill: () => call.abort.abort(),
     };
@@ -134,7 +155,7 @@ class SessionKubernetesSandbox implements Sandbox {
     }
   }
 
-  private async run(req: ExecRequest, output: Output, signal: AbortSignal, onRunning: () => void): Promise<PodOutcome | 'missing'> {
+  private async run(req: ExecRequest | ChannelRequest, output: Output, signal: AbortSignal, onRunning: () => void, holder?: { channel?: ExecChannel }): Promise<PodOutcome | 'missing'> {
     const problem = requestProblem(req);
     if (problem) return { status: 'degraded', exitCode: -1, reason: `${problem} The command did not run.` };
     const session = req.pod!.session!;
@@ -154,9 +175,15 @@ class SessionKubernetesSandbox implements Sandbox {
       void this.claims.renew(namespace, ref.sandbox, leaseMs(session.idleSeconds)).catch(() => undefined);
     }, heartbeatMs(session.idleSeconds));
     try {
+      if (holder && 'onLine' in req) {
+        return await sessionChannel({
+          kc: this.o.kubeConfig, namespace, pod: ref.pod, callId: randomBytes(8).toString('hex'), req,
+          apiTimeoutMs: this.settings.apiTimeoutMs, signal, output: output as CappedOutput, onRunning, holder,
+        });
+      }
       return await podExec({
         kc: this.o.kubeConfig, namespace, pod: ref.pod, callId: randomBytes(8).toString('hex'), command: req.command,
-        ...(req.cwd !== undefined ? { cwd: req.cwd } : {}), ...(req.env ? { env: req.env } : {}), ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
+        ...(req.cwd !== undefined ? { cwd: req.cwd } : {}), ...(req.env ? { env: req.env } : {}), ...('stdin' in req && req.stdin !== undefined ? { stdin: req.stdin } : {}),
         timeoutMs: req.timeoutMs, apiTimeoutMs: this.settings.apiTimeoutMs, signal, onOutput: (text) => output.push(text), onRunning,
       });
     } finally {

@@ -189,7 +189,7 @@ export async function podExec(o: PodExecOptions): Promise<PodOutcome> {
 }
 
 /** The call's outcome from what the exec stream ended with. */
-function outcomeOf(e: { status: V1Status | undefined; stopReason: 'interrupted' | 'timeout' | undefined; elapsedMs: number; timeoutSeconds: number; where: string }): PodOutcome {
+export function outcomeOf(e: { status: V1Status | undefined; stopReason: 'interrupted' | 'timeout' | undefined; elapsedMs: number; timeoutSeconds: number; where: string }): PodOutcome {
   const code = e.status ? exitCodeOf(e.status) : undefined;
   if (e.stopReason === 'interrupted') return { status: 'interrupted', exitCode: INTERRUPTED_EXIT_CODE, reason: 'Stopped: the command was killed in the session sandbox.' };
   // 137 is SIGKILL: the Pod's `timeout` when the call lasted that long, otherwise the command's own doing.

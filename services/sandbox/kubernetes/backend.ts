@@ -5,7 +5,8 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { CappedOutput, RollingOutput } from '../output.js';
 import { Calls, type Call, type Output } from './calls.js';
-import type { ExecRequest, ExecResult, RunningCommand, Sandbox } from '../types.js';
+import type { ChannelRequest, ExecRequest, ExecResult, RunningCommand, Sandbox, SandboxChannel } from '../types.js';
+import { channelInPod, holderCommand, type Attach } from './pod-channel.js';
 import { bounded } from './failures.js';
 import { sandboxPodName, stdinConfigMapName } from './names.js';
 import { pinnedNode } from './node-pin.js';
@@ -59,6 +60,26 @@ class KubernetesSandbox implements Sandbox {
     };
   }
 
+  /**
+   * A channel process: a Pod that only waits (holderCommand) is started as for `exec`, then the
+   * process runs in it through `pods/exec` with its stdin and stdout as the line channel. The Pod
+   * is deleted when the process ends, at the timeout, on abort or `kill`.
+   */
+  async open(req: ChannelRequest): Promise<SandboxChannel> {
+    const output = new CappedOutput(req.maxOutputChars);
+    const attach = channelInPod({ kc: this.o.kubeConfig, req, apiTimeoutMs: this.settings.apiTimeoutMs, output });
+    const call = this.calls.start<never>(req, output, 'preparing the sandbox', (signal, onRunning) =>
+      this.run({ ...req, command: holderCommand(req.timeoutMs, this.settings.startTimeoutMs) }, output, signal, onRunning, attach));
+    await Promise.race([call.running, call.done]);
+    return {
+      send: (line) => attach.channel?.send(line),
+      end: () => attach.channel?.end(),
+      output: () => ({ text: output.text(), truncated: output.truncated }),
+      done: call.done,
+      kill: () => call.abort.abort(),
+    };
+  }
+
   close(): Promise<void> {
     return this.calls.close();
   }
@@ -84,7 +105,7 @@ class KubernetesSandbox implements Sandbox {
     return { ws, ...(node ? { node } : {}) };
   }
 
-  private async run(req: ExecRequest, output: Output, signal: AbortSignal, onRunning: () => void): Promise<PodOutcome> {
+  private async run(req: ExecRequest, output: Output, signal: AbortSignal, onRunning: () => void, attach?: Attach): Promise<PodOutcome> {
     const problem = requestProblem(req);
     if (problem) return { status: 'degraded', exitCode: -1, reason: `${problem} The command did not run.` };
     const namespace = req.pod?.namespace ?? req.session.namespace;
@@ -94,26 +115,29 @@ class KubernetesSandbox implements Sandbox {
     const prepared = await Promise.race([preparing, whenAborted(signal)]);
     if (prepared === 'aborted' || signal.aborted) return { status: 'interrupted', exitCode: INTERRUPTED_EXIT_CODE, reason: 'Stopped before the sandbox Pod was created.' };
     if ('status' in prepared) return prepared;
-    return this.launch(req, namespace, prepared, { output, signal, onRunning });
+    return this.launch(req, namespace, prepared, { output, signal, onRunning, ...(attach ? { attach } : {}) });
   }
 
   private async launch(req: ExecRequest, namespace: string, { ws, node }: { ws: Workspace; node?: string },
-    io: { output: Output; signal: AbortSignal; onRunning: () => void }): Promise<PodOutcome> {
+    io: { output: Output; signal: AbortSignal; onRunning: () => void; attach?: Attach }): Promise<PodOutcome> {
     const name = sandboxPodName();
     const t0 = Date.now();
     const stdinName = req.stdin !== undefined ? stdinConfigMapName(name) : undefined;
     let recording: Promise<void> | undefined;
     try {
       if (stdinName) await this.limit(createStdin(this.core, namespace, stdinName, req.session, req.stdin ?? ''), 'creating the stdin ConfigMap');
+      // A channel's Pod only waits: it ends when the process in it ends (stop), or as any call's Pod.
+      const stop = new AbortController();
       const run = new PodRun({
         kc: this.o.kubeConfig,
         pod: sandboxPod({ name, namespace, req, pvcName: ws.name, settings: this.settings, ...(node ? { pinnedNode: node } : {}), ...(stdinName ? { stdinConfigMap: stdinName } : {}) }),
         timeoutMs: req.timeoutMs, startTimeoutMs: this.settings.startTimeoutMs, pollMs: this.settings.pollMs,
         lostContactMs: this.settings.lostContactMs, apiTimeoutMs: this.settings.apiTimeoutMs,
-        signal: io.signal, onOutput: (text) => io.output.push(text),
+        signal: io.attach ? AbortSignal.any([io.signal, stop.signal]) : io.signal, onOutput: (text) => { if (!io.attach) io.output.push(text); },
         onBound: (bound) => { if (bound !== ws.node) recording = recordNode(this.core, namespace, ws.name, bound); },
         ...(stdinName ? { onCreated: (pod) => ownStdin(this.core, namespace, stdinName, pod) } : {}),
       });
+      if (io.attach) return await io.attach.run(run, { namespace, pod: name, signal: io.signal, stop: () => stop.abort(), onOpen: io.onRunning });
       void run.running.then((runs) => { if (runs) io.onRunning(); });
       return await run.done;
     } finally {

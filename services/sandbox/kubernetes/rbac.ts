@@ -19,7 +19,7 @@ export const sandboxNamespacedRules: readonly V1PolicyRule[] = [
   { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'create'] },
   /** The Agent's sandbox NetworkPolicy. */
   { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'create', 'update'] },
-  /** Mode session: the session's SandboxClaim (created, stamped, watched by name until Ready), its Sandbox (read, resumed), commands by exec. */
+  /** Mode session: the session's SandboxClaim (created, stamped, watched by name until Ready), its Sandbox (read, resumed), commands by exec; channel processes (execute_code) by exec in either mode. */
   { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['get', 'create', 'patch', 'watch'] },
   { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'patch'] },
   { apiGroups: [''], resources: ['pods/exec'], verbs: ['create', 'get'] },

@@ -165,6 +165,18 @@ describe('mode session on agent-sandbox', () => {
     expect((await backend.exec(inSession(first, 'cat /workspace/proj/note'))).output).toBe('kept\n');
   }, 120_000);
 
+  it('a channel process (execute_code\'s) runs in the session\'s sandbox, in its directory, with lines both ways; its timeout kills it', async () => {
+    printLogs();
+    const lines: string[] = [];
+    const channel = await backend.open!({ ...inSession(first, 'read -r l; echo "got $l $(cat note)"; pwd >&2'), onLine: (l) => lines.push(l) });
+    channel.send('ping');
+    expect(await channel.done).toMatchObject({ status: 'ok', exitCode: 0, output: '/workspace/proj\n' });
+    expect(lines).toEqual(['got ping kept']);
+    const slow = await backend.open!({ ...inSession(first, 'sleep 43.5', { timeoutMs: 1_500 }), onLine: () => undefined });
+    expect(await slow.done).toMatchObject({ status: 'timeout', exitCode: 137 });
+    await waitFor(() => (pidsWithArg('43.5').length === 0 ? true : undefined), { what: 'the timed-out process to be gone', timeoutMs: 10_000 });
+  }, 120_000);
+
   it('another session gets a sandbox of its own, with its own workspace', async () => {
     printLogs();
     const second = session();

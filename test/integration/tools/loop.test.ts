@@ -53,6 +53,6 @@ describe('sandbox tools in the loop', () => {
     expect(byId.t).toMatchObject({ output: 'ship it\n', exit_code: 2 });
     expect(byId.r).toMatchObject({ content: '     1|ship it' });
     expect(guard.asked).toEqual(['cat notes/todo.md; exit 2']);
-    expect(server.requests[0]!.body.tools!.map((t) => t.function.name).sort()).toEqual(['patch', 'process', 'read_file', 'search_files', 'terminal', 'write_file']);
+    expect(server.requests[0]!.body.tools!.map((t) => t.function.name).sort()).toEqual(['execute_code', 'patch', 'process', 'read_file', 'search_files', 'terminal', 'write_file']);
   });
 });

@@ -1,5 +1,5 @@
 // The sandbox tools as the model sees them: registered beside the built-ins, in toolsets
-// `terminal` and `file`, with Hermes' names and argument names.
+// `terminal`, `file` and `code_execution`, with Hermes' names and argument names.
 import { describe, expect, it } from 'vitest';
 import { builtinRegistry, registerSandboxTools, SANDBOX_TOOLSETS, toolSpec } from '../../../services/agent/index.js';
 
@@ -12,8 +12,9 @@ describe('registerSandboxTools', () => {
     try {
       expect(registry.select(['terminal']).map((t) => t.name)).toEqual(['process', 'terminal']);
       expect(registry.select(['file']).map((t) => t.name)).toEqual(['patch', 'read_file', 'search_files', 'write_file']);
+      expect(registry.select(['code_execution']).map((t) => t.name)).toEqual(['execute_code']);
       expect(registry.select(['clock']).map((t) => t.name)).toEqual(['get_time']);
-      expect(SANDBOX_TOOLSETS).toEqual(['terminal', 'file']);
+      expect(SANDBOX_TOOLSETS).toEqual(['terminal', 'file', 'code_execution']);
     } finally {
       processes.close();
     }
@@ -29,5 +30,6 @@ describe('registerSandboxTools', () => {
     expect(props('patch', registry)).toEqual(['mode', 'new_string', 'old_string', 'patch', 'path', 'replace_all']);
     expect(props('search_files', registry)).toEqual(['context', 'file_glob', 'limit', 'offset', 'output_mode', 'path', 'pattern', 'target']);
     expect(props('todo', registry)).toEqual(['merge', 'todos']);
+    expect(props('execute_code', registry)).toEqual(['code']);
   });
 });

@@ -1,6 +1,7 @@
 // Sandboxed tools through the whole path (ledger → worker → loop → bubblewrap): the agent's
 // Profile decides whether file tools are offered, each session has its own workspace, writes
-// take checkpoints, and `/rollback` lists and restores them without a model call.
+// take checkpoints, and `/rollback` lists and restores them without a model call. execute_code
+// runs its script in the session's workspace with the Profile's limits (spec.codeExecution).
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ let workspaces: string;
 let bwrap: Sandbox;
 let sandboxed: string;
 let bare: string;
+let scripter: string;
 
 const sandbox: CompiledAgent['sandbox'] = { backend: 'bubblewrap', mode: 'call', timeoutSeconds: 60, workspace: { size: '1Gi', ttlSeconds: 3_600 }, network: { egress: 'none', allow: [] } };
 
@@ -33,6 +35,10 @@ function script(b: ChatRequestBody) {
   if (results.length) return { text: `done: ${results.at(-1)!.content.slice(0, 600)}` };
   const write = /^write (.*)$/.exec(user);
   if (write) return { toolCalls: [{ id: 'w', name: 'write_file', arguments: JSON.stringify({ path: 'notes.txt', content: `${write[1]}\n` }) }] };
+  if (user === 'script') {
+    const code = 'from hermes_tools import write_file, ToolError\nwrite_file("notes.txt", "from a script\\n")\ntry:\n    write_file("more.txt", "x")\nexcept ToolError as e:\n    print("second:", e)\nprint("wrote notes")';
+    return { toolCalls: [{ id: 'x', name: 'execute_code', arguments: JSON.stringify({ code }) }] };
+  }
   const change = /^change (\S+) to (\S+)$/.exec(user);
   if (change) return { toolCalls: [{ id: 'p', name: 'patch', arguments: JSON.stringify({ path: 'notes.txt', old_string: change[1], new_string: change[2] }) }] };
   return { text: 'ok' };
@@ -46,6 +52,7 @@ beforeAll(async () => {
   await chmod(workspaces, 0o711);
   bwrap = bubblewrapSandbox({ workspacesDir: workspaces });
   sandboxed = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'coder' }, toolsets: ['file'], sandbox, approvals: { mode: 'manual', deny: [], allow: [], timeoutSeconds: 60 } });
+  scripter = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'scripter' }, toolsets: ['file', 'code_execution'], sandbox, approvals: { mode: 'manual', deny: [], allow: [], timeoutSeconds: 60 }, codeExecution: { maxToolCalls: 1 } });
   bare = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'talker' }, toolsets: ['file', 'clock'] });
   worker = await startTestWorker(rt, { loop: { sandboxes: openSandboxBackends(rt.config, rt.log, { backends: { bubblewrap: bwrap } }) } });
 });
@@ -68,6 +75,18 @@ describe('sandboxed turns', () => {
     expect(toolNames(before)).toEqual(['get_time', 'read_tool_result']);
     await runTurn(rt, { agentId: sandboxed, sessionKey: 'coder:s0', content: 'hello' });
     expect(toolNames(before + 1)).toEqual(['patch', 'read_file', 'read_tool_result', 'search_files', 'write_file']);
+  });
+
+  it('runs execute_code in the session\'s workspace with the Profile\'s limits, returning what the script printed', async () => {
+    const before = model.requests.length;
+    const r = await runTurn(rt, { agentId: scripter, sessionKey: 'scripter:s1', content: 'script' });
+    expect(toolNames(before)).toContain('execute_code');
+    const result = JSON.parse(r.reply.slice('done: '.length)) as { status: string; output: string; tool_calls_made: number };
+    expect(result).toMatchObject({ status: 'success', tool_calls_made: 1 });
+    expect(result.output).toBe('second: the limit of 1 tool calls per script was reached; the call was not run\nwrote notes\n');
+    const dir = workspaceDir(workspaces, { namespace: 'default', agent: 'scripter', sessionId: r.a.sessionId, admissionId: r.a.sessionId });
+    expect(await readFile(join(dir, 'notes.txt'), 'utf8')).toBe('from a script\n');
+    expect(existsSync(join(dir, 'more.txt'))).toBe(false);
   });
 
   it('writes in the session\'s own workspace, checkpoints before each change, and /rollback restores', async () => {
