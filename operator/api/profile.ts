@@ -103,6 +103,10 @@ export const profileSpecSchema = withRules(z.object({
       summariseAboveChars: z.number().int().min(500).max(200_000).optional().describe('Pages longer than this are summarised by the model before the agent reads them (default 5 000, as Hermes).'),
     }).optional().describe('web_extract: pages as Markdown, PDFs as text.'),
   }).optional().describe('The web toolset (web_search, web_extract; add "web" to toolsets). Every URL passes the SSRF guard: private, loopback, link-local, metadata and unique-local addresses are refused, each redirect is checked again.'),
+  delegation: z.object({
+    maxConcurrentChildren: z.number().int().min(1).max(10).optional().describe('Subagents running at once in one conversation (default and maximum 10); a spawn past it is refused.'),
+    maxIterations: z.number().int().min(1).max(1_000).optional().describe('Model calls of each subagent: its own fresh budget (default 50, as Hermes).'),
+  }).optional().describe('The delegation toolset (delegate_task; add "delegation" to toolsets): subagents run as their own queued turns on any worker, depth 1 (a subagent cannot delegate), without the delegation, clarify, memory, messaging and cron tools; their results come back as a new turn and their usage counts toward this conversation and the spend caps.'),
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),

@@ -10,8 +10,9 @@ import { skillManageTool } from './skill-manage.js';
 import { skillsListTool, skillViewTool } from './skills.js';
 import { todoTool } from './todo.js';
 import { webExtractTool, webSearchTool } from './web.js';
+import { delegateTaskTool } from './delegate.js';
 
-export { memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
+export { delegateTaskTool, memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -33,7 +34,7 @@ export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 export function builtinRegistry(): ToolRegistry {
   return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
     .register(skillsListTool).register(skillViewTool).register(skillManageTool)
-    .register(webSearchTool).register(webExtractTool);
+    .register(webSearchTool).register(webExtractTool).register(delegateTaskTool);
 }
 
 /** Not in any toolset: the loop offers it whenever the turn can store oversized results. */

@@ -9,6 +9,7 @@ import type { MemoryAccess } from '../memory/access.js';
 import type { RecallAccess } from '../recall/access.js';
 import type { SkillAccess } from '../skills/access.js';
 import type { WebAccess } from '../web/access.js';
+import type { DelegationAccess } from './delegate.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -38,6 +39,8 @@ export interface ToolContext {
   skills?: SkillAccess;
   /** Search and guarded page fetches (`web_search`, `web_extract`). Absent = they refuse. */
   web?: WebAccess;
+  /** Subagents (`delegate_task`), in the ledger. Absent (a child turn, no worker) = it refuses. */
+  delegation?: DelegationAccess;
 }
 
 /**
