@@ -94,9 +94,9 @@ export interface ChildTurn {
  */
 export async function startChildTurn(deps: DelegationDeps, agent: CompiledAgent, adm: Admission): Promise<ChildTurn | 'stopped' | undefined> {
   if (!isChildTurn(adm)) return undefined;
-  const sub = await subagentOfChild(deps.db.pool, adm.id);
+  const sub = await subagentOfChild(deps.db.pool, adm.sessionId);
   if (!sub) return undefined;
-  if (!(await markSubagentRunning(deps.db.pool, adm.id))) return 'stopped';
+  if (!(await markSubagentRunning(deps.db.pool, adm.sessionId))) return 'stopped';
   let progressed = false;
   const timer = setInterval(() => {
     if (!progressed) return; // an idle cycle: no beat (15 of them in a row make the child stale)
@@ -116,7 +116,7 @@ export async function startChildTurn(deps: DelegationDeps, agent: CompiledAgent,
 export async function reportChild(deps: DelegationDeps, adm: Admission): Promise<void> {
   if (!isChildTurn(adm)) return;
   try {
-    const batch = await settleSubagent(deps.db, adm.id);
+    const batch = await settleSubagent(deps.db, adm.sessionId);
     if (batch) await enqueueTurn(deps.queues, { admissionId: batch.admissionId, sessionId: batch.sessionId });
   } catch (err) {
     // The sweeper settles children whose turn ended unsettled, and re-enqueues queued turns.

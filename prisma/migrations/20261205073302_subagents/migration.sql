@@ -1,6 +1,8 @@
 -- Delegation (issue 14): one row per child of delegate_task. The child is an admission of its own
 -- in a session of its own (platform `subagent`), run by any worker through the turn queue; this
 -- row links it to the parent session and turn and carries its status, result and heartbeat.
+CREATE TYPE "subagent_status" AS ENUM ('queued', 'running', 'completed', 'failed', 'stopped');
+
 CREATE TABLE "subagents" (
     "id" UUID NOT NULL,
     "agent_id" UUID NOT NULL,
@@ -9,7 +11,7 @@ CREATE TABLE "subagents" (
     "child_session_id" UUID NOT NULL,
     "child_admission_id" UUID NOT NULL,
     "goal" TEXT NOT NULL,
-    "status" TEXT NOT NULL DEFAULT 'queued',
+    "status" "subagent_status" NOT NULL DEFAULT 'queued',
     "result" TEXT,
     "error" TEXT,
     "heartbeat_at" TIMESTAMPTZ(3),
@@ -17,8 +19,7 @@ CREATE TABLE "subagents" (
     "reported_admission_id" UUID,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "finished_at" TIMESTAMPTZ(3),
-    CONSTRAINT "subagents_pkey" PRIMARY KEY ("id"),
-    CONSTRAINT "subagents_status_check" CHECK ("status" IN ('queued', 'running', 'completed', 'failed', 'stopped'))
+    CONSTRAINT "subagents_pkey" PRIMARY KEY ("id")
 );
 CREATE UNIQUE INDEX "subagents_child_admission_id_key" ON "subagents"("child_admission_id");
 CREATE INDEX "subagents_parent_session_id_status_idx" ON "subagents"("parent_session_id", "status");

@@ -120,16 +120,19 @@ export async function getSubagent(sql: Sql, id: string): Promise<Subagent | unde
   return rows[0];
 }
 
-/** The child row of a child turn (its admission). */
-export async function subagentOfChild(sql: Sql, childAdmissionId: string): Promise<Subagent | undefined> {
-  const { rows } = await sql.query<Subagent>(`SELECT ${columns} FROM subagents WHERE child_admission_id = $1`, [childAdmissionId]);
+/**
+ * The child row of a child turn, by the child's session: its first admission, or the `resume` that
+ * continues it after a worker shutdown cut it (turns.ts cutTurn).
+ */
+export async function subagentOfChild(sql: Sql, childSessionId: string): Promise<Subagent | undefined> {
+  const { rows } = await sql.query<Subagent>(`SELECT ${columns} FROM subagents WHERE child_session_id = $1`, [childSessionId]);
   return rows[0];
 }
 
-/** The child turn starts: `running`, first heartbeat. False when it was stopped (or ended) before it started. */
-export async function markSubagentRunning(sql: Sql, childAdmissionId: string): Promise<boolean> {
+/** The child turn starts (or resumes): `running`, a heartbeat. False when it was stopped (or ended) before. */
+export async function markSubagentRunning(sql: Sql, childSessionId: string): Promise<boolean> {
   const { rowCount } = await sql.query(
-    `UPDATE subagents SET status = 'running', heartbeat_at = now() WHERE child_admission_id = $1 AND status IN ${ACTIVE}`, [childAdmissionId]);
+    `UPDATE subagents SET status = 'running', heartbeat_at = now() WHERE child_session_id = $1 AND status IN ${ACTIVE}`, [childSessionId]);
   return (rowCount ?? 0) > 0;
 }
 
@@ -140,14 +143,14 @@ export async function beatSubagent(sql: Sql, id: string): Promise<void> {
 
 /**
  * A control signal (stop, steer) for a child's turn, recorded in the child's session as after its
- * admission (so the running turn honours it, and a turn that has yet to start finds it).
+ * latest admission (so the running turn honours it, and a turn that has yet to start finds it).
  */
-async function childSignal(sql: Sql, sub: Pick<Subagent, 'childSessionId' | 'childAdmissionId'>, kind: SignalKind, text: string): Promise<SessionSignal> {
+async function childSignal(sql: Sql, sub: Pick<Subagent, 'childSessionId'>, kind: SignalKind, text: string): Promise<SessionSignal> {
   const { rows: [r] } = await sql.query<{ id: string; seq: string }>(
     `INSERT INTO session_signals (id, session_id, admission_id, admission_seq, kind, text)
-     SELECT gen_random_uuid(), $1, NULL, a.seq + 1, $3, $4 FROM admissions a WHERE a.id = $2
+     SELECT gen_random_uuid(), $1, NULL, max(a.seq) + 1, $2, $3 FROM admissions a WHERE a.session_id = $1
      RETURNING id, admission_seq AS seq`,
-    [sub.childSessionId, sub.childAdmissionId, kind, text]);
+    [sub.childSessionId, kind, text]);
   return { id: r!.id, sessionId: sub.childSessionId, admissionSeq: Number(r!.seq), kind, text };
 }
 
@@ -207,19 +210,21 @@ export interface ReportedBatch {
 }
 
 /**
- * Records the end of the child turn `childAdmissionId` (terminal or unknown) on its row, unless the
- * row already ended (stale, stopped while queued); then reports its batch when complete.
+ * Records the end of the child in session `childSessionId` on its row — by the session's latest
+ * admission (a resume continues a cut turn), once that is terminal or unknown — unless the row
+ * already ended (stale, stopped while queued); then reports its batch when complete.
  */
-export async function settleSubagent(db: Db, childAdmissionId: string): Promise<ReportedBatch | undefined> {
+export async function settleSubagent(db: Db, childSessionId: string): Promise<ReportedBatch | undefined> {
   return db.tx(async (sql) => {
-    const { rows: [sub] } = await sql.query<Subagent>(`SELECT ${columns} FROM subagents WHERE child_admission_id = $1 FOR UPDATE`, [childAdmissionId]);
+    const { rows: [sub] } = await sql.query<Subagent>(`SELECT ${columns} FROM subagents WHERE child_session_id = $1 FOR UPDATE`, [childSessionId]);
     if (!sub) return undefined;
     if (sub.status === 'queued' || sub.status === 'running') {
       const { rows: [end] } = await sql.query<ChildEnd>(
-        `SELECT a.state, a.outcome, a.error, d.content AS reply FROM admissions a LEFT JOIN delivery_obligations d ON d.admission_id = a.id WHERE a.id = $1`, [childAdmissionId]);
+        `SELECT a.state, a.outcome, a.error, d.content AS reply FROM admissions a LEFT JOIN delivery_obligations d ON d.admission_id = a.id
+         WHERE a.session_id = $1 ORDER BY a.seq DESC LIMIT 1`, [childSessionId]);
       if (!end || (end.state !== 'terminal' && end.state !== 'unknown')) return undefined;
       const done = childEnd(end, sub.stopRequestedAt !== null);
-      await sql.query(`UPDATE subagents SET status = $2, result = $3, error = $4, finished_at = now() WHERE id = $1`,
+      await sql.query(`UPDATE subagents SET status = $2::subagent_status, result = $3, error = $4, finished_at = now() WHERE id = $1`,
         [sub.id, done.status, done.result === null ? null : pgText(done.result), done.error === null ? null : pgText(done.error)]);
     }
     return reportBatch(sql, sub.parentAdmissionId);
@@ -271,7 +276,8 @@ export interface SubagentSweep {
 export async function sweepSubagents(db: Db, staleSeconds: number): Promise<SubagentSweep> {
   const out: SubagentSweep = { reported: [], stale: [] };
   const { rows: ended } = await db.pool.query<{ child: string }>(
-    `SELECT s.child_admission_id AS child FROM subagents s JOIN admissions a ON a.id = s.child_admission_id
+    `SELECT s.child_session_id AS child FROM subagents s
+       CROSS JOIN LATERAL (SELECT state FROM admissions WHERE session_id = s.child_session_id ORDER BY seq DESC LIMIT 1) a
      WHERE s.status IN ${ACTIVE} AND a.state IN ('terminal', 'unknown') LIMIT 500`);
   for (const { child } of ended) {
     const r = await settleSubagent(db, child);
@@ -281,7 +287,7 @@ export async function sweepSubagents(db: Db, staleSeconds: number): Promise<Suba
     `UPDATE subagents SET status = 'failed', finished_at = now(),
        error = 'stale: no progress heartbeat for ' || $2 || ' seconds (' || $3 || ' heartbeat cycles); the child was given up'
      WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1)
-     RETURNING id, child_admission_id AS child`,
+     RETURNING id, child_session_id AS child`,
     [staleSeconds, String(staleSeconds), String(SUBAGENT_STALE_CYCLES)]);
   for (const { id, child } of stale) {
     out.stale.push(id);
