@@ -4,7 +4,7 @@
 // stops them; a child that fails or goes stale ends `failed` with the error; the children's usage
 // counts in the parent's conversation. Real Postgres and Redis; the model is the fake OpenAI server.
 import { describe, expect, it } from 'vitest';
-import { getAdmission, getObligationForAdmission, listSubagents, spawnSubagents, sweepOnce, type Admission } from '../../../services/core/index.js';
+import { getAdmission, getObligationForAdmission, listSubagents, spawnSubagents, stopSubagents, sweepOnce, type Admission } from '../../../services/core/index.js';
 import { eventually } from '../../support/services.js';
 import { lastUser, type ChatRequestBody, type Script } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
@@ -142,6 +142,24 @@ describe('delegate_task', () => {
     expect((await getAdmission(sys.rt.db.pool, child!.childAdmissionId))!.outcome).toBe('interrupted');
     const { rows } = await sys.rt.db.pool.query(`SELECT 1 FROM admissions WHERE session_id = $1 AND content LIKE '[Delegated task results%'`, [parent.sessionId]);
     expect(rows).toEqual([]);
+  });
+
+  it('stops a child that has not started yet at once; its turn then ends without a model call', async () => {
+    const agentId = await agent('deleg-stop-queued');
+    const { a: parent } = await runTurn(sys.rt, { agentId, sessionKey: 'deleg:stop-queued', content: 'hello' });
+    // Spawned in the ledger and not enqueued yet (the sweeper enqueues it after its grace period).
+    const spawned = await spawnSubagents(sys.rt.db, parent.id, [{ goal: 'never-run' }], 10);
+    if (!spawned.ok) throw new Error(spawned.reason);
+    const stopped = await stopSubagents(sys.rt.db.pool, parent.sessionId);
+    expect([stopped.ids, stopped.signals]).toEqual([[spawned.spawned[0]!.id], []]);
+    const [row] = await listSubagents(sys.rt.db.pool, parent.sessionId);
+    expect([row!.status, row!.error]).toEqual(['stopped', 'stopped before it started']);
+    const child = await eventually(async () => {
+      const a = await getAdmission(sys.rt.db.pool, row!.childAdmissionId);
+      return a?.state === 'terminal' ? a : undefined;
+    }, 'the stopped child\'s turn ends');
+    expect(child.outcome).toBe('interrupted');
+    expect(sys.model.requests.filter((r) => goalOf(r.body) === 'never-run')).toEqual([]);
   });
 
   it('fails a child that made no progress for 15 heartbeat cycles (sweeper), and reports it; its late end changes nothing', async () => {
