@@ -73,6 +73,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...(p.toolsets ? { toolsets: p.toolsets } : {}),
     ...(p.maxIterations ? { maxIterations: p.maxIterations } : {}),
     ...(p.spendCaps ? { spendCaps: p.spendCaps } : {}),
+    ...(p.delegation && Object.keys(p.delegation).length ? { delegation: p.delegation } : {}),
     ...memoryFields(p),
     ...learningFields(p),
     ...webFields(p),

@@ -77,6 +77,10 @@ export const profileSpecSchema = withRules(z.object({
     maxOutputBytes: z.number().int().min(1_000).max(1_000_000).optional().describe('Bytes of the script\'s output (stdout and stderr) returned to the model at most (default 50 000).'),
     maxToolCalls: z.number().int().min(0).max(1_000).optional().describe('Tool calls one script may make (default 50); later calls are refused.'),
   }).optional().describe('execute_code (toolset code_execution, needs the sandbox): a Python script in the session\'s sandbox calling web_search, web_extract, read_file, write_file, search_files, patch and terminal through hermes_tools; environment variables that look like secrets never reach it.'),
+  delegation: z.object({
+    maxConcurrentChildren: z.number().int().min(1).max(10).optional().describe('Subagents running at once in one conversation (default and maximum 10); a spawn past it is refused.'),
+    maxIterations: z.number().int().min(1).max(1_000).optional().describe('Model calls of each subagent: its own fresh budget (default 50, as Hermes).'),
+  }).optional().describe('The delegation toolset (delegate_task; add "delegation" to toolsets): subagents run as their own queued turns on any worker, depth 1 (a subagent cannot delegate), without the delegation, clarify, memory, messaging and cron tools; their results come back as a new turn and their usage counts toward this conversation and the spend caps.'),
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),

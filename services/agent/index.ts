@@ -18,6 +18,7 @@ export * from './watchdog.js';
 export * from './tools/registry.js';
 export * from './tools/execute.js';
 export * from './tools/builtin.js';
+export * from './tools/delegate.js';
 export * from './tools/guardrails.js';
 export * from './tools/sandbox-tools.js';
 export * from './tools/process-registry.js';

@@ -155,6 +155,8 @@ export const compiledAgentSchema = z.object({
   toolsets: z.array(z.string()).optional(),
   /** Model calls per turn (agent loop); absent = unlimited. */
   maxIterations: z.number().int().positive().optional(),
+  /** Delegation (delegate_task): children running at once per conversation (≤ 10) and each child's model calls; absent = 10 and 50. */
+  delegation: z.object({ maxConcurrentChildren: z.number().int().min(1).max(10).optional(), maxIterations: z.number().int().positive().optional() }).optional(),
   /** Spend caps in USD over every model call (answers and summaries), checked before each; absent = no cap. */
   spendCaps: z.object({
     agent: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),

@@ -37,6 +37,7 @@ export * from './ledger/slots.js';
 export * from './ledger/pg-text.js';
 export * from './ledger/turn-context.js';
 export * from './ledger/api-turns.js';
+export * from './ledger/subagents.js';
 export * from './pairing.js';
 export * from './permissions.js';
 export * from './kanban/index.js';

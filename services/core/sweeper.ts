@@ -3,7 +3,9 @@
 //  - started turns whose lease holding ended → unknown (never re-run), with a notice to deliver;
 //  - queued admissions whose job was lost (Redis down/restarted after commit) → re-enqueued;
 //  - due or orphaned delivery obligations → re-enqueued; expired ones → abandoned;
-//  - stored oversized tool results past their retention → deleted.
+//  - stored oversized tool results past their retention → deleted;
+//  - delegated children whose turn ended unsettled, or stale (15 idle heartbeat cycles) → settled
+//    or failed, and a finished batch's results admitted into the parent session and enqueued.
 // Every step is idempotent (job ids are row ids), so many sweepers may run at once.
 import type { Queue } from 'bullmq';
 import type { Config } from './config.js';
@@ -17,6 +19,7 @@ import { freeDeadOwnersLeases } from './ledger/leases.js';
 import { abandonExpired, countDeliveriesByState, getObligationForAdmission, listAbandonedAttempts, listDueDeliveries, oldestPendingAgeSeconds, pruneDeliveries } from './ledger/deliveries.js';
 import { pruneToolResultSpills } from './ledger/spills.js';
 import { pruneProgressMessages } from './ledger/progress.js';
+import { SUBAGENT_HEARTBEAT_SECONDS, SUBAGENT_STALE_CYCLES, sweepSubagents } from './ledger/subagents.js';
 
 type SweepConfig = Pick<Config, 'HERMES_INSTANCE_TTL_SECONDS' | 'HERMES_SWEEP_GRACE_SECONDS' | 'HERMES_DELIVERY_MAX_AGE_SECONDS' | 'HERMES_TOOL_RESULT_RETENTION_SECONDS'>;
 
@@ -31,6 +34,8 @@ export interface SweepReport {
   prunedToolResults: number;
   /** Settled delivery obligations pruned (SPEC: 7 days / 500 per session). */
   prunedDeliveries: number;
+  /** Delegated children failed as stale (no progress heartbeat for 15 cycles of 30 s). */
+  staleSubagents: number;
 }
 
 /** SPEC: settled obligations are kept 7 days, at most 500 per session. */
@@ -71,13 +76,20 @@ async function requeueDeliveries(db: Db, queues: Queues, rule: DeathRule, graceS
   return n;
 }
 
+/** Delegated children: unsettled ends settled, stale ones failed, complete batches' result turns enqueued; returns how many went stale. */
+async function sweepChildren(db: Db, queues: Queues): Promise<number> {
+  const children = await sweepSubagents(db, SUBAGENT_HEARTBEAT_SECONDS * SUBAGENT_STALE_CYCLES);
+  for (const batch of children.reported) await enqueueTurn(queues, { admissionId: batch.admissionId, sessionId: batch.sessionId });
+  return children.stale.length;
+}
+
 /**
  * One pass. `judge` says whether our own view of heartbeats can be trusted right now; without one
  * (tests, tools) only stopped owners count as dead.
  */
 export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, metrics?: Metrics, judge?: Judge): Promise<SweepReport> {
   const rule: DeathRule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: judge?.steady() ?? false };
-  const report: SweepReport = { freedLeases: 0, settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0, prunedToolResults: 0, prunedDeliveries: 0 };
+  const report: SweepReport = { freedLeases: 0, settledUnknown: 0, requeuedTurns: 0, requeuedDeliveries: 0, abandoned: 0, prunedToolResults: 0, prunedDeliveries: 0, staleSubagents: 0 };
 
   report.freedLeases = (await freeDeadOwnersLeases(db.pool, rule)).length;
   for (const admissionId of await settleOrphanedTurns(db)) {
@@ -92,6 +104,7 @@ export async function sweepOnce(db: Db, queues: Queues, config: SweepConfig, met
     report.requeuedTurns++;
     metrics?.sweeperRequeued.inc();
   }
+  report.staleSubagents = await sweepChildren(db, queues);
   report.requeuedDeliveries = await requeueDeliveries(db, queues, rule, config.HERMES_SWEEP_GRACE_SECONDS);
   report.abandoned = await abandonExpired(db.pool, config.HERMES_DELIVERY_MAX_AGE_SECONDS);
   report.prunedToolResults = await pruneToolResultSpills(db.pool, config.HERMES_TOOL_RESULT_RETENTION_SECONDS);
@@ -116,7 +129,7 @@ export function startSweeper(db: Db, queues: Queues, config: SweepConfig & Pick<
     if (busy) return;
     busy = true;
     running = sweepOnce(db, queues, config, metrics, judge)
-      .then((r) => { if (r.freedLeases || r.settledUnknown || r.requeuedTurns || r.requeuedDeliveries || r.abandoned) log.info(r, 'Swept the ledger'); })
+      .then((r) => { if (r.freedLeases || r.settledUnknown || r.requeuedTurns || r.requeuedDeliveries || r.abandoned || r.staleSubagents) log.info(r, 'Swept the ledger'); })
       .catch((err: unknown) => log.warn({ err }, 'Ledger sweep failed; will retry'))
       .finally(() => { busy = false; });
   };

@@ -5,7 +5,7 @@
 // platform event is answered once. Answers name commands as users of the platform write them.
 import {
   admitAnswered, commandWord, COMMANDS, publishSignal, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
-  type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type SessionActivity, type SessionSignal, type Sql,
+  stopSubagents, type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type SessionActivity, type SessionSignal, type Sql,
 } from '../core/index.js';
 import type { GatewayContext } from './context.js';
 import { kanbanAnswer } from './kanban-command.js';
@@ -101,7 +101,15 @@ function stop(): CommandAction {
   const signals: SessionSignal[] = [];
   return {
     kind: 'answer', signals,
-    reply: async (sql, admitted) => ((await stopRunning(sql, admitted.sessionId, admitted.admissionId, '', signals)) ? 'Stopping the running turn.' : 'Nothing was running to stop.'),
+    reply: async (sql, admitted) => {
+      const running = await stopRunning(sql, admitted.sessionId, admitted.admissionId, '', signals);
+      // The conversation's delegated children stop too (their signals are announced with the turn's).
+      const children = await stopSubagents(sql, admitted.sessionId);
+      signals.push(...children.signals);
+      const also = children.ids.length ? ` Stopping ${children.ids.length} delegated task(s).` : '';
+      if (running) return `Stopping the running turn.${also}`;
+      return also ? also.trim() : 'Nothing was running to stop.';
+    },
   };
 }
 

@@ -139,7 +139,7 @@ export function turnGuard(s: TurnGuardSetup): ApprovalGuard {
   return new ApprovalGuard({
     ...(agent.approvals ? { settings: agent.approvals } : {}),
     session: adm.sessionId,
-    unattended: adm.platform === 'cron',
+    unattended: adm.platform === 'cron' || adm.platform === 'subagent', // nobody to ask: a child's dangerous commands are denied (Hermes: subagent_auto_approve off)
     human,
     reviewer: reviewerOf(s),
     breaker: s.breaker,

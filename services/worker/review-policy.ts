@@ -6,6 +6,7 @@ import type { CompiledAgent } from '../core/index.js';
 export function reviewSkipReason(turn: { outcome: string | null; platform: string }, agent: Pick<CompiledAgent, 'learning'> | undefined): string | undefined {
   if (turn.outcome !== 'completed') return `the turn ended ${turn.outcome ?? 'without an outcome'}`;
   if (turn.platform === 'cron') return 'cron turns are not reviewed';
+  if (turn.platform === 'subagent') return 'delegated children are not reviewed';
   if (!agent?.learning?.backgroundReview) return 'background review is off for this agent';
   return undefined;
 }

@@ -33,6 +33,7 @@ import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
 import { turnPermissions } from './turn-permissions.js';
 import { cronPromptAgent, cronSkillNames, isCronTurn, withCronSkills } from './cron/turn.js';
+import { reportChild, startChildTurn, stopChildrenOf, turnDelegation, type ChildTurn } from './delegation.js';
 
 export interface TurnDeps {
   config: Config;
@@ -130,8 +131,12 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
     return sig.kind === 'steer' && sig.consumed ? { outcome: 'completed', reply: SILENT_REPLY } : undefined;
   }
   await expireSignalOf(deps.db.pool, adm.id);
-  if (sig?.consumed) return { outcome: 'completed', reply: command.kind === 'stop' ? REPLY.stopped : REPLY.sent };
-  return command.kind === 'stop' ? { outcome: 'completed', reply: REPLY.idle } : undefined;
+  // `/stop` of a parent stops its delegated children too (the gateway does the same when it answers it).
+  const children = command.kind === 'stop' ? await stopChildrenOf(deps, adm.sessionId) : 0;
+  const alsoChildren = children ? ` Stopped ${children} delegated task(s) too.` : '';
+  if (sig?.consumed) return { outcome: 'completed', reply: command.kind === 'stop' ? `${REPLY.stopped}${alsoChildren}` : REPLY.sent };
+  if (command.kind !== 'stop') return undefined;
+  return { outcome: 'completed', reply: children ? `Stopped ${children} delegated task(s).` : REPLY.idle };
 }
 
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, record: AgentRecord | undefined): Promise<TurnResult> {
@@ -165,8 +170,31 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
   if (moa && !agent.moa) return { outcome: 'completed', reply: 'This agent has no Mixture-of-Agents preset: an operator can add one to its Profile (spec.moa.presets).' };
   const routes = await routesOf(loop, agent, moa ? agent.moa?.defaultPreset : undefined);
   if (!Array.isArray(routes)) return routes;
-  // Every model call of the turn — summaries too — passes the spend caps and is recorded with its task.
-  const accounting = spendAccounting({ db: deps.db, metrics: deps.metrics, adm, agent }, routes, durable);
+  // A delegated child: stopped before it started, or running with its heartbeat and its own budget.
+  const child = await startChildTurn(deps, agent, adm);
+  if (child === 'stopped') return { outcome: 'interrupted', reply: 'Stopped before it started.', interrupted: true, partial: '' };
+  try {
+    return await runChecked(deps, lease, adm, fence, { agent, perms, routes, loop, durable, ...(child ? { child } : {}) });
+  } finally {
+    child?.end();
+  }
+}
+
+interface Checked {
+  agent: CompiledAgent;
+  perms: Permissions;
+  routes: ModelRoute[];
+  loop: LoopDeps;
+  durable: <T>(write: () => Promise<T>) => Promise<T>;
+  child?: ChildTurn;
+}
+
+async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, c: Checked): Promise<TurnResult> {
+  const { agent, perms, routes, loop, durable, child } = c;
+  // Every model call of the turn — summaries too — passes the spend caps and is recorded with its task;
+  // a child's calls count toward its parent's conversation (as task `subagent`).
+  const billed = child ? { ...adm, sessionId: child.sub.parentSessionId } : adm;
+  const accounting = childAccounting(spendAccounting({ db: deps.db, metrics: deps.metrics, adm: billed, agent }, routes, durable), child);
   const control = new TurnControl();
   // Listen for /stop, steer and redirect first; the context read then brings those recorded before.
   const watching = deps.control?.watch(deps.db, adm.sessionId, adm, control);
@@ -175,7 +203,7 @@ async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
     const ctx = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
     if (!ctx) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
     watching?.catchUp(ctx.signals);
-    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable }, ctx), control);
+    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ...(child ? { child } : {}) }, ctx), control);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;
   } finally {
@@ -209,6 +237,14 @@ interface LoopSetup {
   accounting: SpendAccounting;
   control: TurnControl;
   durable: <T>(write: () => Promise<T>) => Promise<T>;
+  /** Set when this is a delegated child's turn. */
+  child?: ChildTurn;
+}
+
+/** A child's answers are recorded as task `subagent` (its summaries keep their own task). */
+function childAccounting(accounting: SpendAccounting, child: ChildTurn | undefined): SpendAccounting {
+  if (!child) return accounting;
+  return { ...accounting, onCall: (done, route, task) => accounting.onCall(done, route, task === 'turn' ? 'subagent' : task) };
 }
 
 const offers = (tools: readonly Tool[], name: string): boolean => tools.some((t) => t.name === name);
@@ -251,6 +287,15 @@ function withMoaCommand(history: ChatMessage[], adm: Admission): ChatMessage[] {
   return [...history.slice(0, -1), { ...last, content: prompt }];
 }
 
+/** The turn's tools: the built-in ones (with delegation, unless this is a child) and its MCP servers'. */
+async function loopTools(s: LoopSetup, direct: ModelRoute[]) {
+  const { deps, loop, agent, adm } = s;
+  const delegation = s.child ? undefined : turnDelegation(deps, agent, adm);
+  const { tools: builtin, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes: direct, accounting: s.accounting }, ...(delegation ? { delegation } : {}) });
+  const mcp = await mcpToolsOf(loop, deps, agent, adm, { perms: s.perms, signal: s.fence.signal });
+  return { tools: [...builtin, ...mcp.tools], toolContext, sandbox, mcp };
+}
+
 /** `/compress`, hygiene compression, the session prompt, then the agent loop, on the turn's context. */
 async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   const { deps, lease, adm, agent, loop, routes, control, durable } = s;
@@ -258,9 +303,7 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
   // Summaries and command reviews need one model, not advice: a Mixture-of-Agents route gives its aggregator.
   const direct = directRoutes(routes);
   const command = { db: deps.db, lease, adm, loop, routes: direct, signal: s.fence.signal, tail: tailOptions(loop, agent), history: () => Promise.resolve(stored), accounting: s.accounting };
-  const { tools: builtin, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes: direct, accounting: s.accounting } });
-  const mcp = await mcpToolsOf(loop, deps, agent, adm, { perms: s.perms, signal: s.fence.signal });
-  const tools = [...builtin, ...mcp.tools];
+  const { tools, toolContext, sandbox, mcp } = await loopTools(s, direct);
   const rolledBack = await rollbackReply(adm.content, sandbox, s.fence.signal);
   if (rolledBack) return rolledBack;
   const compressed = await compressReply(command);
@@ -290,12 +333,14 @@ async function loopIn(s: LoopSetup, ctx: TurnContext): Promise<TurnResult> {
     toolContext,
     signal: AbortSignal.any([s.fence.signal, control.signal, watchdog.signal]),
     control,
-    onProgress: () => { watchdog.progress(); progress.tick(); },
+    onProgress: () => { watchdog.progress(); progress.tick(); s.child?.progress(); },
     platform: adm.platform,
-    unattended: adm.platform === 'cron', // SPEC: the tool-loop guard's hard halts only where nobody watches
+    unattended: adm.platform === 'cron' || adm.platform === 'subagent', // SPEC: the tool-loop guard's hard halts only where nobody watches
     // Every command a tool runs passes the approval guard first (ctx.guard).
     guard: turnGuard({ deps, adm, agent, loop, routes: direct, accounting: s.accounting, breaker: loop.approvalBreaker ??= new DenialBreaker() }),
     ...modelOptions(agent, loop),
+    // A child has its own, fresh iteration budget (Profile spec.delegation.maxIterations).
+    ...(s.child ? { maxIterations: s.child.maxIterations } : {}),
     compression: { cooldown: loop.summaryCooldown, ...command.tail },
     persist: {
       assistant: async (m, usage) => (await durable(() => appendTurnMessage(deps.db, lease, adm.id, { role: 'assistant', content: m.content, toolCalls: m.toolCalls, usage }))).seq,
@@ -352,6 +397,8 @@ export async function runAdmission(deps: TurnDeps, lease: Lease, adm: Admission,
       if (settled.kind === 'finished') log.info({ outcome: settled.outcome, obligation: settled.obligationId, ...(result.error ? { error: result.error } : {}) }, 'Finished turn');
       // A silence token is settled delivered by the turn's end (hermes_finish_turn): counted here, as the delivery worker never sees it.
       if (settled.kind === 'finished' && !settled.deliveryPending && isSilentReply(result.reply) && !pulledPlatforms.includes(adm.platform)) deps.metrics.deliveries.inc({ platform: adm.platform, outcome: 'silent' });
+      // A delegated child's end goes back to its parent (its batch's results become the parent's next turn).
+      if (settled.kind === 'finished') await reportChild(deps, adm);
       if (settled.kind === 'finished' && !reviewSkipReason({ outcome: settled.outcome, platform: adm.platform }, agent)) {
         // The learning loop runs after the reply, as its own job: it never delays this session.
         void enqueueReview(deps.queues, { admissionId: adm.id }).catch((err: unknown) => log.warn({ err }, 'Could not queue the background review'));

@@ -4,7 +4,7 @@
 // this agent and this conversation's person, the past conversations session_search reads, the
 // skills the agent offers, and the Kanban board (dispatched turns, or the Profile's kanban toolset).
 import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions } from '../core/index.js';
-import { Checkpoints, DEFAULT_TOOLSETS, ORCHESTRATOR_ONLY, pgKanbanAccess, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { CHILD_EXCLUDED_TOOLS, CHILD_EXCLUDED_TOOLSETS, Checkpoints, DEFAULT_TOOLSETS, ORCHESTRATOR_ONLY, pgKanbanAccess, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type DelegationAccess, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
@@ -49,9 +49,10 @@ export function turnMemory(db: Db, agent: CompiledAgent, adm: Admission): Memory
   };
 }
 
-/** Tools that cannot work for this agent: web_search without a provider in the Profile. */
-const unusable = (agent: CompiledAgent, loop: ToolDeps) => (t: Tool): boolean =>
-  (t.toolset === 'web' && !loop.webGuard) || (t.name === 'web_search' && !agent.web?.search);
+/** Tools that cannot work for this agent: web_search without a provider in the Profile; for a delegated child (platform subagent), the tools children never get. */
+const unusable = (agent: CompiledAgent, loop: ToolDeps, adm: Admission) => (t: Tool): boolean =>
+  (t.toolset === 'web' && !loop.webGuard) || (t.name === 'web_search' && !agent.web?.search)
+  || (adm.platform === 'subagent' && (CHILD_EXCLUDED_TOOLS.includes(t.name) || CHILD_EXCLUDED_TOOLSETS.includes(t.toolset)));
 
 /**
  * The agent's toolsets this turn may offer: a platform may narrow them (the signed webhook:
@@ -65,7 +66,7 @@ function permittedToolsets(agent: CompiledAgent, adm: Admission, perms?: Permiss
 
 /** The tools of `toolsets` this turn can use (a cron turn: never those that need a person). */
 function offeredTools(loop: ToolDeps, agent: CompiledAgent, adm: Admission, toolsets: string[]): Tool[] {
-  const skip = unusable(agent, loop);
+  const skip = unusable(agent, loop, adm);
   // A turn the Kanban dispatcher started never gets the orchestrator's tools (list, unblock).
   const selected = loop.tools.select(toolsets).filter((t) => !skip(t) && !(adm.platform === 'kanban' && ORCHESTRATOR_ONLY.includes(t.name)));
   return isCronTurn(adm) ? cronTools(selected) : selected;
@@ -86,10 +87,16 @@ export interface TurnToolOptions {
   guard?: CommandGuard;
   /** The turn's model routes and accounting, for web_extract's summaries of long pages. */
   summary?: WebSummaryDeps;
+  /** `delegate_task`'s ledger-backed subagents (worker/delegation.ts); absent for a child turn. */
+  delegation?: DelegationAccess;
 }
 
+/** The delegation service, when delegate_task is among the turn's tools. */
+const offeredDelegation = (tools: readonly Tool[], delegation: DelegationAccess | undefined) =>
+  (delegation && tools.some((t) => t.name === 'delegate_task') ? { delegation } : {});
+
 export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
-  const { perms, guard, summary } = opts;
+  const { perms, guard, summary, delegation } = opts;
   const permitted = permittedToolsets(agent, adm, perms);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
@@ -118,6 +125,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       ...(web ? { web } : {}),
       ...turnKanban(deps, adm, toolsets),
       ...codeExecutionOf(agent),
+      ...offeredDelegation(tools, delegation),
     },
     ...(sandbox ? { sandbox } : {}),
   };

@@ -11,8 +11,9 @@ import { skillsListTool, skillViewTool } from './skills.js';
 import { todoTool } from './todo.js';
 import { webExtractTool, webSearchTool } from './web.js';
 import { kanbanTools } from './kanban.js';
+import { delegateTaskTool } from './delegate.js';
 
-export { memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
+export { delegateTaskTool, memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -34,7 +35,7 @@ export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 export function builtinRegistry(): ToolRegistry {
   const registry = new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
     .register(skillsListTool).register(skillViewTool).register(skillManageTool)
-    .register(webSearchTool).register(webExtractTool);
+    .register(webSearchTool).register(webExtractTool).register(delegateTaskTool);
   for (const t of kanbanTools) registry.register(t);
   return registry;
 }

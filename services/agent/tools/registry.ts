@@ -11,6 +11,7 @@ import type { SkillAccess } from '../skills/access.js';
 import type { WebAccess } from '../web/access.js';
 import type { KanbanAccess } from './kanban-access.js';
 import type { CodeExecutionLimits } from './code/limits.js';
+import type { DelegationAccess } from './delegate.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -46,6 +47,8 @@ export interface ToolContext {
   tools?: ReadonlyMap<string, Tool>;
   /** execute_code's limits (Profile `spec.codeExecution`); absent fields take Hermes' defaults. */
   codeExecution?: Partial<CodeExecutionLimits>;
+  /** Subagents (`delegate_task`), in the ledger. Absent (a child turn, no worker) = it refuses. */
+  delegation?: DelegationAccess;
 }
 
 /**

@@ -160,8 +160,8 @@ export const unknownNoticeFor = (platform: string | undefined) =>
 /** {@link unknownNoticeFor} on the HTTP API (and every platform that writes commands with `/`). */
 export const unknownNotice = unknownNoticeFor('api');
 
-/** Unattended platforms: nobody can answer /retry, so their unknown work settles as interrupted (SPEC). */
-export const unattendedPlatforms = ['cron', 'kanban'];
+/** Unattended platforms: nobody can answer /retry, so their unknown work settles as interrupted (SPEC); a child's then fails (ledger/subagents.ts). */
+export const unattendedPlatforms = ['cron', 'kanban', 'subagent'];
 
 /**
  * Recovery: `started` admissions whose holding — (owner, epoch) on the session lease — has ended

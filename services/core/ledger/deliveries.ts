@@ -32,11 +32,12 @@ export const duplicateMarker = 'gateway restarted during delivery, so this may b
 
 /**
  * Platforms whose replies are read by the caller, not pushed: the HTTP API (GET the admission,
- * its SSE stream, a waiting chat completion). Their obligation is delivered in the transaction
+ * its SSE stream, a waiting chat completion) and delegated children (`subagent`: their parent
+ * reads the result, ledger/subagents.ts). Their obligation is delivered in the transaction
  * that stores the reply; waiting gateways are woken by pub/sub and poll Postgres anyway. Kanban
  * runs' replies are stored only (the task's outcome is what kanban_complete / kanban_block wrote).
  */
-export const pulledPlatforms: readonly string[] = ['api', 'kanban'];
+export const pulledPlatforms: readonly string[] = ['api', 'kanban', 'subagent'];
 
 /** SQL for a new obligation's state and delivered_at, given the platform in parameter `p`. */
 export const initialDelivery = (p: string) =>

@@ -6,9 +6,10 @@ import type { Sql } from '../db.js';
 /**
  * What a model call was for: `turn` (answering), `compression` (the loop's summary over the
  * threshold or after a context overflow), `compress_command` (`/compress`),
- * `hygiene_compression` (pre-compression at turn start). All count toward the spend caps.
+ * `hygiene_compression` (pre-compression at turn start), `subagent` (a delegated child's answers,
+ * recorded in its parent's session). All count toward the spend caps.
  */
-export type UsageTask = 'turn' | 'compression' | 'compress_command' | 'hygiene_compression' | 'approval' | 'background_review' | 'web_extract' | 'moa_reference';
+export type UsageTask = 'turn' | 'compression' | 'compress_command' | 'hygiene_compression' | 'approval' | 'background_review' | 'web_extract' | 'moa_reference' | 'subagent';
 
 export interface ModelCallUsageRow {
   agentId: string;
@@ -99,7 +100,7 @@ const usd = (n: number) => `$${n.toFixed(2)}`;
 
 const TASK_WORDS: Record<UsageTask, string> = {
   turn: 'answers', compression: 'compression summaries', compress_command: '/compress summaries', hygiene_compression: 'pre-turn compression summaries', approval: 'command reviews (smart approvals)',
-  background_review: 'background reviews (learning)', web_extract: 'web page summaries (web_extract)', moa_reference: 'Mixture-of-Agents reference answers',
+  background_review: 'background reviews (learning)', web_extract: 'web page summaries (web_extract)', moa_reference: 'Mixture-of-Agents reference answers', subagent: 'delegated tasks (subagents)',
 };
 
 /** How sure a total is: all reported by the provider, all estimated, or how it splits. */
