@@ -53,6 +53,7 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
     ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
     ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
     ...(agent.spec.access ? { access: compileAccess(agent.spec.access) } : {}),
+    ...messagingFields(agent),
     ...(skills.length ? { skills } : {}),
     ...(contextFiles.length ? { contextFiles } : {}),
     ...loopFields(profile),
@@ -67,6 +68,18 @@ function runFields(agent: Agent): Partial<CompiledAgent> {
   };
 }
 
+/** send_message targets; each one's platform must be one of the Agent's (its credentials send it). */
+function messagingFields(agent: Agent): Partial<CompiledAgent> {
+  const m = agent.spec.messaging;
+  if (!m || (m.homeChannels.length === 0 && m.allowedTargets.length === 0)) return {};
+  const platforms = new Set<string>((agent.spec.platforms ?? []).map((p) => p.type));
+  for (const t of [...m.homeChannels.map((h) => h.target), ...m.allowedTargets]) {
+    const platform = t.split(':')[0]!;
+    if (!platforms.has(platform)) throw new CompileError('InvalidMessaging', `spec.messaging names ${t}, but this Agent has no ${platform} platform (spec.platforms): send_message sends with the Agent's own platform credentials.`);
+  }
+  return { messaging: { homeChannels: m.homeChannels.map((h) => ({ name: h.name, target: h.target })), allowedTargets: m.allowedTargets } };
+}
+
 /** Agent-loop settings of the Profile (absent stays absent: the agent applies its defaults). */
 function loopFields(profile: Profile): Partial<CompiledAgent> {
   const p = profile.spec;
@@ -77,6 +90,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...memoryFields(p),
     ...learningFields(p),
     ...webFields(p),
+    ...(p.clarify ? { clarify: { timeoutSeconds: p.clarify.timeoutSeconds } } : {}),
     ...compileSandbox(p),
   };
 }

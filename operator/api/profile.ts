@@ -103,6 +103,9 @@ export const profileSpecSchema = withRules(z.object({
       summariseAboveChars: z.number().int().min(500).max(200_000).optional().describe('Pages longer than this are summarised by the model before the agent reads them (default 5 000, as Hermes).'),
     }).optional().describe('web_extract: pages as Markdown, PDFs as text.'),
   }).optional().describe('The web toolset (web_search, web_extract; add "web" to toolsets). Every URL passes the SSRF guard: private, loopback, link-local, metadata and unique-local addresses are refused, each redirect is checked again.'),
+  clarify: z.object({
+    timeoutSeconds: z.number().int().min(10).max(86_400).default(3_600).describe('How long a clarify question waits for the user\'s answer before the agent carries on without it (default 3600 s, as Hermes\' clarify_timeout).'),
+  }).optional().describe('The clarify tool (add "clarify" to toolsets): the agent asks the user a question, with optional choices, and waits durably for the next message. Never offered in unattended turns (cron).'),
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),

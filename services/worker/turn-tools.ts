@@ -3,12 +3,13 @@
 // guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
 // this agent and this conversation's person, the past conversations session_search reads, and
 // the skills the agent offers.
-import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions } from '../core/index.js';
+import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions, type Queues } from '../core/index.js';
 import { Checkpoints, DEFAULT_TOOLSETS, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
 import { turnWeb, type WebSummaryDeps } from './web-tools.js';
+import { turnReach } from './reach-tools.js';
 
 /** The worker-wide parts the turn's tools come from. */
 export interface ToolDeps {
@@ -69,14 +70,15 @@ export interface TurnToolOptions {
   summary?: WebSummaryDeps;
 }
 
-export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
+export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver; queues?: Queues }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
   const { perms, guard, summary } = opts;
   const permitted = permittedToolsets(agent, adm, perms);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t));
   const skip = unusable(agent, loop);
-  const tools = loop.tools.select(toolsets).filter((t) => !skip(t));
+  const reach = turnReach(deps, agent, adm);
+  const tools = loop.tools.select(toolsets).filter((t) => !skip(t) && !reach.withheld(t));
   const web = loop.webGuard && tools.some((t) => t.toolset === 'web')
     ? turnWeb({ config: deps.config, secrets: deps.secrets, guard: loop.webGuard, ...(summary ? { summary } : {}) }, agent)
     : undefined;
@@ -98,6 +100,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
       ...(guard ? { guard } : {}),
       ...(web ? { web } : {}),
+      ...reach.context,
     },
     ...(sandbox ? { sandbox } : {}),
   };

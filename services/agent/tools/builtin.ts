@@ -9,9 +9,11 @@ import { sessionSearchTool } from './session-search.js';
 import { skillManageTool } from './skill-manage.js';
 import { skillsListTool, skillViewTool } from './skills.js';
 import { todoTool } from './todo.js';
+import { clarifyTool } from './clarify.js';
+import { sendMessageTool } from './send-message.js';
 import { webExtractTool, webSearchTool } from './web.js';
 
-export { memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
+export { clarifyTool, sendMessageTool, memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -33,7 +35,8 @@ export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 export function builtinRegistry(): ToolRegistry {
   return new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
     .register(skillsListTool).register(skillViewTool).register(skillManageTool)
-    .register(webSearchTool).register(webExtractTool);
+    .register(webSearchTool).register(webExtractTool)
+    .register(clarifyTool).register(sendMessageTool);
 }
 
 /** Not in any toolset: the loop offers it whenever the turn can store oversized results. */
