@@ -36,6 +36,8 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
       profile('sandboxed', { toolsets: ['terminal', 'file'], sandbox: { backend: 'kubernetes', runtimeClassName: 'gvisor', resources: { limits: { cpu: '1', memory: '1Gi' } }, workspace: { size: '2Gi', ttl: '24h' }, network: { egress: 'allowlist', allow: ['api.github.com:443', '203.0.113.0/24', '10.1.2.3:5432'] } }, approvals: { mode: 'smart', deny: ['git push*'] } }),
       profile('warm', { sandbox: { backend: 'kubernetes', mode: 'session', warmPool: { size: 2 }, idleTimeoutSeconds: 900 } }),
       profile('sandboxdefaults', { sandbox: {} }),
+      agent('messenger', { messaging: { homeChannels: [{ name: 'ops', target: 'slack:COPS' }], allowedTargets: ['telegram:-1001234:17', 'discord:*'] } }),
+      profile('asks', { toolsets: ['clarify', 'messaging'], clarify: {} }),
       skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
       const r = await apply(obj);
       expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
@@ -70,6 +72,9 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['a timeout over 600 s', profile('longtimeout', { sandbox: { timeoutSeconds: 601 } }), 'spec.sandbox.timeoutSeconds'],
     ['an egress entry that is not a destination', profile('badentry', { sandbox: { network: { egress: 'allowlist', allow: ['http://x'] } } }), 'spec.sandbox.network.allow[0]'],
     ['a workspace ttl that is not a duration', profile('badttl', { sandbox: { workspace: { ttl: 'a week' } } }), 'spec.sandbox.workspace.ttl'],
+    ['a send_message target that is not PLATFORM:CHAT', agent('badtarget', { messaging: { allowedTargets: ['#general'] } }), 'write it as PLATFORM:CHAT_ID or PLATFORM:CHAT_ID:THREAD_ID'],
+    ['two home channels of one name', agent('duphome', { messaging: { homeChannels: [{ name: 'ops', target: 'slack:C1' }, { name: 'ops', target: 'slack:C2' }] } }), 'home channel names must be unique'],
+    ['a clarify timeout under 10 s', profile('shortclarify', { clarify: { timeoutSeconds: 1 } }), 'spec.clarify.timeoutSeconds'],
     ['allowAll with an allowlist', agent('allowall', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 's' } }, allowAll: true, allowlist: ['U1'] }] }), 'allowAll and allowlist are exclusive'],
   ])('refuses %s with the rule\'s message', async (_what, obj, message) => {
     const r = await apply(obj);
