@@ -3,7 +3,7 @@
 // not connected to is refused at compile. The target grammar send_message resolves against them.
 import { describe, expect, it } from 'vitest';
 import { agentSchema, compileAgent, profileSchema, staticConfigMaps } from '../../../operator/index.js';
-import { compiledAgentSchema } from '../../../services/core/index.js';
+import { compiledAgentSchema, type CompiledAgent } from '../../../services/core/index.js';
 import { parseTarget, replyTargetOf, resolveTarget, targetAllowed } from '../../../services/platforms/index.js';
 
 const sources = { secrets: { value: async () => 'v' }, configMaps: staticConfigMaps([]) };
@@ -47,5 +47,19 @@ describe('spec.messaging and spec.clarify', () => {
     expect(replyTargetOf(parseTarget('telegram:-1001:17')!)).toEqual({ target: { kind: 'telegram', chatId: -1001, threadId: 17 } });
     expect(replyTargetOf(parseTarget('slack:C1:1712.5')!)).toEqual({ target: { kind: 'slack', channel: 'C1', threadTs: '1712.5' } });
     expect(replyTargetOf(parseTarget('teams:19:abc')!)).toEqual({ error: 'send_message cannot send to teams (it sends to slack, telegram, discord)' });
+  });
+});
+
+describe('unattended turns (clarify withheld)', () => {
+  it('are cron, a webhook without a callback and API calls with their own conversation', async () => {
+    const { unattendedTurn } = await import('../../../services/worker/reach-tools.js');
+    const base = { platforms: [] } as unknown as CompiledAgent;
+    const hooked = { platforms: [{ type: 'webhook', credentialsSecret: 'w', allowlist: [], allowAll: true, dmPairing: false, groupPolicy: 'all', callbackUrl: 'https://hooks.example/reply' }] } as unknown as CompiledAgent;
+    expect(unattendedTurn(base, { platform: 'cron', callerHistory: null })).toBe(true);
+    expect(unattendedTurn(base, { platform: 'webhook', callerHistory: null })).toBe(true);
+    expect(unattendedTurn(hooked, { platform: 'webhook', callerHistory: null })).toBe(false);
+    expect(unattendedTurn(base, { platform: 'api', callerHistory: [{ role: 'user', content: 'hi' }] })).toBe(true);
+    expect(unattendedTurn(base, { platform: 'api', callerHistory: null })).toBe(false);
+    expect(unattendedTurn(base, { platform: 'slack', callerHistory: null })).toBe(false);
   });
 });
