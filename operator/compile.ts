@@ -72,6 +72,9 @@ function runFields(agent: Agent): Partial<CompiledAgent> {
 function messagingFields(agent: Agent): Partial<CompiledAgent> {
   const m = agent.spec.messaging;
   if (!m || (m.homeChannels.length === 0 && m.allowedTargets.length === 0)) return {};
+  const names = m.homeChannels.map((h) => h.name);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice) throw new CompileError('InvalidMessaging', `spec.messaging.homeChannels names "${twice}" twice: home channel names must be unique.`);
   const platforms = new Set<string>((agent.spec.platforms ?? []).map((p) => p.type));
   for (const t of [...m.homeChannels.map((h) => h.target), ...m.allowedTargets]) {
     const platform = t.split(':')[0]!;

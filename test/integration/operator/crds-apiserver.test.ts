@@ -72,8 +72,7 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['a timeout over 600 s', profile('longtimeout', { sandbox: { timeoutSeconds: 601 } }), 'spec.sandbox.timeoutSeconds'],
     ['an egress entry that is not a destination', profile('badentry', { sandbox: { network: { egress: 'allowlist', allow: ['http://x'] } } }), 'spec.sandbox.network.allow[0]'],
     ['a workspace ttl that is not a duration', profile('badttl', { sandbox: { workspace: { ttl: 'a week' } } }), 'spec.sandbox.workspace.ttl'],
-    ['a send_message target that is not PLATFORM:CHAT', agent('badtarget', { messaging: { allowedTargets: ['#general'] } }), 'write it as PLATFORM:CHAT_ID or PLATFORM:CHAT_ID:THREAD_ID'],
-    ['two home channels of one name', agent('duphome', { messaging: { homeChannels: [{ name: 'ops', target: 'slack:C1' }, { name: 'ops', target: 'slack:C2' }] } }), 'home channel names must be unique'],
+    ['a send_message target that is not PLATFORM:CHAT', agent('badtarget', { messaging: { allowedTargets: ['#general'] } }), 'spec.messaging.allowedTargets[0]'],
     ['a clarify timeout under 10 s', profile('shortclarify', { clarify: { timeoutSeconds: 1 } }), 'spec.clarify.timeoutSeconds'],
     ['allowAll with an allowlist', agent('allowall', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 's' } }, allowAll: true, allowlist: ['U1'] }] }), 'allowAll and allowlist are exclusive'],
   ])('refuses %s with the rule\'s message', async (_what, obj, message) => {

@@ -21,12 +21,16 @@ describe('spec.messaging and spec.clarify', () => {
     expect((await compileAgent(a.data, profile(), sources)).clarify).toBeUndefined();
   });
 
-  it('refuses malformed targets and duplicate home channel names with clear messages', () => {
+  it('refuses malformed targets with a clear message', () => {
     const bad = agent({ messaging: { allowedTargets: ['#general'] } });
     expect(bad.success).toBe(false);
     expect(JSON.stringify(bad.error?.issues)).toContain('write it as PLATFORM:CHAT_ID or PLATFORM:CHAT_ID:THREAD_ID');
-    const dup = agent({ messaging: { homeChannels: [{ name: 'ops', target: 'slack:C1' }, { name: 'ops', target: 'slack:C2' }] } });
-    expect(JSON.stringify(dup.error?.issues)).toContain('home channel names must be unique');
+  });
+
+  it('refuses at compile two home channels of one name', async () => {
+    const dup = agent({ platforms: [slack], messaging: { homeChannels: [{ name: 'ops', target: 'slack:C1' }, { name: 'ops', target: 'slack:C2' }] } });
+    if (!dup.success) throw dup.error;
+    await expect(compileAgent(dup.data, profile(), sources)).rejects.toThrow('spec.messaging.homeChannels names "ops" twice: home channel names must be unique.');
   });
 
   it('refuses at compile a target on a platform the Agent is not connected to', async () => {
