@@ -52,6 +52,7 @@ export async function compileAgent(agent: Agent, profile: Profile, sources: Comp
     ...(agent.spec.platforms?.length ? { platforms: agent.spec.platforms.map(compilePlatform) } : {}),
     ...(agent.spec.admins?.length ? { admins: agent.spec.admins } : {}),
     ...(agent.spec.access ? { access: compileAccess(agent.spec.access) } : {}),
+    ...messagingFields(agent),
     ...(skills.length ? { skills } : {}),
     ...(contextFiles.length ? { contextFiles } : {}),
     ...loopFields(profile),
@@ -64,6 +65,21 @@ function runFields(agent: Agent): Partial<CompiledAgent> {
     ...(agent.spec.stopped ? { stopped: true } : {}),
     ...(agent.spec.maxConcurrentSessions !== undefined ? { maxConcurrentSessions: agent.spec.maxConcurrentSessions } : {}),
   };
+}
+
+/** send_message targets; each one's platform must be one of the Agent's (its credentials send it). */
+function messagingFields(agent: Agent): Partial<CompiledAgent> {
+  const m = agent.spec.messaging;
+  if (!m || (m.homeChannels.length === 0 && m.allowedTargets.length === 0)) return {};
+  const names = m.homeChannels.map((h) => h.name);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice) throw new CompileError('InvalidMessaging', `spec.messaging.homeChannels names "${twice}" twice: home channel names must be unique.`);
+  const platforms = new Set<string>((agent.spec.platforms ?? []).map((p) => p.type));
+  for (const t of [...m.homeChannels.map((h) => h.target), ...m.allowedTargets]) {
+    const platform = t.split(':')[0]!;
+    if (!platforms.has(platform)) throw new CompileError('InvalidMessaging', `spec.messaging names ${t}, but this Agent has no ${platform} platform (spec.platforms): send_message sends with the Agent's own platform credentials.`);
+  }
+  return { messaging: { homeChannels: m.homeChannels.map((h) => ({ name: h.name, target: h.target })), allowedTargets: m.allowedTargets } };
 }
 
 /** Agent-loop settings of the Profile (absent stays absent: the agent applies its defaults). */
@@ -79,6 +95,7 @@ function loopFields(profile: Profile): Partial<CompiledAgent> {
     ...webFields(p),
     ...mcpFields(p),
     ...(p.codeExecution && Object.keys(p.codeExecution).length ? { codeExecution: p.codeExecution } : {}),
+    ...(p.clarify ? { clarify: { timeoutSeconds: p.clarify.timeoutSeconds } } : {}),
     ...compileSandbox(p),
   };
 }

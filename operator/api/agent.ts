@@ -78,6 +78,17 @@ export const apiKeySchema = withRules(z.object({
   check: (v) => !(v.user !== undefined && v.trustedBackend === true),
 }]);
 
+/** An explicit send_message target: platform:chat[:thread] (`platform:*` in allowedTargets: any chat of that platform). */
+const messagingTarget = z.string().max(300).regex(/^[a-z][a-z0-9-]*:[^:\s]+(:[^:\s]+)?$/, 'write it as PLATFORM:CHAT_ID or PLATFORM:CHAT_ID:THREAD_ID, e.g. slack:C012AB3CD or telegram:-1001234567890:17');
+
+export const messagingSchema = z.object({
+  homeChannels: z.array(z.object({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'a home channel name is lower-case letters, digits, - and _ (e.g. ops)').describe('The name the agent uses as send_message target (e.g. ops).'),
+    target: messagingTarget.describe('Where it is: PLATFORM:CHAT_ID[:THREAD_ID] on one of this Agent\'s platforms (slack, telegram, discord).'),
+  })).max(32).default([]).describe('Named home channels: send_message may always send to these (also by bare platform name, e.g. "slack" = the first slack home channel).'),
+  allowedTargets: z.array(messagingTarget).max(256).default([]).describe('Other targets send_message may send to, as PLATFORM:CHAT_ID[:THREAD_ID]; PLATFORM:CHAT_ID allows every thread of that chat, PLATFORM:* every chat of that platform. Anything else is refused.'),
+}).describe('Home channel names are unique (checked at compile: a CEL rule over pairs costs too much for the apiserver).');
+
 export const agentSpecSchema = z.object({
   profileRef: localObjectRefSchema.describe('The Profile (same namespace) this agent runs with.'),
   api: z.object({
@@ -91,6 +102,7 @@ export const agentSpecSchema = z.object({
     matchLabels: z.record(z.string(), z.string()).optional().describe('Offer only Skills (same namespace) with these labels; unset: every published Skill in the namespace.'),
     enabled: z.boolean().default(true).describe('Offer Skills at all.'),
   }).default({ enabled: true }).describe('Which Skills (procedural memory) the agent is offered.'),
+  messaging: messagingSchema.optional().describe('send_message (add "messaging" to the Profile\'s toolsets): the named home channels and the other targets this agent may send to, on its own platforms with their credentials. Absent: send_message sends nowhere.'),
   busyPolicy: z.enum(['queue', 'steer', 'interrupt']).default('interrupt').describe('What a plain message does while a turn of its session runs: queue (runs next), steer (delivered to the running turn after its current tool batch), interrupt (stops the running turn, then runs). Hermes default: interrupt.'),
   stopped: z.boolean().optional().describe('Emergency stop (default false): new messages get a short refusal (no model call) and running turns are stopped. `hermes agents stop NAME` does the same without editing the Agent.'),
   maxConcurrentSessions: z.number().int().min(1).max(100_000).optional().describe('At most this many sessions of the agent run a turn at once; the others wait, queued (never dropped). Unset: no limit.'),

@@ -81,6 +81,9 @@ export const profileSpecSchema = withRules(z.object({
     maxConcurrentChildren: z.number().int().min(1).max(10).optional().describe('Subagents running at once in one conversation (default and maximum 10); a spawn past it is refused.'),
     maxIterations: z.number().int().min(1).max(1_000).optional().describe('Model calls of each subagent: its own fresh budget (default 50, as Hermes).'),
   }).optional().describe('The delegation toolset (delegate_task; add "delegation" to toolsets): subagents run as their own queued turns on any worker, depth 1 (a subagent cannot delegate), without the delegation, clarify, memory, messaging and cron tools; their results come back as a new turn and their usage counts toward this conversation and the spend caps.'),
+  clarify: z.object({
+    timeoutSeconds: z.number().int().min(10).max(86_400).default(3_600).describe('How long a clarify question waits for the user\'s answer before the agent carries on without it (default 3600 s, as Hermes\' clarify_timeout).'),
+  }).optional().describe('The clarify tool (add "clarify" to toolsets): the agent asks the user a question, with optional choices, and waits durably for the next message. Never offered in unattended turns (cron).'),
   learning: z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),

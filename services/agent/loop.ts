@@ -51,7 +51,7 @@ export interface LoopInput {
   history: ChatMessage[];
   tools: Tool[];
   /** What the tools act through (sandbox, guard, checkpoint, todos), passed into every ToolContext. */
-  toolContext?: Pick<ToolContext, 'sandbox' | 'guard' | 'checkpoint' | 'todos' | 'memory' | 'recall' | 'skills' | 'codeExecution'>;
+  toolContext?: Pick<ToolContext, 'sandbox' | 'guard' | 'checkpoint' | 'todos' | 'memory' | 'recall' | 'skills' | 'web' | 'clarify' | 'messaging' | 'codeExecution'>;
   signal: AbortSignal;
   persist: LoopPersistence;
   /** Iteration budget (model calls per turn); undefined = unlimited. */
@@ -294,7 +294,7 @@ class TurnLoop {
     this.progress();
     if (typeof seq === 'number') assistant.seq = seq;
     this.messages.push(assistant);
-    const ctx: ToolContext = { ...input.toolContext, tools: this.tools, sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now(), ...(input.persist.results ? { storedResults: input.persist.results } : {}), ...(input.guard ? { guard: input.guard } : {}) };
+    const ctx: ToolContext = { ...input.toolContext, tools: this.tools, sessionId: input.sessionId, signal: input.signal, now: () => this.clock.now(), keepAlive: () => this.progress(), ...(input.persist.results ? { storedResults: input.persist.results } : {}), ...(input.guard ? { guard: input.guard } : {}) };
     const outcomes = await runToolBatch(this.tools, done.toolCalls, ctx, this.batchHooks());
     if (input.signal.aborted) return interrupted(input, done.text, this.usage, iterations);
     // Steers: user lines after the tool batch, for this turn's requests only.

@@ -197,6 +197,16 @@ export const compiledAgentSchema = z.object({
     maxOutputBytes: z.number().int().positive().optional(),
     maxToolCalls: z.number().int().nonnegative().optional(),
   }).optional(),
+  /** clarify: how long a question waits for the user's answer; absent = Hermes' 3600 s. */
+  clarify: z.object({ timeoutSeconds: z.number().int().positive() }).optional(),
+  /**
+   * send_message targets (Agent spec.messaging): named home channels and allowed explicit targets,
+   * each `platform:chat[:thread]` (`platform:*` allows any chat of that platform); absent = none.
+   */
+  messaging: z.object({
+    homeChannels: z.array(z.object({ name: z.string(), target: z.string() })),
+    allowedTargets: z.array(z.string()),
+  }).optional(),
   /** Bounded memory sizes in characters; absent = Hermes' defaults (2200 / 1375). */
   memory: z.object({ memoryCharLimit: z.number().int().positive().optional(), userCharLimit: z.number().int().positive().optional() }).optional(),
   /**

@@ -31,6 +31,7 @@ export * from './ledger/signals.js';
 export * from './ledger/usage.js';
 export * from './ledger/spills.js';
 export * from './ledger/approvals.js';
+export * from './ledger/clarifications.js';
 export * from './ledger/unknown.js';
 export * from './ledger/session-state.js';
 export * from './ledger/slots.js';

@@ -13,7 +13,7 @@ import {
   type AgentRecord, type ApiTurn, type ApiTurnKind, type CallerMessage, type ErrorCode, type TraceCarrier,
 } from '../core/index.js';
 import { admittedBy, apiSessionKey, apiUser, enqueueSoon } from './admission.js';
-import { recordApprovalDecision, signalRunningTurn } from './inbound.js';
+import { recordApprovalDecision, recordClarifyAnswer, signalRunningTurn } from './inbound.js';
 import { agentName, authorizeAgent, usableAgents, type Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
 import { parseModel } from './openai/request.js';
@@ -161,6 +161,8 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
   const perms = permissionsFor(s.agent.compiled, { platform: 'api', userId: user.userId });
   await signalRunningTurn(ctx, admitted, s.content, perms);
   await recordApprovalDecision(ctx, admitted, s.content, perms);
+  // A plain message on a stored conversation may answer a waiting clarify question.
+  if (!s.callerHistory?.some((m) => m.role !== 'system') && !s.content.trimStart().startsWith('/')) await recordClarifyAnswer(ctx, admitted, s.content);
   log.info({ agent: agentName(s.agent), id: result.turn.id, admissionId: admitted.admissionId, sessionId: admitted.sessionId }, `Admitted ${s.kind}`);
   return { turn: result.turn, replayed: false, queued: true };
 }

@@ -4,7 +4,7 @@
 // turn itself, and the agent's max-concurrent-sessions slot, are the worker's.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, agentStopped, busyInterruptText, commandAllowed, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
+  admit, agentStopped, answerClarification, busyInterruptText, commandAllowed, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
   type AdmissionState, type Admitted, type AdmitInput, type AgentRecord, type Answered, type Permissions, type TraceCarrier,
 } from '../core/index.js';
 import { answerCommand, gatewayCommand } from './commands.js';
@@ -51,6 +51,17 @@ export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admi
   ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, approval: decided?.id, decision: command.decision }, decided ? 'Recorded an approval decision' : 'An approval command found nothing waiting');
 }
 
+/**
+ * A plain message while a clarify question of this same user waits in the session is its answer
+ * (recorded now; the waiting turn reads it) instead of news for the busy policy: it must not
+ * interrupt the turn it answers. True when it answered one.
+ */
+export async function recordClarifyAnswer(ctx: GatewayContext, admitted: Admitted, content: string): Promise<boolean> {
+  const answered = await answerClarification(ctx.deps.db.pool, admitted.admissionId, content);
+  if (answered) ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, clarification: answered.id }, 'Recorded a clarify answer');
+  return answered !== undefined;
+}
+
 async function answered(ctx: GatewayContext, a: Answered, via: InboundVia): Promise<Inbound> {
   if (a.obligationId && a.deliveryPending) {
     // A lost wake-up is found by the sweeper (pending obligations are re-enqueued).
@@ -80,12 +91,22 @@ async function applyBusyPolicy(ctx: GatewayContext, agent: AgentRecord, admitted
     .catch((err: unknown) => ctx.deps.log.warn({ err, session: admitted.sessionId }, 'Busy-policy signal publish failed'));
 }
 
+/** What a new admission does to the session's running turn: signals, approval and clarify answers, the busy policy. */
+async function reachRunningTurn(ctx: GatewayContext, agent: AgentRecord, admitted: Admitted, m: { content: string; perms: Permissions; plain: boolean; busy: boolean }): Promise<void> {
+  await signalRunningTurn(ctx, admitted, m.content, m.perms);
+  await recordApprovalDecision(ctx, admitted, m.content, m.perms);
+  // A clarify answer must not interrupt the turn it answers.
+  const answers = m.plain && (await recordClarifyAnswer(ctx, admitted, m.content));
+  if (m.busy && !answers) await applyBusyPolicy(ctx, agent, admitted, m.content);
+}
+
 export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, input: AdmitInput, via: InboundVia): Promise<Inbound> {
   // SPEC: the emergency-stop gate comes before anything is admitted as work: a short refusal, no turn.
   if (agentStopped(agent)) return answered(ctx, await answerCommand(ctx, input, { kind: 'answer', reply: stoppedReply }), via);
   const command = parseCommand(input.content);
   let content = input.content;
-  let busy = !command && !parseControlCommand(input.content);
+  const plain = !command && !parseControlCommand(input.content);
+  let busy = plain;
   if (command) {
     // THE place commands are dispatched (gateway and turn commands alike): team mode's per-user
     // gate first; a refused command is answered at once, never a turn, never a signal.
@@ -98,11 +119,7 @@ export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, inpu
     }
   }
   const admitted = await admit(ctx.deps.db, { ...input, content });
-  if (!admitted.duplicate) {
-    await signalRunningTurn(ctx, admitted, content, via.perms);
-    await recordApprovalDecision(ctx, admitted, content, via.perms);
-    if (busy) await applyBusyPolicy(ctx, agent, admitted, content);
-  }
+  if (!admitted.duplicate) await reachRunningTurn(ctx, agent, admitted, { content, perms: via.perms, plain, busy });
   const state = admitted.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
   return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };
 }

@@ -5,6 +5,7 @@ import type { PlatformSettings } from './adapter.js';
 import { WEBHOOK_DEFAULT_TOOLSETS } from './webhook/index.js';
 
 export * from './adapter.js';
+export * from './targets.js';
 export * as slack from './slack/index.js';
 export * as teams from './teams/index.js';
 export * as webhook from './webhook/index.js';

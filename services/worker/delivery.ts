@@ -172,6 +172,7 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
   });
   deps.metrics.deliveries.inc({ platform: ob.platform, outcome: isSilence(ob.content) ? 'silent' : 'delivered' });
   if (ok) log.info('Delivered reply');
-  await removeProgress(deps, ob, log);
+  // A send_message to another chat is not this turn's answer: its "working…" message stays.
+  if (!ob.callKey.startsWith('send:')) await removeProgress(deps, ob, log);
   return 'delivered';
 }

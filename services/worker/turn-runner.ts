@@ -29,6 +29,7 @@ import { learningReply } from './learning-commands.js';
 import { curatorReply } from './curator-commands.js';
 import { reviewSkipReason } from './review-policy.js';
 import { approvalReply, turnGuard } from './approvals.js';
+import { clarifyAnswerReply, resumeClarification } from './clarify.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
 import { turnPermissions } from './turn-permissions.js';
@@ -139,6 +140,12 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
   return { outcome: 'completed', reply: children ? `Stopped ${children} delegated task(s).` : REPLY.idle };
 }
 
+/** A reply without the model: control commands, /usage, approval and clarify answers, learning and curator commands. */
+async function controlledReply(deps: TurnDeps, adm: Admission, agent: CompiledAgent): Promise<TurnResult | undefined> {
+  return (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? (await clarifyAnswerReply(deps.db, adm))
+    ?? (await learningReply(deps.db, adm, agent)) ?? (await curatorReply(deps.db, adm, agent));
+}
+
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, record: AgentRecord | undefined): Promise<TurnResult> {
   if (!record) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
   // Emergency stop: admitted before the stop, refused now — no model call.
@@ -148,7 +155,7 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
   // Team mode: a slash command this person may not use is refused here, before any command runs.
   const command = slashCommandName(adm.content);
   if (command && isBuiltinCommand(command) && !commandAllowed(perms, command)) return { outcome: 'completed', reply: commandRefusal(command) };
-  const controlled = (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? (await learningReply(deps.db, adm, agent)) ?? (await curatorReply(deps.db, adm, agent));
+  const controlled = await controlledReply(deps, adm, agent);
   if (controlled) return controlled;
   const recovery = await recoveryCommand(deps.db, lease, adm);
   if (recovery && 'reply' in recovery) return recovery.reply;
@@ -200,9 +207,12 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
   const watching = deps.control?.watch(deps.db, adm.sessionId, adm, control);
   const unwatchStop = stopOnEmergency(deps.agents, adm.agentId, control);
   try {
-    const ctx = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
-    if (!ctx) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
-    watching?.catchUp(ctx.signals);
+    const read = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
+    if (!read) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
+    watching?.catchUp(read.signals);
+    // A turn resumed after a shutdown cut while clarify waited: the wait goes on here first.
+    const clarifyDeps = { db: deps.db, queues: deps.queues, log: deps.log, pollMs: deps.config.HERMES_APPROVAL_POLL_MS };
+    const ctx = await resumeClarification({ deps: clarifyDeps, lease, adm, agent, signal: AbortSignal.any([fence.signal, control.signal]) }, read);
     const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ...(child ? { child } : {}) }, ctx), control);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;

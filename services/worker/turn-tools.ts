@@ -2,14 +2,16 @@
 // agent has a sandbox), and the context every call sees — the session's sandbox, the approval
 // guard, the checkpoint hook before file writes, the Postgres todo list, the memory stores of
 // this agent and this conversation's person, the past conversations session_search reads, the
-// skills the agent offers, and the Kanban board (dispatched turns, or the Profile's kanban toolset).
-import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions } from '../core/index.js';
+// skills the agent offers, the Kanban board (dispatched turns, or the Profile's kanban toolset),
+// and who the turn may reach (clarify, send_message).
+import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions, type Queues } from '../core/index.js';
 import { CHILD_EXCLUDED_TOOLS, CHILD_EXCLUDED_TOOLSETS, Checkpoints, DEFAULT_TOOLSETS, ORCHESTRATOR_ONLY, pgKanbanAccess, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type DelegationAccess, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
 import { turnWeb, type WebSummaryDeps } from './web-tools.js';
 import { cronTools, cronToolsets, isCronTurn } from './cron/turn.js';
+import { turnReach } from './reach-tools.js';
 
 /** The worker-wide parts the turn's tools come from. */
 export interface ToolDeps {
@@ -95,13 +97,14 @@ export interface TurnToolOptions {
 const offeredDelegation = (tools: readonly Tool[], delegation: DelegationAccess | undefined) =>
   (delegation && tools.some((t) => t.name === 'delegate_task') ? { delegation } : {});
 
-export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
+export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver; queues?: Queues }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
   const { perms, guard, summary, delegation } = opts;
   const permitted = permittedToolsets(agent, adm, perms);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = withKanban(adm, permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t)));
-  const tools = offeredTools(loop, agent, adm, toolsets);
+  const reach = turnReach(deps, agent, adm);
+  const tools = offeredTools(loop, agent, adm, toolsets).filter((t) => !reach.withheld(t));
   const web = loop.webGuard && tools.some((t) => t.toolset === 'web')
     ? turnWeb({ config: deps.config, secrets: deps.secrets, guard: loop.webGuard, ...(summary ? { summary } : {}) }, agent)
     : undefined;
@@ -126,6 +129,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       ...turnKanban(deps, adm, toolsets),
       ...codeExecutionOf(agent),
       ...offeredDelegation(tools, delegation),
+      ...reach.context,
     },
     ...(sandbox ? { sandbox } : {}),
   };

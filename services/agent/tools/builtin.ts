@@ -9,11 +9,13 @@ import { sessionSearchTool } from './session-search.js';
 import { skillManageTool } from './skill-manage.js';
 import { skillsListTool, skillViewTool } from './skills.js';
 import { todoTool } from './todo.js';
+import { clarifyTool } from './clarify.js';
+import { sendMessageTool } from './send-message.js';
 import { webExtractTool, webSearchTool } from './web.js';
 import { kanbanTools } from './kanban.js';
 import { delegateTaskTool } from './delegate.js';
 
-export { delegateTaskTool, memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
+export { clarifyTool, delegateTaskTool, sendMessageTool, memoryTool, sessionSearchTool, skillManageTool, skillsListTool, skillViewTool, todoTool, webExtractTool, webSearchTool };
 
 export const getTimeTool = defineTool({
   name: 'get_time',
@@ -35,7 +37,8 @@ export const DEFAULT_TOOLSETS: readonly string[] = ['clock'];
 export function builtinRegistry(): ToolRegistry {
   const registry = new ToolRegistry().register(getTimeTool).register(todoTool).register(memoryTool).register(sessionSearchTool)
     .register(skillsListTool).register(skillViewTool).register(skillManageTool)
-    .register(webSearchTool).register(webExtractTool).register(delegateTaskTool);
+    .register(webSearchTool).register(webExtractTool).register(delegateTaskTool)
+    .register(clarifyTool).register(sendMessageTool);
   for (const t of kanbanTools) registry.register(t);
   return registry;
 }

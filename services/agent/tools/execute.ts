@@ -106,7 +106,7 @@ export async function runTool(tools: ReadonlyMap<string, Tool>, call: ToolCall, 
   }
   const effect = tool.sideEffect === 'read-only' ? 'none' : 'applied';
   try {
-    const out = await untilAborted(Promise.resolve(tool.handler(parsed.data, ctx)), ctx.signal);
+    const out = await untilAborted(Promise.resolve(tool.handler(parsed.data, { ...ctx, toolCallId: call.id })), ctx.signal);
     if (out === ABORTED) return abandoned(call, tool, ctx.signal);
     const error = errorValue(out);
     return { call, content: out, disposition: effect, kind: error ? 'failed' : 'ok', ...(error && RATE_LIMITED.test(error) ? { rateLimited: true } : {}) };
@@ -175,7 +175,9 @@ function runStep(tools: ReadonlyMap<string, Tool>, step: Step, ctx: ToolContext,
   const ms = hooks.timeoutMs ?? TOOL_BATCH_TIMEOUT_MS;
   const deadline = new AbortController();
   const timer = new AbortController();
-  void (hooks.clock ?? systemClock).sleep(ms, timer.signal).then(() => deadline.abort(new ToolDeadline(ms)), () => undefined);
+  // A call waiting for a person (clarify) ends by its own timeout, not the step deadline.
+  const untimed = step.calls.every((c) => tools.get(c.name)?.waitsForPerson);
+  if (!untimed) void (hooks.clock ?? systemClock).sleep(ms, timer.signal).then(() => deadline.abort(new ToolDeadline(ms)), () => undefined);
   const signal = AbortSignal.any([ctx.signal, deadline.signal]);
   const start = async (call: ToolCall): Promise<ToolOutcome> => {
     if (signal.aborted) return cancelledOutcome(call, deadline.signal.aborted ? new ToolDeadline(ms).message : 'the turn was stopped');

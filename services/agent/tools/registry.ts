@@ -12,6 +12,8 @@ import type { WebAccess } from '../web/access.js';
 import type { KanbanAccess } from './kanban-access.js';
 import type { CodeExecutionLimits } from './code/limits.js';
 import type { DelegationAccess } from './delegate.js';
+import type { ClarifyAccess } from './clarify-access.js';
+import type { MessagingAccess } from './messaging-access.js';
 
 /** read-only: may run in parallel and re-run safely; writes/external: in order, effect recorded. */
 export type SideEffect = 'read-only' | 'writes' | 'external';
@@ -49,6 +51,14 @@ export interface ToolContext {
   codeExecution?: Partial<CodeExecutionLimits>;
   /** Subagents (`delegate_task`), in the ledger. Absent (a child turn, no worker) = it refuses. */
   delegation?: DelegationAccess;
+  /** Asking the user and waiting for their next message (`clarify`). Absent = nobody can be asked; it refuses. */
+  clarify?: ClarifyAccess;
+  /** Sending to other chats (`send_message`), within the Agent's allowed targets. Absent = it refuses. */
+  messaging?: MessagingAccess;
+  /** The id of the tool call being run (set by the loop for every call): keys effects that must happen once per call. */
+  toolCallId?: string;
+  /** Tells the turn's liveness watchdog the call is alive (a tool waiting for a person calls it while it waits). */
+  keepAlive?: () => void;
 }
 
 /**
@@ -78,6 +88,11 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
    * own schema; `schema` then only checks that the arguments are an object).
    */
   parameters?: Record<string, unknown>;
+  /**
+   * Waits for a person (clarify): bounded by its own timeout instead of the tool step's deadline,
+   * and the turn counts as making progress while it waits. @defaultValue false
+   */
+  waitsForPerson?: boolean;
   /** Whether the tool can run here (credentials, backends); unavailable tools are not offered. */
   available?: () => boolean;
   handler: (args: z.infer<S>, ctx: ToolContext) => Promise<string> | string;

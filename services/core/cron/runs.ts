@@ -170,7 +170,7 @@ export async function syncFinishedRuns(sql: Sql): Promise<string[]> {
        UPDATE cron_runs r SET state = 'finished', outcome = a.outcome::text, started_at = a.started_at, finished_at = a.finished_at,
          obligation_id = d.id, delivery_state = d.state::text, input_tokens = u.input, output_tokens = u.output, cost_usd = u.cost
        FROM admissions a
-         LEFT JOIN delivery_obligations d ON d.admission_id = a.id
+         LEFT JOIN delivery_obligations d ON d.admission_id = a.id AND d.call_key = ''
          LEFT JOIN LATERAL (SELECT sum(input_tokens)::int AS input, sum(output_tokens)::int AS output, sum(cost_usd) AS cost
                             FROM model_call_usage WHERE admission_id = a.id) u ON true
        WHERE r.state = 'dispatched' AND a.id = r.admission_id AND a.state = 'terminal'
@@ -227,7 +227,7 @@ export async function cronHistory(sql: Sql, namespace: string, name: string, lim
        COALESCE(r.started_at, a.started_at) AS "startedAt", COALESCE(r.finished_at, a.finished_at) AS "finishedAt",
        COALESCE(r.obligation_id, d.id) AS "obligationId", COALESCE(d.state::text, r.delivery_state) AS "deliveryState",
        r.input_tokens AS "inputTokens", r.output_tokens AS "outputTokens", r.cost_usd::text AS "costUsd"
-     FROM cron_runs r LEFT JOIN admissions a ON a.id = r.admission_id LEFT JOIN delivery_obligations d ON d.admission_id = r.admission_id
+     FROM cron_runs r LEFT JOIN admissions a ON a.id = r.admission_id LEFT JOIN delivery_obligations d ON d.admission_id = r.admission_id AND d.call_key = ''
      WHERE r.schedule_id = $1 ORDER BY r.slot DESC, r.created_at DESC LIMIT $2`, [found[0].id, limit]);
   return rows;
 }

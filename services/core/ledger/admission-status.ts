@@ -58,7 +58,7 @@ const toEnd = (r: EndColumns): TurnEndRead => ({
 
 /** The reply obligation (as JSON, in Obligation's shape) and the final usage of admission column `a`. */
 const endColumns = (a: string) => `
-  (SELECT row_to_json(d) FROM (SELECT ${obligationColumns} FROM delivery_obligations WHERE admission_id = ${a}) d) AS "replyRow",
+  (SELECT row_to_json(d) FROM (SELECT ${obligationColumns} FROM delivery_obligations WHERE admission_id = ${a} AND call_key = '') d) AS "replyRow",
   (SELECT m.usage FROM messages m WHERE m.admission_id = ${a} AND m.role = 'assistant' ORDER BY m.seq DESC LIMIT 1) AS "finalUsage"`;
 
 /**

@@ -184,7 +184,7 @@ export async function settleOrphanedTurns(db: Db): Promise<string[]> {
     for (const r of rows) {
       await sql.query(
         `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, platform, target, content, state, delivered_at)
-         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, ${initialDelivery('$4')}) ON CONFLICT (admission_id) DO NOTHING`,
+         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, ${initialDelivery('$4')}) ON CONFLICT (admission_id, call_key) DO NOTHING`,
         [r.id, r.agent_id, r.session_id, r.platform, pgJson(r.reply_target), r.state === 'unknown' ? unknownNoticeFor(r.platform) : interruptedNotice],
       );
     }

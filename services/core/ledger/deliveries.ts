@@ -5,7 +5,7 @@
 // failure could not be recorded (a Postgres blip), or whose send hung, never stays attempting.
 import type { Sql } from '../db.js';
 import { ownerDead, type DeathRule, type Instance } from './instances.js';
-import { pgText } from './pg-text.js';
+import { pgJson, pgText } from './pg-text.js';
 
 export type DeliveryState = 'pending' | 'attempting' | 'delivered' | 'failed' | 'abandoned';
 
@@ -22,11 +22,13 @@ export interface Obligation {
   possibleDuplicate: boolean;
   /** Pieces of the split reply already sent (a retry starts after them). */
   piecesSent: number;
+  /** '' = the turn's reply; 'clarify:<id>' a clarify question; 'send:<tool call id>' a send_message call. */
+  callKey: string;
   createdAt: Date;
 }
 
 export const obligationColumns = `id, admission_id AS "admissionId", agent_id AS "agentId", session_id AS "sessionId", platform, target, content, state,
-  attempts, possible_duplicate AS "possibleDuplicate", pieces_sent AS "piecesSent", created_at AS "createdAt"`;
+  attempts, possible_duplicate AS "possibleDuplicate", pieces_sent AS "piecesSent", call_key AS "callKey", created_at AS "createdAt"`;
 
 export const duplicateMarker = 'gateway restarted during delivery, so this may be a duplicate';
 
@@ -168,6 +170,31 @@ export async function oldestPendingAgeSeconds(sql: Sql): Promise<number> {
 }
 
 export async function getObligationForAdmission(sql: Sql, admissionId: string): Promise<Obligation | undefined> {
-  const { rows } = await sql.query<Obligation>(`SELECT ${obligationColumns} FROM delivery_obligations WHERE admission_id = $1`, [admissionId]);
+  const { rows } = await sql.query<Obligation>(`SELECT ${obligationColumns} FROM delivery_obligations WHERE admission_id = $1 AND call_key = ''`, [admissionId]);
   return rows[0];
+}
+
+/** Whether `ob` is the turn's own reply (not a clarify question or a send_message call made during it). */
+export const isTurnReply = (ob: Pick<Obligation, 'callKey'>): boolean => !ob.callKey;
+
+/**
+ * An obligation a running turn makes besides its reply (a clarify question, a send_message call),
+ * keyed by `callKey` within the admission: recording the same key again returns the row already
+ * there, so one call is one obligation — never sent twice. `platform`/`target` name where it goes
+ * (the turn's own chat, or another platform of the same agent).
+ */
+export async function recordCallObligation(sql: Sql, o: { admissionId: string; callKey: string; platform: string; target: unknown; content: string }): Promise<{ id: string; pending: boolean; created: boolean }> {
+  const { rows } = await sql.query<{ id: string; state: string; created: boolean }>(
+    `WITH a AS (SELECT agent_id, session_id FROM admissions WHERE id = $1),
+     ins AS (
+       INSERT INTO delivery_obligations (id, admission_id, call_key, agent_id, session_id, platform, target, content, state, delivered_at)
+       SELECT gen_random_uuid(), $1, $2, a.agent_id, a.session_id, $3, $4, $5, ${initialDelivery('$3')} FROM a
+       ON CONFLICT (admission_id, call_key) DO NOTHING RETURNING id, state)
+     SELECT id, state::text, true AS created FROM ins
+     UNION ALL SELECT id, state::text, false FROM delivery_obligations WHERE admission_id = $1 AND call_key = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+    [o.admissionId, o.callKey, o.platform, pgJson(o.target), pgText(o.content)],
+  );
+  const row = rows[0];
+  if (!row) throw new Error(`admission ${o.admissionId} does not exist`);
+  return { id: row.id, pending: row.state === 'pending', created: row.created };
 }

@@ -220,7 +220,7 @@ export async function settleSubagent(db: Db, childSessionId: string): Promise<Re
     if (!sub) return undefined;
     if (sub.status === 'queued' || sub.status === 'running') {
       const { rows: [end] } = await sql.query<ChildEnd>(
-        `SELECT a.state, a.outcome, a.error, d.content AS reply FROM admissions a LEFT JOIN delivery_obligations d ON d.admission_id = a.id
+        `SELECT a.state, a.outcome, a.error, d.content AS reply FROM admissions a LEFT JOIN delivery_obligations d ON d.admission_id = a.id AND d.call_key = ''
          WHERE a.session_id = $1 ORDER BY a.seq DESC LIMIT 1`, [childSessionId]);
       if (!end || (end.state !== 'terminal' && end.state !== 'unknown')) return undefined;
       const done = childEnd(end, sub.stopRequestedAt !== null);

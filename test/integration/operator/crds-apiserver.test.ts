@@ -39,6 +39,8 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
       profile('sandboxdefaults', { sandbox: {} }),
       profile('moa', { model: { provider: 'moa', model: 'council' }, moa: { presets: [{ name: 'council', referenceModels: [{ provider: 'openai', model: 'a' }, { provider: 'anthropic', model: 'b' }], aggregator: { provider: 'openai', model: 'c' } }] } }),
       profile('mcp', { mcpServers: [{ name: 'github', url: 'https://mcp.example/mcp', headers: { Authorization: { secretKeyRef: { name: 'gh', key: 'token' } } }, tools: { exclude: ['delete_repo'] } }, { name: 'old', transport: 'sse', url: 'https://sse.example/sse' }] }),
+      agent('messenger', { messaging: { homeChannels: [{ name: 'ops', target: 'slack:COPS' }], allowedTargets: ['telegram:-1001234:17', 'discord:*'] } }),
+      profile('asks', { toolsets: ['clarify', 'messaging'], clarify: {} }),
       skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
       const r = await apply(obj);
       expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
@@ -82,6 +84,8 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['two moa presets of one name', profile('moatwice', { moa: { presets: [moaPreset('p'), moaPreset('p')] } }), 'moa preset names must be unique'],
     ['a moa default preset that is not a preset', profile('moadefault', { moa: { defaultPreset: 'q', presets: [moaPreset('p')] } }), 'moa.defaultPreset must name one of moa.presets'],
     ['a moa preset of 9 reference models', profile('moanine', { moa: { presets: [{ ...moaPreset('p'), referenceModels: Array.from({ length: 9 }, (_, i) => ({ provider: 'openai', model: `m${i}` })) }] } }), 'spec.moa.presets[0].referenceModels'],
+    ['a send_message target that is not PLATFORM:CHAT', agent('badtarget', { messaging: { allowedTargets: ['#general'] } }), 'spec.messaging.allowedTargets[0]'],
+    ['a clarify timeout under 10 s', profile('shortclarify', { clarify: { timeoutSeconds: 1 } }), 'spec.clarify.timeoutSeconds'],
     ['allowAll with an allowlist', agent('allowall', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 's' } }, allowAll: true, allowlist: ['U1'] }] }), 'allowAll and allowlist are exclusive'],
   ])('refuses %s with the rule\'s message', async (_what, obj, message) => {
     const r = await apply(obj);
