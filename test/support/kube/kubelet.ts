@@ -9,7 +9,7 @@ import type { ExecLookup } from './execServer.js';
 import { startKubeletServer } from './kubeletServer.js';
 import { deleteNode, registerNode } from './node.js';
 import { issueCert } from './pki.js';
-import { startPodProcess, type PodProcess } from './podProcess.js';
+import { startPodProcess, type ImageCommand, type PodProcess, type PodProcessOptions } from './podProcess.js';
 import { affinityAllows } from './affinity.js';
 import { failedToStartStatus, imagePullFailedStatus, runningStatus, terminatedStatus } from './podStatus.js';
 import { childrenOf } from './podExec.js';
@@ -36,6 +36,18 @@ export interface KubeletOptions {
    * removed by `stop()`
    */
   stateDir?: string;
+  /**
+   * Images run as local commands instead of the container's own `command` (which a Pod then
+   * need not set), by exact image reference: e.g. the chart's runtime image → `node
+   * <checkout>/bin/hermes.js`. @defaultValue none
+   */
+  images?: Record<string, ImageCommand>;
+  /**
+   * Mount each Pod's ServiceAccount token (TokenRequest, bound to the Pod) at
+   * /var/run/secrets/kubernetes.io/serviceaccount with KUBERNETES_SERVICE_HOST/PORT, unless the
+   * Pod sets `automountServiceAccountToken: false`, as a real kubelet does. @defaultValue false
+   */
+  serviceAccountTokens?: boolean;
 }
 
 /** What the kubelet needs of a control plane: an admin client, and the CA to sign its serving cert. */
@@ -50,6 +62,8 @@ export interface TestKubelet {
   stateDir: string;
   /** Failures the kubelet hit while reconciling (also printed), for debugging tests. */
   errors: string[];
+  /** The pods whose process runs now (`namespace/name`) and the host PIDs of their sandboxes. */
+  running(): { pod: string; pid: number }[];
   /** Kills every pod process, stops watching, deletes the Node. */
   stop(): Promise<void>;
 }
@@ -70,7 +84,8 @@ class Kubelet {
   private informer?: Informer<V1Pod>;
   private stopped = false;
 
-  constructor(private readonly kc: KubeConfig, readonly nodeName: string, readonly stateDir: string, private readonly opts: KubeletOptions) {
+  constructor(private readonly kc: KubeConfig, readonly nodeName: string, readonly stateDir: string, private readonly opts: KubeletOptions,
+    private readonly processOptions: PodProcessOptions = {}) {
     this.core = kc.makeApiClient(CoreV1Api);
   }
 
@@ -168,7 +183,7 @@ class Kubelet {
     }
     let proc: PodProcess;
     try {
-      proc = await startPodProcess(this.kc, pod, this.stateDir);
+      proc = await startPodProcess(this.kc, pod, this.stateDir, this.processOptions);
     } catch (err) {
       if (!(err instanceof PodSpecError)) throw err;
       this.finishedUids.add(pod.metadata?.uid ?? '');
@@ -231,6 +246,10 @@ class Kubelet {
     }
   }
 
+  runningPods(): { pod: string; pid: number }[] {
+    return [...this.running.entries()].map(([pod, proc]) => ({ pod, pid: proc.sandbox.pid }));
+  }
+
   logFor(namespace: string, pod: string, container: string): PodProcess | undefined {
     const proc = this.latest.get(`${namespace}/${pod}`);
     return proc?.containerName === container ? proc : undefined;
@@ -283,7 +302,11 @@ export async function startKubelet(cp: KubeletPlane, opts: KubeletOptions = {}):
   const removeStateDir = (): void => { if (!kept) rmSync(stateDir, { recursive: true, force: true }); };
   process.once('exit', removeStateDir);
   const kc = cp.kubeConfig();
-  const kubelet = new Kubelet(kc, nodeName, stateDir, opts);
+  const cluster = kc.getCurrentCluster();
+  const kubelet = new Kubelet(kc, nodeName, stateDir, opts, {
+    ...(opts.images ? { images: opts.images } : {}),
+    ...(opts.serviceAccountTokens && cluster ? { serviceAccountTokens: { server: cluster.server, caFile: cp.pki.ca.cert } } : {}),
+  });
   const tlsFiles = issueCert(cp.pki.dir, `kubelet-${nodeName}`, cp.pki.ca, `/CN=${nodeName}`, 'serverAuth', ['IP:127.0.0.1', `DNS:${nodeName}`]);
   const server = await startKubeletServer({ cert: readFileSync(tlsFiles.cert), key: readFileSync(tlsFiles.key) }, {
     log: (ns, pod, container) => {
@@ -297,6 +320,7 @@ export async function startKubelet(cp: KubeletPlane, opts: KubeletOptions = {}):
   await kubelet.watch();
   return {
     nodeName, port, stateDir, errors: kubelet.errors,
+    running: () => kubelet.runningPods(),
     stop: async () => {
       await kubelet.stop();
       await server.close();
