@@ -19,7 +19,7 @@ import pg from 'pg';
 import { startControlPlane, startGarbageCollector, startKubelet, waitFor, type ControlPlane, type GarbageCollector, type TestKubelet } from '../../support/kube/index.js';
 import { repoRoot } from '../../support/kube/binaries.js';
 import { freePort } from '../../support/kube/process.js';
-import { chartDir, run } from '../../support/chart.js';
+import { chartDir, parseManifests, run, type K8sObject } from '../../support/chart.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { slackEvent, slackSignedHeaders, startFakeSlack, type FakeSlack } from '../../support/fake-slack.js';
 import { createTestDatabase, serverUrls, type TestDatabase } from '../../support/services.js';
@@ -120,6 +120,16 @@ async function ask(text: string): Promise<string> {
   return post.args.text ?? '';
 }
 
+/** The Profile and Agent manifests of README "Install on Kubernetes" (the heredoc after `kubectl -n team apply`). */
+function readmeManifests(): K8sObject[] {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const block = /kubectl -n team apply -f - <<'YAML'\n([\s\S]*?)\nYAML\n/.exec(readme);
+  expect(block, 'README "Install on Kubernetes" applies a Profile and an Agent').not.toBeNull();
+  const objects = parseManifests(block![1]!);
+  expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['Profile/assistant', 'Agent/assistant']);
+  return objects;
+}
+
 const modelKeysSeen = () => model.requests.map((r) => r.headers.authorization);
 
 beforeAll(async () => {
@@ -172,16 +182,24 @@ describe('helm install on the test plane, run by the test kubelet', () => {
     // A tenant: the model key only in the Profile's Secret (no Pod has it in its environment).
     await kubectlOk(['-n', teamNs, 'create', 'secret', 'generic', 'model-key', '--from-literal=OPENAI_API_KEY=sk-install-one']);
     await kubectlOk(['-n', teamNs, 'create', 'secret', 'generic', 'slack', `--from-literal=SLACK_BOT_TOKEN=${BOT_TOKEN}`, `--from-literal=SLACK_SIGNING_SECRET=${SIGNING_SECRET}`]);
-    await kubectlOk(['-n', teamNs, 'apply', '-f', '-'], stringify({
-      apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: 'assistant' },
-      spec: { model: { provider: 'openai', model: 'gpt-install', baseURL: model.baseURL, apiKey: { secretKeyRef: { name: 'model-key', key: 'OPENAI_API_KEY' } } }, persona: 'You answer briefly.' },
-    }));
-    await kubectlOk(['-n', teamNs, 'apply', '-f', '-'], stringify({
-      apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name: 'assistant' },
-      spec: { profileRef: { name: 'assistant' }, platforms: [{ type: 'slack', credentials: { secretRef: { name: 'slack' } }, allowlist: [ALICE], dmPairing: false }] },
-    }));
+    // The Profile and Agent of README "Install on Kubernetes", as written there, pointed at the fake model and our Slack user.
+    const [profile, agent] = readmeManifests();
+    expect(profile!.spec.model.apiKey).toEqual({ secretKeyRef: { name: 'model-key', key: 'OPENAI_API_KEY' } });
+    profile!.spec.model.baseURL = model.baseURL;
+    agent!.spec.platforms[0].allowlist = [ALICE];
+    await kubectlOk(['-n', teamNs, 'apply', '-f', '-'], [profile, agent].map((o) => stringify(o)).join('---\n'));
     const ready = await cp.kubectl(['-n', teamNs, 'wait', '--for=condition=Ready', '--timeout=90s', 'agent/assistant']);
     expect(ready.code, `${ready.stderr}\n${podLogs()}`).toBe(0);
+
+    // Point 6's RBAC, asked of the real authorizer: get on Secrets in the Agent's namespace only — no list or watch, no other namespace.
+    const canI = async (sa: string, verb: string, ns: string) => (await cp.kubectl(['auth', 'can-i', verb, 'secrets', '-n', ns, '--as', `system:serviceaccount:${releaseNs}:hermes-${sa}`])).stdout.trim();
+    for (const sa of ['gateway', 'worker']) {
+      expect([await canI(sa, 'get', teamNs), await canI(sa, 'list', teamNs), await canI(sa, 'watch', teamNs), await canI(sa, 'get', 'default')], sa).toEqual(['yes', 'no', 'no', 'no']);
+    }
+    // No runtime Pod carries a model key: the worker has it only from the Profile's Secret.
+    const envNames = (await kubectlOk(['-n', releaseNs, 'get', 'pods', '-o', 'jsonpath={.items[*].spec.containers[*].env[*].name}'])).split(' ');
+    expect(envNames).toContain('DATABASE_URL');
+    expect(envNames.filter((n) => /OPENAI|API_KEY/.test(n))).toEqual([]);
 
     expect(await ask('first question')).toBe('answer to: first question (history 1)');
     expect(modelKeysSeen()).toEqual(['Bearer sk-install-one']);
