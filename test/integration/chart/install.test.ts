@@ -172,11 +172,15 @@ describe('helm install on the test plane, run by the test kubelet', () => {
   it('installs, answers on Slack with the Profile Secret\'s key, follows its rotation, upgrades keeping the data, uninstalls keeping CRDs and data', async () => {
     const first = await valuesFile('install');
     gatewayPort = first.ports.gateway;
-    const installed = await helm('install', 'hermes', chartDir, '-f', first.path);
+    // --wait: Helm waits for the Deployments, whose Pods are Ready only once their /readyz
+    // readiness probe passes (the test kubelet runs httpGet probes of host-network Pods).
+    const installed = await helm('install', 'hermes', chartDir, '-f', first.path, '--wait', '--timeout', '4m');
     expect(installed.code, `${installed.stderr}\n${podLogs()}`).toBe(0);
     // The pre-install hook Job migrated the empty database before any Pod started.
     const { rows: migrations } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL`);
     expect(migrations[0]!.n).toBeGreaterThan(0);
+    // Ready by its probe when helm returned: the gateway Pod answers /readyz.
+    expect((await fetch(`http://127.0.0.1:${gatewayPort}/readyz`)).status).toBe(200);
     await waitForRelease(gatewayPort);
 
     // A tenant: the model key only in the Profile's Secret (no Pod has it in its environment).
@@ -216,7 +220,7 @@ describe('helm install on the test plane, run by the test kubelet', () => {
     // helm upgrade with changed values (every component on new ports, so every Pod is replaced);
     // the pre-upgrade hook migrates again (nothing to do) and the conversation goes on.
     const second = await valuesFile('upgrade', { turnConcurrency: 4 });
-    const upgraded = await helm('upgrade', 'hermes', chartDir, '-f', second.path);
+    const upgraded = await helm('upgrade', 'hermes', chartDir, '-f', second.path, '--wait', '--timeout', '4m');
     expect(upgraded.code, `${upgraded.stderr}\n${podLogs()}`).toBe(0);
     expect((await helm('history', 'hermes')).stdout).toMatch(/\n2\s+.*deployed/);
     gatewayPort = second.ports.gateway;

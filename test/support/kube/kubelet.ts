@@ -15,6 +15,7 @@ import { failedToStartStatus, imagePullFailedStatus, runningStatus, terminatedSt
 import { childrenOf } from './podExec.js';
 import { PodSpecError } from './podVolumes.js';
 import { sandboxEnv } from './sandbox.js';
+import { httpReadinessProbe, watchReadiness } from './readiness.js';
 import { OWNER_FILE, ownerId } from './reaper.js';
 
 /** Options for {@link startKubelet}. */
@@ -48,6 +49,11 @@ export interface KubeletOptions {
    * Pod sets `automountServiceAccountToken: false`, as a real kubelet does. @defaultValue false
    */
   serviceAccountTokens?: boolean;
+  /**
+   * How often an `httpGet` readiness probe of a host-network Pod is polled (readiness.ts); its
+   * Ready condition follows the probe. @defaultValue 500
+   */
+  probePeriodMs?: number;
 }
 
 /** What the kubelet needs of a control plane: an admin client, and the CA to sign its serving cert. */
@@ -199,7 +205,13 @@ class Kubelet {
       const remaining = Math.max(0, startTime + deadlineSeconds * 1000 - Date.now());
       proc.deadline = setTimeout(() => this.enqueue(pod, () => this.kill(pod, 'deadline')), remaining);
     }
-    await this.writeStatus(pod, (p) => runningStatus(p, proc.containerId, proc.startedAt));
+    const probe = pod.spec?.containers[0] ? httpReadinessProbe(pod.spec.containers[0], proc.spec.network) : undefined;
+    await this.writeStatus(pod, (p) => runningStatus(p, proc.containerId, proc.startedAt, !probe));
+    if (probe && !proc.finished) {
+      proc.stopProbe = watchReadiness(probe, this.opts.probePeriodMs ?? 500, (ready) => this.enqueue(pod, async () => {
+        if (!proc.finished) await this.writeStatus(pod, (p) => runningStatus(p, proc.containerId, proc.startedAt, ready));
+      }));
+    }
   }
 
   private async kill(pod: V1Pod, reason: NonNullable<PodProcess['stopReason']>): Promise<void> {
@@ -213,6 +225,7 @@ class Kubelet {
   private async finish(pod: V1Pod, proc: PodProcess, exitCode: number): Promise<void> {
     proc.finished = true;
     clearTimeout(proc.deadline);
+    proc.stopProbe?.();
     if (this.running.get(keyOf(pod)) === proc) this.running.delete(keyOf(pod));
     this.finishedUids.add(proc.uid);
     if (proc.stopReason === 'deleted' || proc.stopReason === 'shutdown') return;
@@ -280,6 +293,7 @@ class Kubelet {
     await this.informer?.stop();
     const procs = [...this.running.values()];
     for (const proc of procs) {
+      proc.stopProbe?.();
       proc.stopReason ??= 'shutdown';
       proc.sandbox.kill();
     }

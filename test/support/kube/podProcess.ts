@@ -26,6 +26,8 @@ export interface PodProcess {
   stopReason?: 'deleted' | 'deadline' | 'shutdown';
   finished: boolean;
   deadline?: NodeJS.Timeout;
+  /** Stops its readiness probe (readiness.ts), if it has one. */
+  stopProbe?: () => void;
 }
 
 /**
