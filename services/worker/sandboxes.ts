@@ -40,6 +40,37 @@ export function sessionSandboxMetrics(metrics: Metrics): SessionSandboxMetrics {
   return m;
 }
 
+const callCounters = new WeakMap<Metrics, Counter<'backend' | 'status'>>();
+
+/**
+ * hermes_sandbox_calls_total{backend,status}: sandbox calls by result — `degraded` is a call the
+ * backend could not run (its Pod or process did not start, the cluster refused or was lost), the
+ * sandbox start failures the HermesSandboxStartFailures alert watches. Once per registry.
+ */
+export function sandboxCallCounter(metrics: Metrics): Counter<'backend' | 'status'> {
+  let c = callCounters.get(metrics);
+  if (!c) {
+    c = new Counter({ name: 'hermes_sandbox_calls_total', help: 'Sandbox calls (terminal and file tools) by backend and result status (ok | timeout | interrupted | degraded: the backend could not run the command).', labelNames: ['backend', 'status'], registers: [metrics.registry] });
+    callCounters.set(metrics, c);
+  }
+  return c;
+}
+
+/** `sandbox` counting each call's result status (foreground and background calls alike). */
+function counted(sandbox: Sandbox, counter: Counter<'backend' | 'status'>): Sandbox {
+  const count = (r: ExecResult): ExecResult => { counter.inc({ backend: sandbox.backend, status: r.status }); return r; };
+  return {
+    backend: sandbox.backend,
+    exec: async (req) => count(await sandbox.exec(req)),
+    start: async (req) => {
+      const running = await sandbox.start(req);
+      void running.done.then(count, () => undefined);
+      return running;
+    },
+    close: () => sandbox.close(),
+  };
+}
+
 /** A backend that could not be built: every call says why, nothing runs. */
 function unavailable(backend: SandboxBackendName, reason: string): Sandbox {
   const result = (): ExecResult => ({ exitCode: -1, output: '', truncated: false, status: 'degraded', reason: `the ${backend} sandbox is unavailable: ${reason}; the command did not run`, durationMs: 0 });
@@ -53,7 +84,7 @@ function unavailable(backend: SandboxBackendName, reason: string): Sandbox {
 }
 
 export function openSandboxBackends(config: Config, log: Logger, opts: SandboxBackendOptions = {}): SandboxBackends {
-  const built = new Map<SandboxBackendName, Sandbox>(Object.entries(opts.backends ?? {}) as [SandboxBackendName, Sandbox][]);
+  const built = new Map<SandboxBackendName, Sandbox>();
   const build = (name: SandboxBackendName): Sandbox => {
     if (name === 'bubblewrap') return bubblewrapSandboxFromConfig(config);
     if (!opts.kubeConfig) return unavailable(name, 'this worker has no cluster credentials (run it in the cluster, or set the Profile\'s spec.sandbox.backend to bubblewrap)');
@@ -75,7 +106,11 @@ export function openSandboxBackends(config: Config, log: Logger, opts: SandboxBa
       if (!agent.sandbox) return undefined;
       const name = agent.sandbox.backend ?? config.HERMES_SANDBOX_BACKEND;
       let sandbox = built.get(name);
-      if (!sandbox) built.set(name, (sandbox = build(name)));
+      if (!sandbox) {
+        sandbox = opts.backends?.[name] ?? build(name);
+        if (opts.metrics) sandbox = counted(sandbox, sandboxCallCounter(opts.metrics));
+        built.set(name, sandbox);
+      }
       return sandbox;
     },
     async close() {

@@ -2,7 +2,7 @@
 // Prometheus counters by agent and model), answers and summaries alike, each with its task; spend
 // caps checked before every call (a model with no known price is refused under a cap unless the
 // Profile allows it); and `/usage`.
-import { Counter } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import {
   recordModelCall, sessionUsageText, spendSince, type Admission, type CompiledAgent, type Db, type Metrics, type ModelCallUsageRow, type SpendScope, type TurnResult, type UsageTask,
 } from '../core/index.js';
@@ -17,6 +17,30 @@ export function costCounter(metrics: Metrics): Counter<'agent' | 'model' | 'stat
     costCounters.set(metrics, c);
   }
   return c;
+}
+
+interface SpendCapMetrics {
+  used: Gauge<'agent' | 'scope' | 'period'>;
+  refusals: Counter<'agent' | 'scope' | 'period'>;
+}
+const capMetrics = new WeakMap<Metrics, SpendCapMetrics>();
+
+/**
+ * hermes_spend_cap_used_ratio{agent,scope,period} (spend so far over the cap, agent and profile
+ * caps, set at each check before a model call) and hermes_spend_cap_refusals_total (calls refused
+ * at a cap, user caps included), once per registry.
+ */
+export function spendCapMetrics(metrics: Metrics): SpendCapMetrics {
+  let m = capMetrics.get(metrics);
+  if (!m) {
+    const r = [metrics.registry];
+    m = {
+      used: new Gauge({ name: 'hermes_spend_cap_used_ratio', help: 'Spend so far in the period over its cap (1 = reached: turns are refused), by agent, scope (agent | profile) and period (daily | monthly), as of the last check before a model call.', labelNames: ['agent', 'scope', 'period'], registers: r }),
+      refusals: new Counter({ name: 'hermes_spend_cap_refusals_total', help: 'Model calls refused because a spend cap was reached, by agent, scope (agent | profile | user) and period.', labelNames: ['agent', 'scope', 'period'], registers: r }),
+    };
+    capMetrics.set(metrics, m);
+  }
+  return m;
 }
 
 const profileKey = (agent: CompiledAgent) => `${agent.profile.namespace}/${agent.profile.name}`;
@@ -79,30 +103,46 @@ function unpricedRefusal(caps: Caps, routes: readonly ModelRoute[]): string | un
   return `Sorry — I did not call the model: this agent has a spend cap, and the model "${unpriced.model}" has no known price, so its spend could not be counted. An operator needs to set ${where} in the Profile (USD per million tokens), or allow unpriced models with spendCaps.allowUnpriced: true.`;
 }
 
+type Cap = { dailyUsd?: number | undefined; monthlyUsd?: number | undefined };
+
+/** One scope's caps: a refusal in words when one is reached; each check and refusal counted in `m`. */
+async function scopeRefusal(c: { db: Db; agent: CompiledAgent; now: Date; m: SpendCapMetrics | undefined }, who: string, scope: SpendScope, cap: Cap): Promise<string | undefined> {
+  const { db, agent, now, m } = c;
+  for (const [period, limit, since, resets] of [['daily', cap.dailyUsd, startOfDay(now), '00:00 UTC'], ['monthly', cap.monthlyUsd, startOfMonth(now), 'the 1st of the month (UTC)']] as const) {
+    if (limit === undefined) continue;
+    const spent = await spendSince(db.pool, scope, since);
+    const labels = { agent: agentLabelOf(agent), scope: scope.kind, period };
+    // Per-user ratios would be one series per user: users count only as refusals.
+    if (scope.kind !== 'user') m?.used.set(labels, limit > 0 ? spent / limit : 1);
+    if (spent >= limit) {
+      m?.refusals.inc(labels);
+      const whose = who === 'your' ? 'your' : `this ${who}'s`;
+      return `Sorry — ${whose} ${period} spend cap is reached (${usd(spent)} of ${usd(limit)} used), so I did not call the model. It resets at ${resets}; an operator can raise the cap.`;
+    }
+  }
+  return undefined;
+}
+
 /**
  * A refusal in words when any cap is reached (or a model of `routes` has no price under a cap);
- * undefined when the call may go out.
+ * undefined when the call may go out. With `metrics`, the share of each cap used and the refusals
+ * are exported (hermes_spend_cap_used_ratio, hermes_spend_cap_refusals_total).
  */
-export async function checkSpendCaps(db: Db, adm: Admission, agent: CompiledAgent, routes: readonly ModelRoute[] = [], now = new Date()): Promise<string | undefined> {
+export async function checkSpendCaps(db: Db, adm: Admission, agent: CompiledAgent, routes: readonly ModelRoute[] = [], opts: { now?: Date; metrics?: Metrics } = {}): Promise<string | undefined> {
   const caps = agent.spendCaps;
   if (!caps) return undefined;
   const unpriced = unpricedRefusal(caps, routes);
   if (unpriced) return unpriced;
-  const scopes: [string, SpendScope | undefined, { dailyUsd?: number | undefined; monthlyUsd?: number | undefined } | undefined][] = [
+  const scopes: [string, SpendScope | undefined, Cap | undefined][] = [
     ['agent', { kind: 'agent', agentId: adm.agentId }, caps.agent],
     ['profile', { kind: 'profile', profileKey: profileKey(agent) }, caps.profile],
     ['your', adm.userId ? { kind: 'user', userId: adm.userId } : undefined, caps.user],
   ];
+  const c = { db, agent, now: opts.now ?? new Date(), m: opts.metrics ? spendCapMetrics(opts.metrics) : undefined };
   for (const [who, scope, cap] of scopes) {
     if (!scope || !cap) continue;
-    for (const [period, limit, since, resets] of [['daily', cap.dailyUsd, startOfDay(now), '00:00 UTC'], ['monthly', cap.monthlyUsd, startOfMonth(now), 'the 1st of the month (UTC)']] as const) {
-      if (limit === undefined) continue;
-      const spent = await spendSince(db.pool, scope, since);
-      if (spent >= limit) {
-        const whose = who === 'your' ? 'your' : `this ${who}'s`;
-        return `Sorry — ${whose} ${period} spend cap is reached (${usd(spent)} of ${usd(limit)} used), so I did not call the model. It resets at ${resets}; an operator can raise the cap.`;
-      }
-    }
+    const refusal = await scopeRefusal(c, who, scope, cap);
+    if (refusal) return refusal;
   }
   return undefined;
 }
@@ -140,7 +180,7 @@ export function spendAccounting(ctx: CallContext, routes: readonly ModelRoute[],
     beforeCall: async () => {
       // A call after a deferred one (it was not the final answer after all): write the row first.
       for (const row of deferred.splice(0)) await durable(() => recordModelCall(ctx.db.pool, row));
-      return checkSpendCaps(ctx.db, ctx.adm, ctx.agent, routes);
+      return checkSpendCaps(ctx.db, ctx.adm, ctx.agent, routes, { metrics: ctx.metrics });
     },
     onCall: async (done, route, task) => {
       const moa = moaCallsOf(done);

@@ -80,6 +80,10 @@ describe('usage and spend', () => {
     expect(a.outcome).toBe('failed');
     expect(reply).toBe("Sorry — this agent's daily spend cap is reached ($6.00 of $5.00 used), so I did not call the model. It resets at 00:00 UTC; an operator can raise the cap.");
     expect(sys.model.requests.length).toBe(before);
+    // What HermesSpendApproachingCap and HermesSpendCapReached watch: the share of the cap used, and the refusal.
+    const metrics = await sys.rt.metrics.registry.metrics();
+    expect(metrics).toMatch(/hermes_spend_cap_used_ratio\{agent="default\/capped",scope="agent",period="daily"[^}]*\} 1\.2\n/);
+    expect(metrics).toMatch(/hermes_spend_cap_refusals_total\{agent="default\/capped",scope="agent",period="daily"[^}]*\} 1\n/);
   });
 });
 

@@ -9,8 +9,8 @@ import { parse, stringify } from 'yaml';
 import { createMetrics } from '../../../services/core/metrics.js';
 import { createOperatorMetrics } from '../../../operator/runtime/metrics.js';
 import { approvalCounter } from '../../../services/worker/approvals.js';
-import { sessionSandboxMetrics } from '../../../services/worker/sandboxes.js';
-import { costCounter } from '../../../services/worker/usage.js';
+import { sandboxCallCounter, sessionSandboxMetrics } from '../../../services/worker/sandboxes.js';
+import { costCounter, spendCapMetrics } from '../../../services/worker/usage.js';
 import { chartDir, chartTools, run } from '../../support/chart.js';
 import { repoRoot } from '../../support/kube/binaries.js';
 
@@ -20,7 +20,7 @@ const dashboard = JSON.parse(readFileSync(join(chartDir, 'files/dashboards/herme
 /** Series names the registries expose: histograms as their _bucket/_sum/_count series. */
 async function exported(): Promise<Set<string>> {
   const worker = createMetrics('worker');
-  costCounter(worker); approvalCounter(worker); sessionSandboxMetrics(worker);
+  costCounter(worker); approvalCounter(worker); sessionSandboxMetrics(worker); spendCapMetrics(worker); sandboxCallCounter(worker);
   const names = new Set<string>();
   for (const registry of [worker.registry, createMetrics('gateway').registry, createOperatorMetrics().registry]) {
     for (const m of await registry.getMetricsAsJSON()) {
@@ -55,7 +55,7 @@ describe('alert rules', () => {
   it('each have a runbook under docs/runbooks/', () => {
     const rules = (parse(readFileSync(rulesFile, 'utf8')) as { groups: { rules: { alert: string }[] }[] }).groups.flatMap((g) => g.rules);
     const issueList = ['HermesDeliveryBacklog', 'HermesDeliveryOldestPendingAge', 'HermesAdmissionsStuckQueued', 'HermesUnknownTurns', 'HermesLeaseLosses',
-      'HermesLedgerWriteFailures', 'HermesModelErrorRate', 'HermesSpendSpike', 'HermesSandboxClaimLatency', 'HermesSandboxWarmPoolMisses', 'HermesOperatorReconcileErrors', 'HermesOperatorLeaderAbsent'];
+      'HermesLedgerWriteFailures', 'HermesModelErrorRate', 'HermesSpendSpike', 'HermesSpendApproachingCap', 'HermesSandboxStartFailures', 'HermesSandboxClaimLatency', 'HermesSandboxWarmPoolMisses', 'HermesOperatorReconcileErrors', 'HermesOperatorLeaderAbsent'];
     expect(rules.map((r) => r.alert)).toEqual(expect.arrayContaining(issueList));
     for (const { alert } of rules) {
       const file = join(repoRoot, 'docs/runbooks', `${alert.replace(/([a-z])([A-Z])/g, '$1-$2').toLowerCase()}.md`);

@@ -1,5 +1,6 @@
 // Must precede @kubernetes/client-node: it does not load on Node 20 without these patches.
 import { randomInt } from 'node:crypto';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import {
@@ -129,5 +130,48 @@ describe('test kubelet behind a real kube-apiserver', () => {
     await core.createNamespacedPod({ namespace: ns, body: withClaim('reader', 'cat /workspace/note') });
     await waitFor(phaseOf(ns, 'reader', ['Succeeded']), { what: 'reader to succeed' });
     expect(await core.readNamespacedPodLog({ name: 'reader', namespace: ns })).toBe('persisted\n');
+  });
+
+  it('resolves env from Secrets, ConfigMaps and the Pod\'s fields, and fails a Pod whose Secret is missing', async () => {
+    const ns = await cp.createNamespace('env');
+    await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'creds' }, stringData: { TOKEN: 's3cret' } } });
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'settings' }, data: { MODE: 'fast', LEVEL: 'debug' } } });
+    await core.createNamespacedPod({ namespace: ns, body: pod('env', ['sh', '-c', 'echo "$TOKEN $MODE $POD $NS $CFG_LEVEL $URL $MISSING."'], {
+      containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', 'echo "$TOKEN $MODE $POD $NS $CFG_LEVEL $URL $MISSING."'],
+        envFrom: [{ configMapRef: { name: 'settings' }, prefix: 'CFG_' }],
+        env: [
+          { name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'creds', key: 'TOKEN' } } },
+          { name: 'MODE', valueFrom: { configMapKeyRef: { name: 'settings', key: 'MODE' } } },
+          { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+          { name: 'NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+          { name: 'URL', value: 'http://$(POD):80' },
+          { name: 'MISSING', valueFrom: { secretKeyRef: { name: 'nope', key: 'X', optional: true } } },
+        ] }],
+    }) });
+    await waitFor(phaseOf(ns, 'env', ['Succeeded']), { what: 'env pod to succeed' });
+    expect(await core.readNamespacedPodLog({ name: 'env', namespace: ns })).toBe(`s3cret fast env ${ns} debug http://env:80 .\n`);
+
+    await core.createNamespacedPod({ namespace: ns, body: pod('nosecret', ['true'], {
+      containers: [{ name: 'main', image: 'busybox', command: ['true'], env: [{ name: 'T', valueFrom: { secretKeyRef: { name: 'absent', key: 'T' } } }] }],
+    }) });
+    const failed = await waitFor(phaseOf(ns, 'nosecret', ['Failed']), { what: 'pod without its Secret to fail' });
+    expect(failed.status?.reason).toBe('CreateContainerConfigError');
+    expect(failed.status?.message).toBe('secret "absent" not found');
+  });
+
+  it('keeps a host-network Pod with an httpGet readiness probe not Ready until it serves', async () => {
+    const ns = await cp.createNamespace('ready');
+    const port = await new Promise<number>((resolve) => { const srv = createServer(); srv.listen(0, '127.0.0.1', () => { const p = (srv.address() as { port: number }).port; srv.close(() => resolve(p)); }); });
+    const script = `sleep 2; exec python3 -m http.server ${port} --bind 127.0.0.1`;
+    await core.createNamespacedPod({ namespace: ns, body: pod('web', ['sh', '-c', script], {
+      containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', script], ports: [{ name: 'http', containerPort: port }],
+        readinessProbe: { httpGet: { path: '/', port: 'http' } } }],
+    }, { [NETWORK_ANNOTATION]: 'host' }) });
+    const ready = (p: V1Pod) => p.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+    const notYet = await waitFor(phaseOf(ns, 'web', ['Running']), { what: 'web pod to run' });
+    expect(ready(notYet)).toBe('False');
+    await waitFor(async () => { const p = await core.readNamespacedPod({ name: 'web', namespace: ns }); return ready(p) === 'True' ? p : undefined; }, { what: 'web pod to be Ready' });
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+    await core.deleteNamespacedPod({ name: 'web', namespace: ns });
   });
 });

@@ -9,12 +9,13 @@ import type { ExecLookup } from './execServer.js';
 import { startKubeletServer } from './kubeletServer.js';
 import { deleteNode, registerNode } from './node.js';
 import { issueCert } from './pki.js';
-import { startPodProcess, type PodProcess } from './podProcess.js';
+import { startPodProcess, type ImageCommand, type PodProcess, type PodProcessOptions } from './podProcess.js';
 import { affinityAllows } from './affinity.js';
 import { failedToStartStatus, imagePullFailedStatus, runningStatus, terminatedStatus } from './podStatus.js';
 import { childrenOf } from './podExec.js';
 import { PodSpecError } from './podVolumes.js';
 import { sandboxEnv } from './sandbox.js';
+import { httpReadinessProbe, watchReadiness } from './readiness.js';
 import { OWNER_FILE, ownerId } from './reaper.js';
 
 /** Options for {@link startKubelet}. */
@@ -36,6 +37,23 @@ export interface KubeletOptions {
    * removed by `stop()`
    */
   stateDir?: string;
+  /**
+   * Images run as local commands instead of the container's own `command` (which a Pod then
+   * need not set), by exact image reference: e.g. the chart's runtime image → `node
+   * <checkout>/bin/hermes.js`. @defaultValue none
+   */
+  images?: Record<string, ImageCommand>;
+  /**
+   * Mount each Pod's ServiceAccount token (TokenRequest, bound to the Pod) at
+   * /var/run/secrets/kubernetes.io/serviceaccount with KUBERNETES_SERVICE_HOST/PORT, unless the
+   * Pod sets `automountServiceAccountToken: false`, as a real kubelet does. @defaultValue false
+   */
+  serviceAccountTokens?: boolean;
+  /**
+   * How often an `httpGet` readiness probe of a host-network Pod is polled (readiness.ts); its
+   * Ready condition follows the probe. @defaultValue 500
+   */
+  probePeriodMs?: number;
 }
 
 /** What the kubelet needs of a control plane: an admin client, and the CA to sign its serving cert. */
@@ -50,6 +68,8 @@ export interface TestKubelet {
   stateDir: string;
   /** Failures the kubelet hit while reconciling (also printed), for debugging tests. */
   errors: string[];
+  /** The pods whose process runs now (`namespace/name`) and the host PIDs of their sandboxes. */
+  running(): { pod: string; pid: number }[];
   /** Kills every pod process, stops watching, deletes the Node. */
   stop(): Promise<void>;
 }
@@ -70,7 +90,8 @@ class Kubelet {
   private informer?: Informer<V1Pod>;
   private stopped = false;
 
-  constructor(private readonly kc: KubeConfig, readonly nodeName: string, readonly stateDir: string, private readonly opts: KubeletOptions) {
+  constructor(private readonly kc: KubeConfig, readonly nodeName: string, readonly stateDir: string, private readonly opts: KubeletOptions,
+    private readonly processOptions: PodProcessOptions = {}) {
     this.core = kc.makeApiClient(CoreV1Api);
   }
 
@@ -168,7 +189,7 @@ class Kubelet {
     }
     let proc: PodProcess;
     try {
-      proc = await startPodProcess(this.kc, pod, this.stateDir);
+      proc = await startPodProcess(this.kc, pod, this.stateDir, this.processOptions);
     } catch (err) {
       if (!(err instanceof PodSpecError)) throw err;
       this.finishedUids.add(pod.metadata?.uid ?? '');
@@ -184,7 +205,13 @@ class Kubelet {
       const remaining = Math.max(0, startTime + deadlineSeconds * 1000 - Date.now());
       proc.deadline = setTimeout(() => this.enqueue(pod, () => this.kill(pod, 'deadline')), remaining);
     }
-    await this.writeStatus(pod, (p) => runningStatus(p, proc.containerId, proc.startedAt));
+    const probe = pod.spec?.containers[0] ? httpReadinessProbe(pod.spec.containers[0], proc.spec.network) : undefined;
+    await this.writeStatus(pod, (p) => runningStatus(p, proc.containerId, proc.startedAt, !probe));
+    if (probe && !proc.finished) {
+      proc.stopProbe = watchReadiness(probe, this.opts.probePeriodMs ?? 500, (ready) => this.enqueue(pod, async () => {
+        if (!proc.finished) await this.writeStatus(pod, (p) => runningStatus(p, proc.containerId, proc.startedAt, ready));
+      }));
+    }
   }
 
   private async kill(pod: V1Pod, reason: NonNullable<PodProcess['stopReason']>): Promise<void> {
@@ -198,6 +225,7 @@ class Kubelet {
   private async finish(pod: V1Pod, proc: PodProcess, exitCode: number): Promise<void> {
     proc.finished = true;
     clearTimeout(proc.deadline);
+    proc.stopProbe?.();
     if (this.running.get(keyOf(pod)) === proc) this.running.delete(keyOf(pod));
     this.finishedUids.add(proc.uid);
     if (proc.stopReason === 'deleted' || proc.stopReason === 'shutdown') return;
@@ -231,6 +259,10 @@ class Kubelet {
     }
   }
 
+  runningPods(): { pod: string; pid: number }[] {
+    return [...this.running.entries()].map(([pod, proc]) => ({ pod, pid: proc.sandbox.pid }));
+  }
+
   logFor(namespace: string, pod: string, container: string): PodProcess | undefined {
     const proc = this.latest.get(`${namespace}/${pod}`);
     return proc?.containerName === container ? proc : undefined;
@@ -261,6 +293,7 @@ class Kubelet {
     await this.informer?.stop();
     const procs = [...this.running.values()];
     for (const proc of procs) {
+      proc.stopProbe?.();
       proc.stopReason ??= 'shutdown';
       proc.sandbox.kill();
     }
@@ -283,7 +316,11 @@ export async function startKubelet(cp: KubeletPlane, opts: KubeletOptions = {}):
   const removeStateDir = (): void => { if (!kept) rmSync(stateDir, { recursive: true, force: true }); };
   process.once('exit', removeStateDir);
   const kc = cp.kubeConfig();
-  const kubelet = new Kubelet(kc, nodeName, stateDir, opts);
+  const cluster = kc.getCurrentCluster();
+  const kubelet = new Kubelet(kc, nodeName, stateDir, opts, {
+    ...(opts.images ? { images: opts.images } : {}),
+    ...(opts.serviceAccountTokens && cluster ? { serviceAccountTokens: { server: cluster.server, caFile: cp.pki.ca.cert } } : {}),
+  });
   const tlsFiles = issueCert(cp.pki.dir, `kubelet-${nodeName}`, cp.pki.ca, `/CN=${nodeName}`, 'serverAuth', ['IP:127.0.0.1', `DNS:${nodeName}`]);
   const server = await startKubeletServer({ cert: readFileSync(tlsFiles.cert), key: readFileSync(tlsFiles.key) }, {
     log: (ns, pod, container) => {
@@ -297,6 +334,7 @@ export async function startKubelet(cp: KubeletPlane, opts: KubeletOptions = {}):
   await kubelet.watch();
   return {
     nodeName, port, stateDir, errors: kubelet.errors,
+    running: () => kubelet.runningPods(),
     stop: async () => {
       await kubelet.stop();
       await server.close();

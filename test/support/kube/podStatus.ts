@@ -60,14 +60,14 @@ function network(pod: V1Pod, now: Date): Partial<V1PodStatus> {
   };
 }
 
-/** Status of a pod whose first container has started. */
-export function runningStatus(pod: V1Pod, containerId: string, startedAt: Date): V1PodStatus {
+/** Status of a pod whose first container has started; `ready` false while its readiness probe has not passed. */
+export function runningStatus(pod: V1Pod, containerId: string, startedAt: Date, ready = true): V1PodStatus {
   const first: V1ContainerStatus = {
-    ...baseContainerStatus(pod, 0, containerId), ready: true, started: true, state: { running: { startedAt } },
+    ...baseContainerStatus(pod, 0, containerId), ready, started: true, state: { running: { startedAt } },
   };
   return {
     ...pod.status, ...network(pod, startedAt), phase: 'Running',
-    conditions: withConditions(pod, true, startedAt),
+    conditions: withConditions(pod, ready, startedAt, 'ContainersNotReady'),
     containerStatuses: [first, ...otherContainers(pod)],
   };
 }
