@@ -3,9 +3,11 @@
 import { bullmqRate, pgCommitRate, type Rate } from './baselines.js';
 import { startSystem, type LoadResult } from './system.js';
 import { loopOverhead, memoryPerTurn, printLoop } from './loop.js';
+import { availableParallelism } from 'node:os';
 import { serverUrls } from '../test/support/services.js';
 
 const progress = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+const cores = availableParallelism();
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
 async function main(): Promise<void> {
@@ -21,7 +23,8 @@ async function main(): Promise<void> {
   const mq16 = await bullmqRate(redisUrl, 16, n(5_000));
 
   const runs: { workers: number; c1?: LoadResult; c64: LoadResult }[] = [];
-  for (const workers of [1, 2]) {
+  // BENCH_WORKERS=1 runs only the one-worker system (a quicker look while profiling).
+  for (const workers of (process.env.BENCH_WORKERS ?? '1,2').split(',').map(Number)) {
     progress(`system: starting the gateway and ${workers} worker process(es)…`);
     const system = await startSystem(redisUrl, workers);
     try {
@@ -45,6 +48,14 @@ async function main(): Promise<void> {
   const results = runs.flatMap((r) => [r.c1, r.c64].filter((x): x is LoadResult => !!x).map((x) => ({ workers: r.workers, x })));
   for (const { workers, x } of results) {
     console.log(`  ${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${fmt(x.perSecond, 1).padStart(9)} ${fmt(x.p50Ms, 1).padStart(8)} ${fmt(x.p99Ms, 1).padStart(8)} ${String(x.failures).padStart(5)} ${fmt(x.cost.commitsPerTurn, 1).padStart(16)} ${fmt(x.cost.redisCommandsPerTurn, 1).padStart(16)}`);
+  }
+  console.log('\nCPU per turn by process (ms; idle use subtracted; all processes share this machine\'s cores)');
+  const labels = [...new Set(results.flatMap(({ x }) => [...x.cost.cpuMsPerTurn.keys()]))];
+  console.log(`  ${'workers'.padEnd(8)} ${'conc.'.padEnd(6)} ${labels.map((l) => l.padStart(Math.max(9, l.length))).join(' ')} ${'total'.padStart(8)} ${'bound turns/s'.padStart(14)}`);
+  for (const { workers, x } of results) {
+    const total = [...x.cost.cpuMsPerTurn.values()].reduce((a, b) => a + b, 0);
+    // With every core busy, turns/s cannot exceed cores ÷ CPU per turn.
+    console.log(`  ${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${labels.map((l) => fmt(x.cost.cpuMsPerTurn.get(l) ?? 0, 2).padStart(Math.max(9, l.length))).join(' ')} ${fmt(total, 2).padStart(8)} ${fmt(total ? (cores * 1_000) / total : 0, 0).padStart(14)}`);
   }
   const one = runs[0]!;
   const c1 = one.c1!;

@@ -41,7 +41,7 @@ function child(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
 }
 
 async function waitReady(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 1_200; i++) {
     try {
       const r = await fetch(`${url}/readyz`);
       if (r.ok) return;
@@ -67,10 +67,15 @@ export async function startSystem(redisUrl: string, workers = 1): Promise<Runnin
   };
   const procs = [child(['gateway'], env), ...Array.from({ length: workers }, () => child(['worker'], env))];
   const url = `http://127.0.0.1:${port}`;
-  await waitReady(url);
+  try {
+    await waitReady(url);
+  } catch (err) {
+    for (const p of procs) p.kill('SIGKILL');
+    throw err;
+  }
   const dispatcher = new Agent({ connections: 128, keepAliveTimeout: 30_000 });
-  const counters = await DbCounters.open(database.url, redisUrl);
-  let idle: { commits: number; redisCommands: number } | undefined;
+  const counters = await DbCounters.open(database.url, redisUrl, procs.map((p, i) => ({ label: i === 0 ? 'gateway' : 'worker', pid: p.pid! })));
+  let idle: Awaited<ReturnType<DbCounters['idleRate']>> | undefined;
 
   async function one(): Promise<number> {
     const started = performance.now();

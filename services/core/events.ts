@@ -1,13 +1,27 @@
 // Turn events over Redis pub/sub: streamed text deltas and "something changed" pings that let
-// gateways answer waiting callers at once. Only a latency aid: waiters always re-read Postgres,
-// which stays the source of truth, and poll it too, so a lost message only costs latency.
+// gateways answer waiting callers at once. Only a latency aid: Postgres stays the source of truth
+// and waiters poll it too, so a lost message only costs latency. A finished turn's "changed" is
+// published after its transaction committed and carries what that wrote, so waiters need not read
+// it back (gateway waiter.ts).
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { admissionChannel } from './queues.js';
 
 export const turnEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('delta'), text: z.string() }),
-  z.object({ type: z.literal('changed') }),
+  /**
+   * The admission changed. `end`, sent only after the transaction that ended the turn committed,
+   * carries what it wrote (outcome, reply obligation, final usage), so a waiter can answer without
+   * reading it back; without `end` a waiter reads Postgres.
+   */
+  z.object({ type: z.literal('changed'), end: z.object({
+    outcome: z.enum(['completed', 'failed', 'interrupted']),
+    reply: z.object({
+      id: z.string(), agentId: z.string(), sessionId: z.string(), platform: z.string(), target: z.unknown(), content: z.string(),
+      state: z.enum(['pending', 'delivered']),
+    }),
+    usage: z.object({ inputTokens: z.number(), outputTokens: z.number() }),
+  }).optional() }),
   /** A command waits for `/approve` or `/deny` (status pending), or its approval ended. */
   z.object({ type: z.literal('approval'), approval: z.object({
     id: z.string(), status: z.string(), command: z.string(), reason: z.string(), expiresAt: z.string(),

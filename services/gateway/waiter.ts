@@ -4,7 +4,9 @@
 // over; pub/sub only brings text deltas and shortens the wait, so a lost message costs latency,
 // never correctness. The reply text is read once, when the turn has settled. A turn cut by a
 // worker shutdown resumes under a new admission (its `resume`): the follower moves on to it, so
-// the caller still gets the one reply it is waiting for.
+// the caller still gets the one reply it is waiting for. The one exception to "read Postgres": a
+// finished turn's "changed" event carries what its committed transaction wrote (events.ts), and is
+// answered from at once — a lost event still costs only latency (the poll reads the same).
 import {
   HermesError, admissionChannel, continuationOf, getAdmissionStatus, parseTurnEvent, readTurnEnd,
   type AdmissionProgress, type AdmissionStatus, type Db, type FollowedProgress, type Logger, type Obligation, type TurnEvent, type TurnUsage,
@@ -82,6 +84,9 @@ export class AdmissionFollower {
   private changedEarly = false;
   private complete = true;
   private firstRead: AdmissionStatus | undefined;
+  /** The followed turn's end as its "changed" event brought it (events.ts), until untilDone takes it. */
+  private ended: FollowedProgress | undefined;
+  private onEnded: (() => void) | undefined;
   private startedFrom: AdmissionProgress | undefined;
   /** The admission whose turn is followed now: `admissionId`, or the resume that continues it. */
   private followed: string;
@@ -108,7 +113,7 @@ export class AdmissionFollower {
   private async subscribe(id: string, confirmed = true): Promise<void> {
     this.subscription?.unsubscribe();
     const subscribing = this.opts.hub.subscribe(admissionChannel(this.opts.prefix, id), {
-      message: (raw) => this.onMessage(raw),
+      message: (raw) => this.onMessage(raw, id),
       gap: () => {
         this.complete = false;
         this.changed();
@@ -148,13 +153,21 @@ export class AdmissionFollower {
     else this.changedEarly = true;
   }
 
-  private onMessage(raw: string): void {
+  private onMessage(raw: string, channelOf: string): void {
     const event = parseTurnEvent(raw);
     if (event?.type === 'delta') {
       if (this.onDelta) this.onDelta(event.text);
       else this.buffered.push(event.text);
     } else if (event?.type === 'approval') {
       this.onApproval?.(event.approval);
+    } else if (event?.type === 'changed' && event.end && channelOf === this.followed) {
+      // Published after the commit that ended the turn, with what it wrote: no read needed.
+      const { outcome, reply, usage } = event.end;
+      this.ended = {
+        id: channelOf, state: 'terminal', outcome,
+        end: { reply: { ...reply, admissionId: channelOf, attempts: 0, possibleDuplicate: false, piecesSent: 0, createdAt: new Date() }, usage },
+      };
+      this.onEnded?.();
     } else if (event) {
       this.changed();
     }
@@ -172,11 +185,21 @@ export class AdmissionFollower {
     const wakeup = new Wakeup();
     const watch = (id: string) => this.opts.poller.watch(id, (progress) => {
       if (progress === 'missing') missing = true;
-      else current = progress;
+      // A poll sent before the turn ended may answer after its end arrived by pub/sub: keep the end.
+      else if (!isSettled(current) || isSettled(progress)) current = progress;
       wakeup.fire();
     });
     let unwatch = watch(this.followed);
     this.following = true;
+    // An end brought by pub/sub wins over a poll of the same admission (both say what Postgres holds).
+    const takeEnd = () => {
+      if (this.ended?.id !== this.followed) return;
+      current = this.ended;
+      this.ended = undefined;
+      wakeup.fire();
+    };
+    this.onEnded = takeEnd;
+    takeEnd();
     if (this.changedEarly) this.opts.poller.poke(this.followed);
     let reported: string | undefined;
     try {
@@ -197,6 +220,7 @@ export class AdmissionFollower {
       }
     } finally {
       unwatch();
+      this.onEnded = undefined;
       this.following = false;
       this.onDelta = undefined;
       this.onApproval = undefined;

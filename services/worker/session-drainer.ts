@@ -3,7 +3,7 @@
 // Shutdown (worker/index.ts): `draining` stops claiming at once — the session is handed to another
 // worker after the running turn — and `shutdown` (end of the grace period) cuts the running turn.
 import {
-  enqueueTurn, nextQueued, nextWaitingAdmission, releaseLease, sessionSlots, startTurn, startTurnInSlot, type Admission, type Instance, type SessionSlots, type StartedTurn,
+  beginTurn, enqueueTurn, nextQueued, nextWaitingAdmission, releaseLease, type Admission, type Instance, type SessionSlots, type StartedTurn,
 } from '../core/index.js';
 import { keepLease } from './lease-keeper.js';
 import type { Liveness } from './liveness.js';
@@ -26,30 +26,32 @@ export interface DrainDeps extends TurnDeps {
  * queued), and letting it go wakes the agent's oldest waiting session.
  */
 export async function drainSession(deps: DrainDeps, sessionId: string): Promise<number> {
-  const slots = await sessionSlots(deps.db.pool, sessionId);
+  const seen: { slots?: SessionSlots } = {};
   try {
-    return await drainWithin(deps, sessionId, slots);
+    return await drainWithin(deps, sessionId, seen);
   } finally {
-    if (slots?.cap !== undefined) await wakeWaiting(deps, slots.agentId);
+    if (seen.slots?.cap !== undefined) await wakeWaiting(deps, seen.slots.agentId);
   }
 }
 
-/** Lease and first turn in one statement (under the agent's cap when it has one). */
-async function start(deps: DrainDeps, sessionId: string, slots: SessionSlots | undefined): Promise<StartedTurn | 'full' | undefined> {
+/** The agent's cap, the lease and the first turn in one statement (hermes_begin_turn); `seen` keeps the session's agent and cap. */
+async function start(deps: DrainDeps, sessionId: string, seen: { slots?: SessionSlots }): Promise<StartedTurn | 'full' | undefined> {
   const { config, db, liveness } = deps;
   const rule = { instanceTtlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, steady: liveness.steady() };
-  if (slots?.cap === undefined) return startTurn(db, sessionId, deps.instance.id, config.HERMES_LEASE_TTL_SECONDS, rule);
-  return startTurnInSlot(db, { sessionId, owner: deps.instance.id, ttlSeconds: config.HERMES_LEASE_TTL_SECONDS, rule, slots: { agentId: slots.agentId, cap: slots.cap } });
+  const began = await beginTurn(db, { sessionId, owner: deps.instance.id, ttlSeconds: config.HERMES_LEASE_TTL_SECONDS, rule });
+  if (!began) return undefined;
+  seen.slots = began.slots;
+  return began.full ? 'full' : began.started;
 }
 
-async function drainWithin(deps: DrainDeps, sessionId: string, slots: SessionSlots | undefined): Promise<number> {
+async function drainWithin(deps: DrainDeps, sessionId: string, seen: { slots?: SessionSlots }): Promise<number> {
   const { config, db, liveness } = deps;
   let ran = 0;
   while (!deps.draining.aborted) {
     const acquiredAt = liveness.now();
     // Nothing queued or a live holder: nothing to do here. No free slot: the admissions wait, queued.
-    const started = await start(deps, sessionId, slots);
-    if (started === 'full') deps.log.info({ session: sessionId, agent: slots?.agentId, maxConcurrentSessions: slots?.cap }, 'Session waits for a free slot (maxConcurrentSessions)');
+    const started = await start(deps, sessionId, seen);
+    if (started === 'full') deps.log.info({ session: sessionId, agent: seen.slots?.agentId, maxConcurrentSessions: seen.slots?.cap }, 'Session waits for a free slot (maxConcurrentSessions)');
     if (!started || started === 'full') return ran;
     const { lease } = started;
     const keeper = keepLease({ lease, acquiredAt, ttlSeconds: config.HERMES_LEASE_TTL_SECONDS, renewSeconds: config.HERMES_LEASE_RENEW_SECONDS, liveness, log: deps.log });

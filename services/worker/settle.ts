@@ -4,8 +4,8 @@
 // its own fault — the drain deadline of a shutdown, or our local lease deadline while Postgres was
 // unreachable — is not reported as a failure: it is cut and resumed once (turns.ts cutTurn).
 import {
-  LeaseLostError, cutTurn, enqueueDelivery, enqueueTurn, finishTurn, injectTraceContext, isStoreUnavailable, publishTurnEvent,
-  recordModelCall, type Admission, type Config, type Db, type FinishedTurn, type Lease, type Logger, type Queues, type TurnResult,
+  LeaseLostError, cutTurn, enqueueDelivery, enqueueTurn, finishTurn, injectTraceContext, isStoreUnavailable, pgText, publishTurnEvent,
+  recordModelCall, type Admission, type Config, type Db, type FinishedTurn, type Lease, type Logger, type Queues, type TurnEvent, type TurnResult, type TurnUsage,
 } from '../core/index.js';
 import type { Redis } from 'ioredis';
 import { LeaseFence } from './lease-keeper.js';
@@ -65,14 +65,32 @@ export async function whileLeaseHolds<T>(write: () => Promise<T>, fence: TurnFen
 }
 
 export type Settled =
-  | { kind: 'finished'; outcome: TurnResult['outcome']; obligationId: string; deliveryPending: boolean; released: boolean; next?: Admission }
+  | { kind: 'finished'; outcome: TurnResult['outcome']; obligationId: string; deliveryPending: boolean; released: boolean; next?: Admission; recorded: Recorded }
   | { kind: 'cut'; resumeAdmissionId?: string; obligationId?: string; deliveryPending?: boolean };
 
 const FAILED_REPLY = 'Sorry — something went wrong on our side.';
 
-const finished = (outcome: TurnResult['outcome'], done: FinishedTurn): Settled => ({
-  kind: 'finished', outcome, obligationId: done.obligationId, deliveryPending: done.deliveryPending, released: done.released, ...(done.next ? { next: done.next } : {}),
+/** The reply text and final usage as hermes_finish_turn stored them. */
+interface Recorded { reply: string; usage: TurnUsage }
+
+const usageOf = (u: unknown): TurnUsage => {
+  const v = (u ?? {}) as { inputTokens?: unknown; outputTokens?: unknown };
+  return { inputTokens: typeof v.inputTokens === 'number' ? v.inputTokens : 0, outputTokens: typeof v.outputTokens === 'number' ? v.outputTokens : 0 };
+};
+
+const finished = (result: TurnResult, done: FinishedTurn): Settled => ({
+  kind: 'finished', outcome: result.outcome, obligationId: done.obligationId, deliveryPending: done.deliveryPending, released: done.released, ...(done.next ? { next: done.next } : {}),
+  recorded: { reply: pgText(result.reply), usage: usageOf(result.usage) },
 });
+
+/** The `end` of a finished turn's "changed" event: what its transaction wrote (admission-status.ts reads the same back). */
+function endEvent(adm: Admission, s: Extract<Settled, { kind: 'finished' }>): NonNullable<Extract<TurnEvent, { type: 'changed' }>['end']> {
+  return {
+    outcome: s.outcome,
+    reply: { id: s.obligationId, agentId: adm.agentId, sessionId: adm.sessionId, platform: adm.platform, target: adm.replyTarget, content: s.recorded.reply, state: s.deliveryPending ? 'pending' : 'delivered' },
+    usage: s.recorded.usage,
+  };
+}
 
 /** A produced turn to record: its lease, admission, result and fence. */
 export interface TurnEnd {
@@ -88,7 +106,8 @@ export async function settleTurn(deps: SettleDeps, end: TurnEnd): Promise<Settle
   const { adm, log } = end;
   const settled = await record(deps, end);
   const { config, queues, redis } = deps;
-  await publishTurnEvent(redis, config.HERMES_QUEUE_PREFIX, adm.id, { type: 'changed' }).catch(() => undefined);
+  // After the commit: a finished turn's ping carries what was written, so waiters answer without reading it back.
+  await publishTurnEvent(redis, config.HERMES_QUEUE_PREFIX, adm.id, settled.kind === 'finished' ? { type: 'changed', end: endEvent(adm, settled) } : { type: 'changed' }).catch(() => undefined);
   const trace = injectTraceContext();
   if (settled.kind === 'cut' && settled.resumeAdmissionId) {
     // Another worker resumes it (this one is stopping or cut off); the sweeper re-enqueues if this add is lost.
@@ -111,13 +130,13 @@ async function record(deps: SettleDeps, { lease, adm, result, fence, log }: Turn
   }
   try {
     const done = await whileLeaseHolds(() => finishTurn(deps.db, lease, adm.id, result, { then: fence.after?.() ?? 'keep' }), fence, log);
-    return finished(result.outcome, done);
+    return finished(result, done);
   } catch (err) {
     if (err instanceof LeaseLostError || isStoreUnavailable(err)) throw err;
     // Postgres refused this result itself (not the connection): record a plain failure instead.
     log.error({ err }, 'Postgres refused the turn result; recording it as failed');
     const failed: TurnResult = { outcome: 'failed', reply: FAILED_REPLY, error: `result refused by the ledger: ${(err as Error).message}` };
     const done = await whileLeaseHolds(() => finishTurn(deps.db, lease, adm.id, failed, { then: fence.after?.() ?? 'keep' }), fence, log);
-    return finished('failed', done);
+    return finished(failed, done);
   }
 }

@@ -125,7 +125,8 @@ const callerSystem = (adm: Admission): ChatMessage[] =>
  */
 async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult | undefined> {
   const command = parseControlCommand(adm.content);
-  const sig = await signalOfAdmission(deps.db.pool, adm.id);
+  // Read with the claim (hermes_claim_next) unless this admission came from elsewhere.
+  const sig = adm.ownSignal !== undefined ? adm.ownSignal ?? undefined : await signalOfAdmission(deps.db.pool, adm.id);
   if (!command) {
     if (!sig) return undefined;
     await expireSignalOf(deps.db.pool, adm.id);

@@ -37,6 +37,8 @@ export interface Admitted {
   duplicate: boolean;
 }
 
+export interface OwnSignal { kind: 'stop' | 'steer' | 'redirect'; consumed: boolean }
+
 export interface Admission {
   id: string;
   seq: number;
@@ -55,6 +57,11 @@ export interface Admission {
   ownerEpoch: number | null;
   /** The admission this one continues (resume) or re-runs (/retry). */
   resumeOf: string | null;
+  /**
+   * The control signal this admission recorded (its kind, and whether a turn acted on it), as
+   * read when it was claimed (hermes_claim_next); null: none; absent: not read (ask signalOfAdmission).
+   */
+  ownSignal?: OwnSignal | null;
   error: string | null;
   createdAt: Date;
   startedAt: Date | null;
@@ -97,6 +104,7 @@ export function admissionFromRow(j: Record<string, unknown>): Admission {
     traceContext: (j.trace_context as Record<string, string> | null) ?? null, ownerInstanceId: (j.owner_instance_id as string | null) ?? null,
     ownerEpoch: j.owner_epoch === null || j.owner_epoch === undefined ? null : Number(j.owner_epoch), resumeOf: (j.resume_of as string | null) ?? null,
     error: (j.error as string | null) ?? null, createdAt: date(j.created_at)!, startedAt: date(j.started_at), finishedAt: date(j.finished_at),
+    ...('own_signal' in j ? { ownSignal: (j.own_signal as OwnSignal | null) ?? null } : {}),
   };
 }
 

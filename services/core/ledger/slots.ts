@@ -69,3 +69,30 @@ export async function nextWaitingAdmission(sql: Sql, agentId: string): Promise<P
   );
   return rows[0];
 }
+
+/** What {@link beginTurn} found: the session's agent and cap, and the turn it started (or why not). */
+export interface BeganTurn {
+  slots: SessionSlots;
+  /** The lease and first turn; undefined when a live holder has the lease, nothing is queued, or `full`. */
+  started?: StartedTurn;
+  /** The agent's cap is reached by its other sessions: the admissions wait, queued. */
+  full: boolean;
+}
+
+/**
+ * The session's agent and cap, the lease and its first turn (under the cap when the agent has
+ * one) in one statement (hermes_begin_turn): sessionSlots + startTurn / startTurnInSlot at once.
+ * Undefined when the session does not exist.
+ */
+export async function beginTurn(db: Db, s: Omit<SlotStart, 'slots'>): Promise<BeganTurn | undefined> {
+  const { rows } = await db.pool.query<{ o_epoch: string | null; o_admission: Record<string, unknown> | null; o_agent: string; o_cap: number | null; o_full: boolean }>({
+    name: 'hermes_begin_turn', // prepared once per connection: no parse and plan per turn
+    text: `SELECT o_epoch, o_admission, o_agent, o_cap, o_full FROM hermes_begin_turn($1, $2, $3, $4, $5)`,
+    values: [s.sessionId, s.owner, s.ttlSeconds, s.rule.instanceTtlSeconds, s.rule.steady],
+  });
+  const r = rows[0];
+  if (!r) return undefined;
+  const slots = { agentId: r.o_agent, cap: r.o_cap ?? undefined };
+  if (r.o_full || !r.o_admission || r.o_epoch === null) return { slots, full: r.o_full };
+  return { slots, full: false, started: { lease: { sessionId: s.sessionId, owner: s.owner, epoch: Number(r.o_epoch) }, admission: admissionFromRow(r.o_admission) } };
+}

@@ -3,10 +3,11 @@
 // followers of a process share one narrow status poll, however many follow one admission (M8).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
-import { admit, publishRevision, sha256 } from '../../../services/core/index.js';
+import { randomUUID } from 'node:crypto';
+import { admit, publishRevision, publishTurnEvent, sha256 } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { eventually } from '../../support/services.js';
-import { auth, compiledAgent, openHarness, readSse, runFakeTurn, testKey, type Harness } from './harness.js';
+import { admissionWithContent, auth, compiledAgent, openHarness, readSse, runFakeTurn, subscribed, testKey, type Harness } from './harness.js';
 
 /** Sends one raw HTTP request and resets the connection right after the last byte is written. */
 function sendAndReset(port: number, head: string, body = ''): Promise<void> {
@@ -153,5 +154,39 @@ describe('followers share one narrow poll (M8)', () => {
     const ends = await Promise.all(followers.map((f) => readSse(f)));
     expect(ends.every((events) => events.at(-1)?.event === 'reply')).toBe(true);
     await eventually(async () => (await gauge(h)) === 0, 'nothing followed any more');
+  });
+});
+
+describe('a finished turn\'s ping carries its end', () => {
+  let h: Harness;
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    h = await openHarness();
+    gw = await startGateway(h.deps);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await h?.close();
+  });
+
+  it('answers a waiting completion from the "changed" event\'s end, without reading the turn back', async () => {
+    const answer = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'default/demo', messages: [{ role: 'user', content: 'ends by event' }] }) });
+    const admissionId = await admissionWithContent(h, 'ends by event');
+    await subscribed(h, admissionId);
+    await eventually(async () => (await gauge(h)) === 1, 'the completion follows its admission');
+    // Postgres still says `queued`: only the event's end can answer the caller now.
+    const statements = countStatements(h);
+    await publishTurnEvent(h.redis, h.config.HERMES_QUEUE_PREFIX, admissionId, { type: 'changed', end: {
+      outcome: 'completed', usage: { inputTokens: 3, outputTokens: 5 },
+      reply: { id: randomUUID(), agentId: h.agentId, sessionId: randomUUID(), platform: 'api', target: { kind: 'api' }, content: 'from the event', state: 'delivered' },
+    } });
+    const res = await answer;
+    statements.stop();
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { choices: { message: { content: string } }[]; usage: { prompt_tokens: number; completion_tokens: number } };
+    expect(body.choices[0]!.message.content).toBe('from the event');
+    expect(body.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 5 });
+    // At most a poll tick that happened to fall in the window; no read of the reply.
+    expect(statements.count).toBeLessThanOrEqual(1);
   });
 });
