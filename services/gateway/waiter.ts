@@ -165,7 +165,7 @@ export class AdmissionFollower {
       const { outcome, reply, usage } = event.end;
       this.ended = {
         id: channelOf, state: 'terminal', outcome,
-        end: { reply: { ...reply, admissionId: channelOf, attempts: 0, possibleDuplicate: false, piecesSent: 0, createdAt: new Date() }, usage },
+        end: { reply: { ...reply, admissionId: channelOf, callKey: '', attempts: 0, possibleDuplicate: false, piecesSent: 0, createdAt: new Date() }, usage },
       };
       this.onEnded?.();
     } else if (event) {
