@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter } from 'prom-client';
 import type { Redis } from 'ioredis';
 import {
-  commandWord, approvalDecidedBy, approvalPendingMessage, closeApproval, consumeApproval, parkApproval, parseApprovalCommand, publishTurnEvent, readApproval,
+  commandWord, approvalDecidedBy, approvalPendingMessage, closeApproval, consumeApproval, parkApproval, parseApprovalCommand, publishTurnEvent, readApproval, unattendedPlatforms,
   type Admission, type CommandApproval, type CompiledAgent, type Db, type Logger, type Metrics, type TurnResult,
 } from '../core/index.js';
 import {
@@ -139,7 +139,8 @@ export function turnGuard(s: TurnGuardSetup): ApprovalGuard {
   return new ApprovalGuard({
     ...(agent.approvals ? { settings: agent.approvals } : {}),
     session: adm.sessionId,
-    unattended: adm.platform === 'cron' || adm.platform === 'subagent', // nobody to ask: a child's dangerous commands are denied (Hermes: subagent_auto_approve off)
+    // Nobody to ask (cron runs, dispatched Kanban tasks, subagents): dangerous commands are denied (Hermes: subagent_auto_approve off).
+    unattended: unattendedPlatforms.includes(adm.platform),
     human,
     reviewer: reviewerOf(s),
     breaker: s.breaker,

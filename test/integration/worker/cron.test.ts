@@ -10,8 +10,7 @@ import {
   acquireLease, cronHistory, getAdmission, getObligationForAdmission, interruptedNotice, markStopped, registerInstance, requestRunNow, startNextTurn,
   type CompiledAgent,
 } from '../../../services/core/index.js';
-import { z } from 'zod';
-import { builtinRegistry, defineTool, type SecretData } from '../../../services/agent/index.js';
+import type { SecretData } from '../../../services/agent/index.js';
 import { cronTick, type CronDeps, type TickOptions } from '../../../services/worker/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { cronJobSchema } from '../../../operator/api/cronjob.js';
@@ -45,13 +44,12 @@ beforeAll(async () => {
   });
   rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: slack.apiUrl }), 'cron');
   await createTestAgent(rt, model.baseURL, {
-    platforms: [slackPlatform], toolsets: ['core', 'messaging'],
+    platforms: [slackPlatform], toolsets: ['core', 'messaging'], messaging: { homeChannels: [], allowedTargets: ['slack:*'] },
     contextFiles: [{ name: 'AGENTS.md', content: 'PROJECT-CONTEXT-MARKER' }],
   });
   // The test drives the scheduler's ticks itself, with its own clock.
-  // A messaging tool the agent has: chat turns would be offered it, cron turns never.
-  const sendMessage = defineTool({ name: 'send_message', description: 'Sends a message.', toolset: 'messaging', sideEffect: 'writes', schema: z.object({ text: z.string() }).strict(), handler: () => 'sent' });
-  worker = await startTestWorker(rt, { secrets: [slackSecret], cron: false, loop: { tools: builtinRegistry().register(sendMessage) } });
+  // The agent has send_message (toolset messaging, Slack allowed): chat turns would be offered it, cron turns never.
+  worker = await startTestWorker(rt, { secrets: [slackSecret], cron: false });
   deps = { db: rt.db, queues: rt.queues, redis: rt.redis, log: rt.log, prefix: rt.config.HERMES_QUEUE_PREFIX };
 });
 
