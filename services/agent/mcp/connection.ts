@@ -45,6 +45,8 @@ export interface McpConnectionDeps {
   env?: () => Promise<Record<string, string>>;
   now: () => number;
   breaker?: BreakerOptions;
+  /** A breaker kept outside the connection (a stdio server's, across the turns of a session); else its own. */
+  sharedBreaker?: ServerBreaker;
   /** The server's tool list changed (after a notification or a reconnect). */
   onToolsChanged?: () => void;
 }
@@ -73,7 +75,7 @@ export class McpConnection {
   lastUsedAt = 0;
 
   constructor(readonly server: McpServerSettings, private readonly deps: McpConnectionDeps) {
-    this.breaker = new ServerBreaker(deps.now, deps.breaker);
+    this.breaker = deps.sharedBreaker ?? new ServerBreaker(deps.now, deps.breaker);
   }
 
   get connected(): boolean {
