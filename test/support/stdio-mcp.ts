@@ -1,5 +1,6 @@
 // The stdio MCP server of stdio-mcp-server.ts as one JavaScript file (bundled with esbuild, which
-// the repo's tsx brings), to be written into a sandbox workspace: it exists only there, so a
+// the repo's tsx brings; minified, so that it fits the kubernetes sandbox's 1 MB stdin), to be
+// written into a sandbox workspace: it exists only there, so a
 // process running it can only be the sandbox's.
 import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +11,7 @@ let bundled: Promise<string> | undefined;
 export function stdioMcpServerSource(): Promise<string> {
   bundled ??= build({
     entryPoints: [fileURLToPath(new URL('./stdio-mcp-server.ts', import.meta.url))],
-    bundle: true, platform: 'node', format: 'esm', target: 'node20', write: false, logLevel: 'silent',
+    bundle: true, minify: true, platform: 'node', format: 'esm', target: 'node20', write: false, logLevel: 'silent',
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   }).then((r) => r.outputFiles[0]!.text);
   return bundled;
