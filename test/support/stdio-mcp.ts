@@ -1,7 +1,7 @@
 // The stdio MCP server of stdio-mcp-server.ts as one JavaScript file (bundled with esbuild, which
 // the repo's tsx brings; minified, so that it fits the kubernetes sandbox's 1 MB stdin), to be
-// written into a sandbox workspace: it exists only there, so a
-// process running it can only be the sandbox's.
+// written into a sandbox workspace: it exists only there, so a process running it can only be the
+// sandbox's.
 import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 
