@@ -2,7 +2,7 @@
 // the agent-loop, tools, sandbox and memory issues add their fields here.
 import { z } from 'zod';
 import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, textSourceSchema, withRules, type Rule } from './common.js';
-import { mcpServersSchema } from './mcp.js';
+import { mcpServersSchema, stdioNeedsSandboxRule } from './mcp.js';
 import { approvalsSpecSchema, sandboxSpecSchema } from './sandbox.js';
 import { moaSpecSchema, moaModelRule } from './moa.js';
 import { envKeyRule, fallbackModelSchema, modelSpecSchema } from './model.js';
@@ -88,7 +88,7 @@ export const profileSpecSchema = withRules(z.object({
     backgroundReview: z.boolean().default(false).describe('After a reply is delivered, a background turn (at most 16 model calls; memory, skill_manage and read-only search tools) may save memory and skills learned from the conversation. Never for cron runs; usage recorded as task background_review and counted against the spend caps.'),
   }).optional().describe('The learning loop.'),
   moa: moaSpecSchema.optional().describe('Mixture of Agents: presets of reference models answering in parallel and an aggregator writing the answer; used as the model (provider moa, model: the preset) or per prompt with /moa.'),
-}), [moaModelRule, {
+}), [moaModelRule, stdioNeedsSandboxRule, {
   rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
   message: 'set persona or personaFrom, not both',
   check: (s) => !(s.personaFrom && s.persona),

@@ -178,14 +178,19 @@ export const compiledAgentSchema = z.object({
     summariseAboveChars: z.number().int().positive().optional(),
   }).optional(),
   /**
-   * MCP servers the worker connects to (streamable HTTP or SSE; stdio is refused at compile):
-   * header values by Secret reference, tool filters, timeouts in seconds. Absent = none.
+   * MCP servers: streamable HTTP or SSE ones the worker connects to (url, header values by
+   * Secret reference), stdio ones run in the session's sandbox (command, args, env values by
+   * Secret reference; only when the agent has a sandbox); tool filters, timeouts in seconds.
+   * Absent = none.
    */
   mcpServers: z.array(z.object({
     name: z.string().min(1),
-    transport: z.enum(['http', 'sse']),
-    url: z.string().url(),
+    transport: z.enum(['http', 'sse', 'stdio']),
+    url: z.string().url().optional(),
     headerRefs: z.record(z.string(), secretRefSchema).optional(),
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).optional(),
+    envRefs: z.record(z.string(), secretRefSchema).optional(),
     include: z.array(z.string()).optional(),
     exclude: z.array(z.string()).optional(),
     timeoutSeconds: z.number().int().positive().optional(),

@@ -7,7 +7,7 @@ import { Counter, Histogram } from 'prom-client';
 import type { Admission, CompiledAgent, Config, Logger, Metrics } from '../core/index.js';
 import {
   bindSession, bubblewrapSandboxFromConfig, DEFAULT_IDLE_SECONDS, kubernetesSandbox, kubernetesSandboxSettings, sessionKubernetesSandbox,
-  type ExecRequest, type ExecResult, type RunningCommand, type Sandbox, type SandboxBackendName, type SandboxChannel, type SessionSandbox, type SessionSandboxMetrics,
+  type ChannelRequest, type ExecRequest, type ExecResult, type RunningCommand, type Sandbox, type SandboxBackendName, type SandboxChannel, type SessionSandbox, type SessionSandboxMetrics,
 } from '../sandbox/index.js';
 
 export interface SandboxBackends {
@@ -56,10 +56,19 @@ export function sandboxCallCounter(metrics: Metrics): Counter<'backend' | 'statu
   return c;
 }
 
-/** `sandbox` counting each call's result status (foreground and background calls alike). */
+/** `sandbox` counting each call's result status (foreground, background and channel calls alike). */
 function counted(sandbox: Sandbox, counter: Counter<'backend' | 'status'>): Sandbox {
   const count = (r: ExecResult): ExecResult => { counter.inc({ backend: sandbox.backend, status: r.status }); return r; };
+  const open = sandbox.open?.bind(sandbox);
   return {
+    // The line channel (execute_code, stdio MCP servers) stays offered through the count.
+    ...(open ? {
+      open: async (req: ChannelRequest) => {
+        const channel = await open(req);
+        void channel.done.then(count, () => undefined);
+        return channel;
+      },
+    } : {}),
     backend: sandbox.backend,
     exec: async (req) => count(await sandbox.exec(req)),
     start: async (req) => {

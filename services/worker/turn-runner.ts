@@ -207,6 +207,7 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
   // Listen for /stop, steer and redirect first; the context read then brings those recorded before.
   const watching = deps.control?.watch(deps.db, adm.sessionId, adm, control);
   const unwatchStop = stopOnEmergency(deps.agents, adm.agentId, control);
+  const ended = new AbortController();
   try {
     const read = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
     if (!read) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
@@ -214,10 +215,11 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
     // A turn resumed after a shutdown cut while clarify waited: the wait goes on here first.
     const clarifyDeps = { db: deps.db, queues: deps.queues, log: deps.log, pollMs: deps.config.HERMES_APPROVAL_POLL_MS };
     const ctx = await resumeClarification({ deps: clarifyDeps, lease, adm, agent, signal: AbortSignal.any([fence.signal, control.signal]) }, read);
-    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ...(child ? { child } : {}) }, ctx), control);
+    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ended: ended.signal, ...(child ? { child } : {}) }, ctx), control);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;
   } finally {
+    ended.abort();
     unwatchStop();
     // Steers the model never saw go back to their own admissions (which then run as turns).
     await watching?.release().catch((err: unknown) => deps.log.warn({ err, session: adm.sessionId }, 'Could not hand back unsent steers; their messages are answered as steered'));
@@ -250,6 +252,8 @@ interface LoopSetup {
   durable: <T>(write: () => Promise<T>) => Promise<T>;
   /** Set when this is a delegated child's turn. */
   child?: ChildTurn;
+  /** Aborted when the turn ends (its stdio MCP servers' processes end then). */
+  ended?: AbortSignal;
 }
 
 /** A child's answers are recorded as task `subagent` (its summaries keep their own task). */
@@ -303,7 +307,7 @@ async function loopTools(s: LoopSetup, direct: ModelRoute[]) {
   const { deps, loop, agent, adm } = s;
   const delegation = s.child ? undefined : turnDelegation(deps, agent, adm);
   const { tools: builtin, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes: direct, accounting: s.accounting }, ...(delegation ? { delegation } : {}) });
-  const mcp = await mcpToolsOf(loop, deps, agent, adm, { perms: s.perms, signal: s.fence.signal });
+  const mcp = await mcpToolsOf(loop, deps, agent, adm, { perms: s.perms, signal: s.fence.signal, ...(s.ended ? { turnEnded: s.ended } : {}) });
   return { tools: [...builtin, ...mcp.tools], toolContext, sandbox, mcp };
 }
 

@@ -4,6 +4,9 @@
 // reconnect), calls under the call timeout and the caller's abort. A lost connection is dropped and
 // re-opened on the next use, after the breaker's backoff; failures in a row open the breaker.
 // Headers (from Secrets) are read at each connect; their values are masked in every error text.
+// A stdio server (transport stdio) is a process in the session's sandbox, reached over the
+// sandbox's line channel (sandbox-transport.ts): never a process of the worker; its env values
+// (from Secrets) are masked like headers.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -12,12 +15,14 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool as Mc
 import { ServerBreaker, type BreakerOptions } from './breaker.js';
 import { redactCredentials } from './redact.js';
 import { formatCallResult } from './result.js';
+import { SandboxChannelTransport, type SandboxChannelOpener } from './sandbox-transport.js';
 
 export interface McpServerSettings {
   /** The Profile's name of the server (tool names: mcp_<name>_<tool>). */
   name: string;
-  transport: 'http' | 'sse';
-  url: string;
+  transport: 'http' | 'sse' | 'stdio';
+  /** http and sse: the endpoint. */
+  url?: string;
   include?: readonly string[];
   exclude?: readonly string[];
   /** @defaultValue 300 000 */
@@ -31,8 +36,17 @@ export interface McpConnectionDeps {
   headers: () => Promise<Record<string, string>>;
   /** Every request of the transport goes through this (the SSRF-guarded fetch). */
   fetch: FetchLike;
+  /**
+   * stdio: starts the server process in the session's sandbox with these environment variables
+   * (values from Secrets) and a line channel. Absent: a stdio server cannot be reached.
+   */
+  openStdio?: (env: Record<string, string>) => SandboxChannelOpener;
+  /** stdio: the server's environment, read at each connect (values from Secrets). */
+  env?: () => Promise<Record<string, string>>;
   now: () => number;
   breaker?: BreakerOptions;
+  /** A breaker kept outside the connection (a stdio server's, across the turns of a session); else its own. */
+  sharedBreaker?: ServerBreaker;
   /** The server's tool list changed (after a notification or a reconnect). */
   onToolsChanged?: () => void;
 }
@@ -50,6 +64,8 @@ export class McpConnection {
   private connecting?: Promise<Client>;
   private list: McpTool[] = [];
   private secrets: string[] = [];
+  /** What the transport last reported (a stdio process's exit and stderr), named in the next error. */
+  private transportError = '';
   /** Changes whenever the tool list does (a stable prompt identity otherwise). */
   listVersion = '';
   readonly breaker: ServerBreaker;
@@ -59,7 +75,7 @@ export class McpConnection {
   lastUsedAt = 0;
 
   constructor(readonly server: McpServerSettings, private readonly deps: McpConnectionDeps) {
-    this.breaker = new ServerBreaker(deps.now, deps.breaker);
+    this.breaker = deps.sharedBreaker ?? new ServerBreaker(deps.now, deps.breaker);
   }
 
   get connected(): boolean {
@@ -106,7 +122,8 @@ export class McpConnection {
         throw new McpUnavailable(this.redact(`MCP server ${this.server.name} refused the call: ${err.message}`));
       }
       const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
-      const why = timedOut ? `did not answer within ${timeout / 1_000} s` : `failed: ${messageOf(err)}`;
+      const closed = err instanceof McpError && err.code === ErrorCode.ConnectionClosed && this.transportError;
+      const why = timedOut ? `did not answer within ${timeout / 1_000} s` : `failed: ${closed ? this.transportError : messageOf(err)}`;
       this.lost(why);
       throw new McpUnavailable(this.redact(`MCP server ${this.server.name} ${why}${timedOut ? '' : '; it is reconnected on the next call'}`));
     }
@@ -140,15 +157,18 @@ export class McpConnection {
     const timeout = this.server.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS;
     const client = new Client({ name: 'hermes-operator', version: '1.0.0' });
     try {
-      const headers = await this.deps.headers();
-      this.secrets = Object.values(headers);
+      const stdio = this.server.transport === 'stdio';
+      const values = stdio ? await (this.deps.env?.() ?? Promise.resolve({})) : await this.deps.headers();
+      this.secrets = Object.values(values);
+      this.transportError = '';
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => { void this.refreshTools(client); });
-      await client.connect(this.transport(headers), { timeout, ...(signal ? { signal } : {}) });
+      client.onerror = (e) => { this.transportError = this.redact(e.message); };
+      await client.connect(stdio ? this.stdioTransport(values) : this.transport(values), { timeout, ...(signal ? { signal } : {}) });
       await this.readTools(client, timeout);
     } catch (err) {
       await client.close().catch(() => undefined);
       const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
-      const why = timedOut ? `did not connect within ${timeout / 1_000} s` : `could not be reached: ${messageOf(err)}`;
+      const why = timedOut ? `did not connect within ${timeout / 1_000} s` : `could not be reached: ${this.transportError || messageOf(err)}`;
       if (!signal?.aborted) this.breaker.failed(this.redact(why));
       throw new McpUnavailable(this.redact(`MCP server ${this.server.name} ${why}`));
     }
@@ -158,7 +178,13 @@ export class McpConnection {
     return client;
   }
 
+  private stdioTransport(env: Record<string, string>): Transport {
+    if (!this.deps.openStdio) throw new Error('stdio servers run only in the session\'s sandbox, and this turn has none');
+    return new SandboxChannelTransport(this.deps.openStdio(env));
+  }
+
   private transport(headers: Record<string, string>): Transport {
+    if (!this.server.url) throw new Error('no url');
     const url = new URL(this.server.url);
     const opts = { fetch: this.deps.fetch, requestInit: { headers } };
     return this.server.transport === 'sse' ? new SSEClientTransport(url, opts) : new StreamableHTTPClientTransport(url, opts);

@@ -5,4 +5,5 @@ export * from './names.js';
 export * from './pool.js';
 export * from './redact.js';
 export * from './result.js';
+export * from './sandbox-transport.js';
 export * from './tools.js';

@@ -1,16 +1,17 @@
 // Profile spec.mcpServers: URL required for http and sse, header values only from Secrets
-// ({name, key}), unique server names, stdio servers refused with the reason (they would need the
-// sandbox's channel and never run in the worker) — by the schema and by compile — and the
-// compiled form: header values as references, disabled servers left out.
+// ({name, key}), unique server names, stdio servers (command, args, env from Secrets) accepted
+// only with a command, no url, and a Profile sandbox (they run in it, never in the worker) — by
+// the schema and by compile — and the compiled form: header and env values as references,
+// disabled servers left out.
 import { describe, expect, it } from 'vitest';
 import { agentSchema, compileAgent, profileSchema, staticConfigMaps } from '../../../operator/index.js';
 import { compiledAgentSchema } from '../../../services/core/index.js';
 import { mcpFields } from '../../../operator/compile-mcp.js';
 
 const meta = { name: 'p', namespace: 'ns' };
-const profile = (mcpServers: unknown) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'gpt-4o' }, mcpServers } });
-const issues = (mcpServers: unknown) => {
-  const r = profile(mcpServers);
+const profile = (mcpServers: unknown, more: Record<string, unknown> = {}) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'gpt-4o' }, mcpServers, ...more } });
+const issues = (mcpServers: unknown, more: Record<string, unknown> = {}) => {
+  const r = profile(mcpServers, more);
   return r.success ? [] : r.error.issues.map((i) => i.message);
 };
 const agent = agentSchema.parse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name: 'a', namespace: 'ns' }, spec: { profileRef: { name: 'p' } } });
@@ -23,10 +24,21 @@ describe('Profile spec.mcpServers', () => {
     expect(issues([{ name: 'gh', url: 'https://mcp.example/mcp' }])).toEqual([]);
   });
 
-  it('refuses stdio servers with the reason, whichever way they are written', () => {
-    for (const s of [{ name: 'fs', transport: 'stdio', command: 'npx', args: ['server-fs'] }, { name: 'fs', command: 'npx', url: 'https://x.example' }, { name: 'fs', transport: 'stdio' }]) {
-      expect(issues([s]).join(' | '), JSON.stringify(s)).toMatch(/stdio MCP servers \(command\/args\) run only inside the sandbox, and the sandbox has no channel for them yet/);
-    }
+  it('accepts a stdio server with command, args and env from Secrets when the Profile has a sandbox', () => {
+    const fs = { name: 'fs', transport: 'stdio', command: 'npx', args: ['server-fs', '/workspace'], env: { API_TOKEN: { secretKeyRef: { name: 'fs', key: 'token' } } } };
+    expect(issues([fs], { sandbox: {} })).toEqual([]);
+  });
+
+  it('refuses a stdio server without a sandbox, without command, with url or headers, and command/env on http', () => {
+    const sandbox = { sandbox: {} };
+    expect(issues([{ name: 'fs', transport: 'stdio', command: 'npx' }]).join(' | ')).toMatch(/stdio MCP servers \(transport stdio\) run only inside the session's sandbox, never in the worker: set spec.sandbox/);
+    expect(issues([{ name: 'fs', transport: 'stdio' }], sandbox)).toContain('an MCP server with transport stdio needs command');
+    expect(issues([{ name: 'fs', transport: 'stdio', command: 'npx', url: 'https://x.example' }], sandbox).join(' | ')).toMatch(/transport stdio takes no url or headers/);
+    expect(issues([{ name: 'fs', transport: 'stdio', command: 'npx', headers: { A: { secretKeyRef: { name: 'a', key: 'b' } } } }], sandbox).join(' | ')).toMatch(/transport stdio takes no url or headers/);
+    expect(issues([{ name: 'fs', command: 'npx', url: 'https://x.example' }], sandbox).join(' | ')).toMatch(/command, args and env are for transport stdio/);
+    expect(issues([{ name: 'fs', transport: 'stdio', command: 'npx', env: { TOKEN: 'inline' } }], sandbox)).not.toEqual([]);
+    expect(issues([{ name: 'fs', transport: 'stdio', command: 'npx', env: { TOKEN: { env: 'HOST_TOKEN' } } }], sandbox)).not.toEqual([]);
+    expect(issues([{ name: 'fs', transport: 'stdio', command: 'npx', env: { 'BAD-NAME': { secretKeyRef: { name: 'a', key: 'b' } } } }], sandbox)).not.toEqual([]);
   });
 
   it('takes header values only from Secrets ({name, key}), never inline or env', () => {
@@ -57,8 +69,19 @@ describe('Profile spec.mcpServers', () => {
     expect(JSON.stringify(compiled)).not.toContain('secret-value');
   });
 
-  it('compile refuses a stdio server that got past the schema (a manifest applied before the rule)', () => {
+  it('compiles a stdio server: command, args and env values as references', async () => {
+    const p = profile([{ name: 'fs', transport: 'stdio', command: 'node', args: ['/workspace/server.mjs'], env: { API_TOKEN: { secretKeyRef: { name: 'fs', key: 'token' } } }, tools: { exclude: ['rm'] } }],
+      { sandbox: { backend: 'bubblewrap' } });
+    expect(p.success).toBe(true);
+    const compiled = compiledAgentSchema.parse(await compileAgent(agent, p.data!, sources));
+    expect(compiled.mcpServers).toEqual([{ name: 'fs', transport: 'stdio', command: 'node', args: ['/workspace/server.mjs'], envRefs: { API_TOKEN: { name: 'fs', key: 'token' } }, exclude: ['rm'] }]);
+    expect(JSON.stringify(compiled)).not.toContain('secret-value');
+  });
+
+  it('compile refuses a stdio server without a sandbox that got past the schema (a manifest applied before the rule)', () => {
     const spec = { mcpServers: [{ name: 'fs', transport: 'stdio', command: 'npx', enabled: true }] } as unknown as Parameters<typeof mcpFields>[0];
-    expect(() => mcpFields(spec)).toThrow(/MCP server "fs": stdio MCP servers .* sandbox has no channel for them yet/);
+    expect(() => mcpFields(spec)).toThrow(/MCP server "fs": stdio MCP servers \(transport stdio\) run only inside the session's sandbox, never in the worker: set spec.sandbox/);
+    const onHttp = { mcpServers: [{ name: 'gh', transport: 'http', url: 'https://x.example', command: 'npx', enabled: true }] } as unknown as Parameters<typeof mcpFields>[0];
+    expect(() => mcpFields(onHttp)).toThrow(/command, args and env are for transport stdio/);
   });
 });
