@@ -12,6 +12,7 @@ export * from './sandbox-labels.js';
 export * from './skills.js';
 export * from './config-listener.js';
 export * from './pg-leader.js';
+export * from './pause.js';
 export * from './agents.js';
 export * from './commands.js';
 export * from './sweeper.js';

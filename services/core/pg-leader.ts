@@ -13,6 +13,7 @@
 import pg from 'pg';
 import { backoffDelay } from './config-listener.js';
 import { endWithin } from './db.js';
+import { pause as sleep } from './pause.js';
 import type { Logger } from './logger.js';
 
 export interface LeaderTuning {
@@ -45,14 +46,6 @@ export interface Leadership {
   /** Stops leading (the job's signal aborts), releases the lock and closes the connection. */
   stop(): Promise<void>;
 }
-
-const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  if (signal.aborted) return resolve();
-  const t = setTimeout(done, ms);
-  t.unref();
-  function done() { clearTimeout(t); signal.removeEventListener('abort', done); resolve(); }
-  signal.addEventListener('abort', done, { once: true });
-});
 
 /** Rejects when `p` takes longer than `ms`. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

@@ -54,7 +54,7 @@ async function wait(p: TrackedProcess, args: Args, ctx: ToolContext): Promise<st
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), seconds * 1_000); });
   let onAbort = () => undefined as void;
-  const stopped = new Promise<'interrupted'>((r) => { onAbort = () => r('interrupted'); ctx.signal.addEventListener('abort', onAbort, { once: true }); });
+  const stopped = new Promise<'interrupted'>((r) => { onAbort = () => r('interrupted'); if (ctx.signal.aborted) onAbort(); else ctx.signal.addEventListener('abort', onAbort, { once: true }); });
   const first = await Promise.race([p.running.done, timedOut, stopped]);
   clearTimeout(timer);
   ctx.signal.removeEventListener('abort', onAbort);

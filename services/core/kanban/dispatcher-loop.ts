@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Db } from '../db.js';
 import type { Logger } from '../logger.js';
+import { pause } from '../pause.js';
 import { runAsLeader, type Leadership, type LeaderTuning } from '../pg-leader.js';
 import type { Queues } from '../queues.js';
 import { dispatchTick, type DispatchPolicy, type TickReport } from './dispatcher.js';
@@ -32,13 +33,6 @@ export interface DispatcherDeps {
   onTick?: (r: TickReport) => void;
 }
 
-const wait = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  const t = setTimeout(done, ms);
-  t.unref();
-  signal.addEventListener('abort', done, { once: true });
-  function done() { clearTimeout(t); signal.removeEventListener('abort', done); resolve(); }
-});
-
 export function runKanbanDispatcher(deps: DispatcherDeps): Leadership {
   const clock = deps.clock ?? (() => new Date());
   const log = deps.log.child({ component: 'kanban-dispatcher' });
@@ -56,7 +50,7 @@ export function runKanbanDispatcher(deps: DispatcherDeps): Leadership {
         } catch (err) {
           log.warn({ err }, 'A Kanban dispatcher tick failed; the next one retries');
         }
-        await wait(deps.config.HERMES_KANBAN_TICK_SECONDS * 1_000, signal);
+        await pause(deps.config.HERMES_KANBAN_TICK_SECONDS * 1_000, signal);
       }
     },
   });

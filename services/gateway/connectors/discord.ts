@@ -3,7 +3,7 @@
 // supervisor's leader lock is named by a hash of the bot token); a bot without a token in its
 // Secret has none. Each MESSAGE_CREATE is normalised, admitted (deduplicated by message id), and
 // only then is the Gateway's sequence advanced; a failed admission resumes before the message.
-import { isStoreUnavailable, sha256, type AgentRecord, type Logger } from '../../core/index.js';
+import { isStoreUnavailable, pause, sha256, type AgentRecord, type Logger } from '../../core/index.js';
 import { discord, type InboundEvent, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
 import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
@@ -104,10 +104,7 @@ export const discordConnector: Connector = {
       if (!(err instanceof discord.DiscordGatewayFatal)) throw err;
       // Reconnecting cannot help until someone fixes the bot's settings: wait (the agent changing restarts us).
       log.error({ err }, 'The Discord Gateway refused this bot; not reconnecting for 5 minutes');
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 300_000);
-        signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-      });
+      await pause(300_000, signal);
     }
   },
 };

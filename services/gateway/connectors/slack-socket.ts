@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { SocketModeClient, LogLevel, type Logger as SlackLogger } from '@slack/socket-mode';
 import type { FastifyBaseLogger } from 'fastify';
 import { ZodError } from 'zod';
-import { injectTraceContext, type AgentRecord, type Logger } from '../../core/index.js';
+import { injectTraceContext, pause, type AgentRecord, type Logger } from '../../core/index.js';
 import { slack, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
 import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
@@ -91,13 +91,6 @@ async function handleEnvelope(ctx: GatewayContext, agent: AgentRecord, settings:
   return true;
 }
 
-const wait = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  if (signal.aborted) return resolve();
-  const t = setTimeout(done, ms);
-  function done() { clearTimeout(t); signal.removeEventListener('abort', done); resolve(); }
-  signal.addEventListener('abort', done, { once: true });
-});
-
 async function holdConnection(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, signal: AbortSignal, tuning: SlackSocketTuning): Promise<void> {
   const log = ctx.deps.log.child({ connector: 'slack-socket', agent: `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}` });
   const { appToken } = await readSecrets(ctx, agent, settings);
@@ -128,7 +121,7 @@ async function holdConnection(ctx: GatewayContext, agent: AgentRecord, settings:
     await aborted;
   } catch (err) {
     log.warn({ err }, 'Slack Socket Mode could not connect; trying again later');
-    await wait(tuning.retryMs ?? 30_000, signal);
+    await pause(tuning.retryMs ?? 30_000, signal);
   } finally {
     // Envelopes being admitted finish and are acknowledged before the socket closes.
     await Promise.allSettled([...inFlight]);

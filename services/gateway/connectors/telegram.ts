@@ -17,7 +17,7 @@
 // retry_after.
 import type { FastifyBaseLogger } from 'fastify';
 import { GrammyError } from 'grammy';
-import { HermesError, type AgentRecord } from '../../core/index.js';
+import { HermesError, pause, type AgentRecord } from '../../core/index.js';
 import { telegram, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
 import { admitTelegramUpdate, apiOptions, botIdentities, telegramSecret } from '../telegram-updates.js';
@@ -26,11 +26,6 @@ import type { Connector } from './supervisor.js';
 /** getUpdates' long-poll timeout (Telegram holds the call this long when nothing is pending). */
 export const TELEGRAM_POLL_SECONDS = 25;
 const MAX_BACKOFF_MS = 30_000;
-
-const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  const t = setTimeout(resolve, ms);
-  signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-});
 
 /** How long to wait after a failed Bot API call. */
 function backoffAfter(err: unknown, failures: number): number {
@@ -99,7 +94,7 @@ export const telegramPolling: Connector = {
         if (err instanceof GrammyError && (err.error_code === 401 || err.error_code === 404)) ready = undefined;
         const wait = backoffAfter(err, failures);
         log.warn({ reason: describe(err), retryInMs: wait }, 'Telegram polling failed; retrying');
-        await sleep(wait, signal);
+        await pause(wait, signal);
       }
     }
     log.info('Stopped polling Telegram');

@@ -15,6 +15,7 @@ import { WORKSPACE_PATH } from '../types.js';
 import { apiFailure, bounded, upgradeRefusal } from '../kubernetes/failures.js';
 import { INTERRUPTED_EXIT_CODE, TIMEOUT_EXIT_CODE, type PodOutcome } from '../kubernetes/pod-run.js';
 import { SESSION_CONTAINER } from './resources.js';
+import { pause } from '../../core/index.js';
 
 /** Where the wrapper keeps what only this Pod needs (the calls' process groups): the writable /tmp. */
 export const STATE_DIR = '/tmp/.hermes';
@@ -135,12 +136,6 @@ export async function openRefusedAgain<T>(open: () => Promise<T>, o: { deadline:
     }
   }
 }
-
-const pause = (ms: number, signal: AbortSignal): Promise<void> => new Promise((resolve) => {
-  const done = (): void => { clearTimeout(t); signal.removeEventListener('abort', done); resolve(); };
-  const t = setTimeout(done, ms);
-  signal.addEventListener('abort', done, { once: true });
-});
 
 /** Runs one command in the Pod; every failure of the cluster is a `degraded` outcome. */
 export async function podExec(o: PodExecOptions): Promise<PodOutcome> {

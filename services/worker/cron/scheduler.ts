@@ -8,7 +8,7 @@
 // run the turns. Times come from an injected clock, so tests move time by hand.
 import type { Redis } from 'ioredis';
 import {
-  activeRunsOf, admitIn, clearPendingSlots, discardQueuedRun, listDueSchedules, lockSchedules, markReplaced, parseDeliver, cachedSchedule,
+  activeRunsOf, admitIn, pause, clearPendingSlots, discardQueuedRun, listDueSchedules, lockSchedules, markReplaced, parseDeliver, cachedSchedule,
   pendingAdmissions, planTick, publishSignal, pruneRuns, recordSignal, runAsLeader, storedCronSpecSchema, syncFinishedRuns, writeSlot, cronSessionKey,
   type ActiveRun, type CronReplyTarget, type CronRow, type Db, type Fired, type LeaderTuning, type Leadership, type Logger, type Queues, type SessionSignal, type Sql,
 } from '../../core/index.js';
@@ -197,20 +197,13 @@ export interface SchedulerOptions {
   onTick?: (report: TickReport) => void;
 }
 
-const realWait = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  if (signal.aborted) return resolve();
-  const t = setTimeout(done, ms);
-  function done() { clearTimeout(t); signal.removeEventListener('abort', done); resolve(); }
-  signal.addEventListener('abort', done, { once: true });
-});
-
 /** The leader name every worker campaigns for. */
 export const CRON_LEADER = 'hermes-cron-scheduler';
 
 /** Campaigns for the scheduler; while this process leads, ticks until the lock is lost or stopped. */
 export function startCronScheduler(deps: CronDeps, opts: SchedulerOptions): Leadership {
   const now = opts.now ?? (() => new Date());
-  const wait = opts.wait ?? realWait;
+  const wait = opts.wait ?? pause;
   const tickMs = opts.tickSeconds * 1_000;
   return runAsLeader({
     databaseUrl: opts.databaseUrl, name: CRON_LEADER, log: deps.log, ...(opts.tuning ? { tuning: opts.tuning } : {}),

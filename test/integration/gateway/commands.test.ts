@@ -62,6 +62,10 @@ beforeAll(async () => {
   ids.steer = await createTestAgent(rt, model.baseURL, agentNamed('steerer', { busyPolicy: 'steer', toolsets: ['test'] }));
   ids.stopper = await createTestAgent(rt, model.baseURL, agentNamed('stopper'));
   ids.capped = await createTestAgent(rt, model.baseURL, agentNamed('capped', { maxConcurrentSessions: 1 }));
+  // Created with the others, before the gateway starts: the gateway's agent cache has it from the first request.
+  const m = { ...testAgent(model.baseURL).model, provider: 'openai' as const };
+  const moa = { defaultPreset: 'p', presets: [{ name: 'p', referenceModels: [m], aggregator: m, referenceTemperature: 0.6, aggregatorTemperature: 0.4, maxTokens: 512, fanout: 'user_turn' as const }] };
+  ids.moa = await createTestAgent(rt, model.baseURL, agentNamed('moa-cmd', { moa }));
   worker = await startTestWorker(rt, { loop: { tools: builtinRegistry().register(gate) } });
   app = buildGatewayApp({ ...rt, tuning: { pollMs: 50 } });
   await app.ready();
@@ -170,9 +174,6 @@ describe('commands while a turn runs', () => {
   it('/moa is answered at once without a preset or without a prompt (no turn, no model call)', async () => {
     const before = model.requests.length;
     expect(await answeredNow(await post('/moa plan it', 'moa', 'demo'))).toBe('This agent has no Mixture-of-Agents preset: an operator can add one to its Profile (spec.moa.presets).');
-    const m = { ...testAgent(model.baseURL).model, provider: 'openai' as const };
-    const moa = { defaultPreset: 'p', presets: [{ name: 'p', referenceModels: [m], aggregator: m, referenceTemperature: 0.6, aggregatorTemperature: 0.4, maxTokens: 512, fanout: 'user_turn' as const }] };
-    await createTestAgent(rt, model.baseURL, agentNamed('moa-cmd', { moa }));
     expect(await answeredNow(await post('/moa', 'moa', 'moa-cmd'))).toBe('/moa needs a message: /moa <your message>.');
     expect(model.requests.length).toBe(before);
   });

@@ -212,6 +212,17 @@ describe('Kanban dispatcher', () => {
     }
   });
 
+  it('stops at once when the stop lands during a tick, not after a whole tick period', async () => {
+    // An hour between ticks: a stop that waited out the period would time this test out (and held
+    // a gateway's close past fastify's plugin timeout before the fix).
+    const config = { ...rt.config, HERMES_KANBAN_TICK_SECONDS: 3_600 };
+    let stopping: Promise<void> | undefined;
+    const d = runKanbanDispatcher({ ...rt, config, clock: () => now, tuning: { pingMs: 50 }, onTick: () => { stopping ??= d.stop(); } });
+    await eventually(() => stopping !== undefined, 'the first tick');
+    await stopping;
+    expect(d.leading).toBe(false);
+  });
+
   it('runs one active dispatcher across replicas: the second takes over when the first stops', async () => {
     const config = { ...rt.config, HERMES_KANBAN_TICK_SECONDS: 0.05 };
     const ticks = { a: 0, b: 0 };
