@@ -152,13 +152,15 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
   // Emergency stop: admitted before the stop, refused now — no model call.
   if (agentStopped(record)) return { outcome: 'completed', reply: stoppedReply };
   const agent = record.compiled;
-  const perms = await turnPermissions(deps.db, agent, adm);
+  // The reads (and idempotent writes) before the model: a Postgres blip costs latency, not the turn.
+  const durable = <T>(step: () => Promise<T>) => whileLeaseHolds(step, fence, deps.log.child({ admission: adm.id, session: adm.sessionId }));
+  const perms = await durable(() => turnPermissions(deps.db, agent, adm));
   // Team mode: a slash command this person may not use is refused here, before any command runs.
   const command = slashCommandName(adm.content);
   if (command && isBuiltinCommand(command) && !commandAllowed(perms, command)) return { outcome: 'completed', reply: commandRefusal(command) };
-  const controlled = await controlledReply(deps, adm, agent);
+  const controlled = await durable(() => controlledReply(deps, adm, agent));
   if (controlled) return controlled;
-  const recovery = await recoveryCommand(deps.db, lease, adm);
+  const recovery = await durable(() => recoveryCommand(deps.db, lease, adm));
   if (recovery && 'reply' in recovery) return recovery.reply;
   if (recovery) {
     await appendTurnMessage(deps.db, lease, adm.id, { role: 'user', content: recovery.rerun });
