@@ -58,7 +58,10 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
     mkdirSync(spec.workdirSource, { recursive: true });
     args.push('--bind', spec.workdirSource, spec.workingDir);
   }
-  for (const bind of spec.binds) args.push(bind.readOnly ? '--ro-bind' : '--bind', bind.source, bind.target);
+  // Parents before children, as container runtimes order mounts: a Pod's emptyDir at /tmp must not
+  // hide a read-only path below it (a checkout cloned under /tmp, mapped into the image).
+  const depth = (b: Bind) => b.target.split('/').filter(Boolean).length;
+  for (const bind of [...spec.binds].sort((a, b) => depth(a) - depth(b))) args.push(bind.readOnly ? '--ro-bind' : '--bind', bind.source, bind.target);
   args.push('--chdir', spec.workingDir, '--clearenv');
   for (const [key, value] of Object.entries(sandboxEnv(spec))) args.push('--setenv', key, value);
   return [...args, '--', ...spec.argv];
