@@ -34,11 +34,6 @@ async function withAgent(ref: string, namespace: string, fn: (db: Db, agent: Age
 
 const label = (a: AgentRecord) => `${a.compiled.agent.namespace}/${a.compiled.agent.name}`;
 
-async function runningTurns(db: Db, agentId: string): Promise<number> {
-  const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM admissions WHERE agent_id = $1 AND state = 'started'`, [agentId]);
-  return rows[0]?.n ?? 0;
-}
-
 export const agentsCommand = new Command('agents').description('Operate agents: emergency stop and resume.');
 
 agentsCommand.command('stop').description('Emergency stop: refuse new messages (a short reply, no model call) and stop the running turns.')
@@ -47,8 +42,8 @@ agentsCommand.command('stop').description('Emergency stop: refuse new messages (
   .option('-r, --reason <text>', 'why (shown in /status and logs)')
   .action((ref: string, opts: { namespace: string; reason?: string }) => withAgent(ref, opts.namespace, async (db, agent) => {
     const reason = opts.reason?.trim() || `stopped by ${userInfo().username} with hermes agents stop`;
-    await setAgentStopped(db, agent.agentId, { reason });
-    const running = await runningTurns(db, agent.agentId);
+    const stopped = await setAgentStopped(db, agent.agentId, { reason });
+    const running = stopped ? stopped.running : 0;
     console.log(`Stopped ${label(agent)}: new messages are refused${running ? `; ${running} running turn(s) are being stopped` : ''}. Undo with: hermes agents resume ${label(agent)}`);
   }));
 

@@ -35,16 +35,19 @@ export const stoppedReply = 'This agent has been stopped by its operator (emerge
 /** Why a running turn was cut by the emergency stop (its interrupted reply names it). */
 export const emergencyStopReason = 'stopped by the operator (emergency stop)';
 
-/** Sets or clears the emergency stop of `agentId` and tells every gateway and worker (NOTIFY). False: no such agent. */
-export async function setAgentStopped(db: Db, agentId: string, stop: { reason: string } | false): Promise<boolean> {
+/** Sets or clears the emergency stop of `agentId` and tells every gateway and worker (NOTIFY): how many of its turns were running then, or false when there is no such agent. */
+export async function setAgentStopped(db: Db, agentId: string, stop: { reason: string } | false): Promise<{ running: number } | false> {
   return db.tx(async (sql) => {
     const { rowCount } = await sql.query(
       `UPDATE agents SET stopped_at = CASE WHEN $2 THEN now() END, stopped_reason = $3, updated_at = now() WHERE id = $1`,
       [agentId, stop !== false, stop === false ? null : stop.reason],
     );
     if (!rowCount) return false;
+    // Counted before the commit delivers the NOTIFY: a worker may stop a turn right after it.
+    const { rows: [counted] } = await sql.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM admissions WHERE agent_id = $1 AND state = 'started'`, [agentId]);
     await sql.query(`SELECT pg_notify($1, $2)`, [configChannel, agentId]);
-    return true;
+    return { running: counted?.n ?? 0 };
   });
 }
 

@@ -336,6 +336,7 @@ describe('Discord Gateway failover between two gateway replicas', () => {
       const lock = `hermes-connection:discord-gateway:${sha256(BOT_TOKEN).slice(0, 16)}`;
       const killed = await rt.db.pool.query(
         `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
            AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)`, [lock]);
       expect(killed.rowCount).toBe(1);
       await eventually(() => (fake.gatewayLog.filter((l) => l.op === 'identify').length === identifies + 1 && fake.live().length === 1 && leaders() === 1) || undefined, 'a new holder connected');

@@ -62,7 +62,8 @@ describe('cron scheduler leadership', () => {
     // The leader's Postgres session dies: its lock goes with it.
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
-    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()`);
+    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
     await admin.end();
     clock = new Date(T0.getTime() + 65_000);
     await eventually(async () => (await slots()).length === 2 || undefined, 'the 08:01 slot fired after the handover');
