@@ -23,6 +23,7 @@ export { NO_MESSAGING } from './tools/send-message.js';
 export * from './tools/execute.js';
 export * from './tools/builtin.js';
 export * from './tools/delegate.js';
+export * from './tools/delegation-access.js';
 export * from './tools/guardrails.js';
 export * from './tools/sandbox-tools.js';
 export * from './tools/process-registry.js';

@@ -12,7 +12,7 @@ import {
 import {
   ApprovalGuard, callModel, type ApprovalOutcome, type DenialBreaker, type HumanApprovalRequest, type HumanApprovals, type HumanDecision, type ModelRoute, type ReviewerCall,
 } from '../agent/index.js';
-import type { LoopDeps } from './turn-runner.js';
+import type { SummaryLoop } from './web-tools.js';
 import type { SpendAccounting } from './usage.js';
 
 const counters = new WeakMap<Metrics, Counter<'agent' | 'outcome'>>();
@@ -112,7 +112,7 @@ export interface TurnGuardSetup {
   deps: { db: Db; redis: Redis; log: Logger; metrics: Metrics; config: { HERMES_QUEUE_PREFIX: string; HERMES_APPROVAL_POLL_MS: number } };
   adm: Admission;
   agent: CompiledAgent;
-  loop: LoopDeps;
+  loop: SummaryLoop;
   routes: ModelRoute[];
   accounting: SpendAccounting;
   breaker: DenialBreaker;

@@ -3,7 +3,7 @@
 // rebuilt after it.
 import { appendTurnMessage, type Admission, type CompiledAgent, type Db, type Lease, type Logger, type TurnResult, type UsageTask } from '../core/index.js';
 import { callModel, compress, estimateTokens, hygieneTokens, summaryRow, SummaryRefused, type ChatMessage, type CompressOptions, type ModelRoute, type TailOptions } from '../agent/index.js';
-import type { LoopDeps } from './turn-runner.js';
+import type { LoopDeps } from './loop-deps.js';
 import type { SpendAccounting } from './usage.js';
 import { hasCallerConversation } from './turn-context.js';
 

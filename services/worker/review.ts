@@ -13,7 +13,8 @@ import {
 import { directRoutes, promptMessages, runAgentLoop, type ChatMessage, type Tool } from '../agent/index.js';
 import { spendAccounting } from './usage.js';
 import { historyFor } from './turn-context.js';
-import { createLoopDeps, type TurnDeps } from './turn-runner.js';
+import type { TurnDeps } from './turn-runner.js';
+import { createLoopDeps } from './loop-deps.js';
 import { turnTools } from './turn-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { reviewSkipReason } from './review-policy.js';

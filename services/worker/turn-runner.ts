@@ -8,9 +8,7 @@ import {
   agentStopped, busyInterruptText, stoppedReply, SILENT_REPLY, isSilentReply, pulledPlatforms, type AgentRecord, parseCommand,
 } from '../core/index.js';
 import {
-  builtinRegistry, directRoutes, registerSandboxTools, ProcessRegistry, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, CooldownBook, ModelRouter,
-  skillInvocation, skillRequestText, skillsIndexBlock, type PromptInputs, type Tool,
-  SummaryCooldown, TurnControl, ProgressWatchdog, type Ticker, type ChatMessage, type Clock, type ModelRoute, type RetryPolicy, type SecretResolver, type ToolRegistry, type UrlGuard,
+  directRoutes, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, skillInvocation, skillRequestText, skillsIndexBlock, type PromptInputs, type Tool, TurnControl, ProgressWatchdog, type ChatMessage, type ModelRoute, type SecretResolver,
 } from '../agent/index.js';
 import { stopReason, type ControlHub } from './control.js';
 import { stopOnEmergency } from './agent-stop.js';
@@ -18,12 +16,11 @@ import type { DeliveryAdapter } from './delivery.js';
 import { startProgress } from './progress.js';
 import { spendAccounting, usageReply, type SpendAccounting } from './usage.js';
 import { compressReply, precompress, recordCompression, tailOptions } from './compress.js';
+import { createLoopDeps, type LoopDeps } from './loop-deps.js';
 import { recoveryCommand } from './recovery-commands.js';
 import { rollbackReply } from './rollback-command.js';
-import type { SandboxBackends } from './sandboxes.js';
-import { turnTools, type ToolDeps, type TurnTools } from './turn-tools.js';
-import { workerUrlGuard } from './web-tools.js';
-import { createMcpDeps, mcpToolsOf, type McpDeps } from './mcp-tools.js';
+import { turnTools, type TurnTools } from './turn-tools.js';
+import { mcpToolsOf } from './mcp-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { learningReply } from './learning-commands.js';
 import { curatorReply } from './curator-commands.js';
@@ -51,65 +48,6 @@ export interface TurnDeps {
   control?: ControlHub;
   /** The delivery adapters by platform: a turn shows progress through the one of its platform. */
   adapters?: Map<string, DeliveryAdapter>;
-}
-
-export interface LoopDeps extends ToolDeps {
-  router: ModelRouter;
-  cooldowns: CooldownBook;
-  summaryCooldown: SummaryCooldown;
-  tools: ToolRegistry;
-  /** Background commands of the sandbox tools (closed at worker shutdown). */
-  processes?: ProcessRegistry;
-  /** Smart approvals' consecutive denials per session (3 trip the breaker), shared by this worker's turns. */
-  approvalBreaker?: DenialBreaker;
-  clock?: Clock;
-  policy?: RetryPolicy;
-  /** Liveness watchdog time source and ticker (tests inject them; default: Date.now, setInterval). */
-  watchdog?: WatchdogTime;
-  /** Token budget of the verbatim tail after compression. @defaultValue 20 000 (SPEC) */
-  keepRecentTokens?: number;
-  /** The worker's MCP connections (closed at shutdown). */
-  mcp?: McpDeps;
-}
-
-export interface WatchdogTime {
-  now?: () => number;
-  ticker?: Ticker;
-}
-
-export interface LoopOptions {
-  /** Injected clock (tests: no real retry waits). */
-  clock?: Clock;
-  policy?: RetryPolicy;
-  /** Stale-stream timeout override (ms). */
-  staleMs?: number;
-  tools?: ToolRegistry;
-  /** Sandbox backends (tests inject them; the worker opens them from its settings). */
-  sandboxes?: SandboxBackends;
-  watchdog?: WatchdogTime;
-  /** Token budget of the verbatim tail after compression. @defaultValue 20 000 (SPEC) */
-  keepRecentTokens?: number;
-  /** The web tools' SSRF guard (tests inject one with their resolver and allowed ranges); default: from HERMES_WEB_ALLOW_CIDRS. */
-  webGuard?: UrlGuard;
-  /** The MCP connection pool (tests inject a clock and breaker timings); default: a pool on Date.now. */
-  mcp?: McpDeps;
-}
-
-export function createLoopDeps(config: Config, secrets: SecretResolver, opts: LoopOptions = {}): LoopDeps {
-  const router = new ModelRouter(secrets, {
-    timeoutMs: config.HERMES_MODEL_TIMEOUT_SECONDS * 1_000,
-    ...(config.OPENAI_BASE_URL ? { openaiBaseURL: config.OPENAI_BASE_URL } : {}),
-    ...(opts.staleMs !== undefined ? { staleMs: opts.staleMs } : {}),
-  });
-  // The default registry has the sandbox tools; they are offered only to agents with a sandbox.
-  let tools = opts.tools;
-  let processes: ProcessRegistry | undefined;
-  if (!tools) {
-    tools = builtinRegistry();
-    processes = registerSandboxTools(tools);
-  }
-  const webGuard = opts.webGuard ?? workerUrlGuard(config);
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools, webGuard, mcp: opts.mcp ?? createMcpDeps(), ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
 }
 
 /** The caller's own system message (OpenAI API): request-only context, never stored. */
@@ -147,13 +85,16 @@ async function controlledReply(deps: TurnDeps, adm: Admission, agent: CompiledAg
     ?? (await learningReply(deps.db, adm, agent)) ?? (await curatorReply(deps.db, adm, agent));
 }
 
+/** Runs a step of the turn again after a lost Postgres connection, for as long as the turn's lease holds. */
+type Durable = <T>(step: () => Promise<T>) => Promise<T>;
+
 async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, record: AgentRecord | undefined): Promise<TurnResult> {
   if (!record) return { outcome: 'failed', reply: 'This agent is no longer configured.', error: `agent ${adm.agentId} has no current revision` };
   // Emergency stop: admitted before the stop, refused now — no model call.
   if (agentStopped(record)) return { outcome: 'completed', reply: stoppedReply };
   const agent = record.compiled;
   // The reads (and idempotent writes) before the model: a Postgres blip costs latency, not the turn.
-  const durable = <T>(step: () => Promise<T>) => whileLeaseHolds(step, fence, deps.log.child({ admission: adm.id, session: adm.sessionId }));
+  const durable: Durable = (step) => whileLeaseHolds(step, fence, deps.log.child({ admission: adm.id, session: adm.sessionId }));
   const perms = await durable(() => turnPermissions(deps.db, agent, adm));
   // Team mode: a slash command this person may not use is refused here, before any command runs.
   const command = slashCommandName(adm.content);
@@ -163,17 +104,16 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
   const recovery = await durable(() => recoveryCommand(deps.db, lease, adm));
   if (recovery && 'reply' in recovery) return recovery.reply;
   if (recovery) {
-    await appendTurnMessage(deps.db, lease, adm.id, { role: 'user', content: recovery.rerun });
-    const result = await runLoop(deps, lease, { ...adm, content: recovery.rerun }, fence, { agent, perms });
+    await durable(() => appendTurnMessage(deps.db, lease, adm.id, { role: 'user', content: recovery.rerun }));
+    const result = await runLoop(deps, lease, { ...adm, content: recovery.rerun }, fence, { agent, perms, durable });
     return recovery.notice ? { ...result, reply: `${result.reply}\n\n(${recovery.notice})` } : result;
   }
-  return runLoop(deps, lease, adm, fence, { agent, perms });
+  return runLoop(deps, lease, adm, fence, { agent, perms, durable });
 }
 
 /** The agent loop for `adm` (its content is the request: for /retry, the request it re-runs). */
-async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, who: { agent: CompiledAgent; perms: Permissions }): Promise<TurnResult> {
-  const { agent, perms } = who;
-  const durable = <T>(write: () => Promise<T>) => whileLeaseHolds(write, fence, deps.log.child({ admission: adm.id, session: adm.sessionId }));
+async function runLoop(deps: TurnDeps, lease: Lease, adm: Admission, fence: TurnFence, who: { agent: CompiledAgent; perms: Permissions; durable: Durable }): Promise<TurnResult> {
+  const { agent, perms, durable } = who;
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
   // `/moa <prompt>`: this turn answers with the default Mixture-of-Agents preset; the next one with the Profile's model again.
   const moa = moaPrompt(adm.content) !== undefined;
@@ -195,7 +135,7 @@ interface Checked {
   perms: Permissions;
   routes: ModelRoute[];
   loop: LoopDeps;
-  durable: <T>(write: () => Promise<T>) => Promise<T>;
+  durable: Durable;
   child?: ChildTurn;
 }
 
@@ -251,7 +191,7 @@ interface LoopSetup {
   routes: ModelRoute[];
   accounting: SpendAccounting;
   control: TurnControl;
-  durable: <T>(write: () => Promise<T>) => Promise<T>;
+  durable: Durable;
   /** Set when this is a delegated child's turn. */
   child?: ChildTurn;
   /** Aborted when the turn ends (its stdio MCP servers' processes end then). */

@@ -2,9 +2,8 @@
 // (HERMES_WEB_*), the Profile's search provider with its API key read by reference when a search
 // runs, and the summary of long pages by the turn's own model routes — under the spend caps and
 // recorded as task `web_extract`, as the compressor's summaries are.
-import { isEnvRef, callModel, SearchFailed, urlGuard, webAccess, type ModelRoute, type NetPolicy, type SearchSettings, type SecretResolver, type UrlGuard, type WebAccess } from '../agent/index.js';
+import { isEnvRef, callModel, SearchFailed, urlGuard, webAccess, type ModelRoute, type NetPolicy, type SearchSettings, type SecretResolver, type UrlGuard, type WebAccess, type CooldownBook, type Clock, type RetryPolicy } from '../agent/index.js';
 import type { CompiledAgent, Config } from '../core/index.js';
-import type { LoopDeps } from './turn-runner.js';
 import type { SpendAccounting } from './usage.js';
 
 /** Hermes' defaults: a page above 5 000 characters is summarised; the model gets at most 20 000. */
@@ -15,9 +14,16 @@ export function workerUrlGuard(config: Config, resolve?: NetPolicy['resolve']): 
   return urlGuard({ allowCidrs: config.HERMES_WEB_ALLOW_CIDRS, ...(resolve ? { resolve } : {}) });
 }
 
+/** What of the worker's loop state an auxiliary model call uses (its LoopDeps has it). */
+export interface SummaryLoop {
+  cooldowns: CooldownBook;
+  clock?: Clock;
+  policy?: RetryPolicy;
+}
+
 /** What the summary of a long page runs with: the turn's routes and spend accounting. */
 export interface WebSummaryDeps {
-  loop: LoopDeps;
+  loop: SummaryLoop;
   routes: ModelRoute[];
   accounting: SpendAccounting;
 }

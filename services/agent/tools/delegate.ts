@@ -6,21 +6,7 @@
 import { z } from 'zod';
 import { defineTool } from './registry.js';
 import { toolError } from './sandbox-result.js';
-
-export interface DelegatedTaskArgs {
-  goal: string;
-  context?: string | undefined;
-  outputSchema?: Record<string, unknown> | undefined;
-}
-
-/** What `delegate_task` reaches: the worker's ledger-backed delegation for this turn. Each returns the JSON-able result. */
-export interface DelegationAccess {
-  spawn(tasks: DelegatedTaskArgs[]): Promise<Record<string, unknown>>;
-  list(): Promise<Record<string, unknown>>;
-  steer(subagentId: string, message: string): Promise<Record<string, unknown>>;
-  /** Stops one child, or all active children of this conversation when `subagentId` is absent. */
-  stop(subagentId?: string): Promise<Record<string, unknown>>;
-}
+import type { DelegationAccess } from './delegation-access.js';
 
 /** Tools a child never gets (SPEC): no further delegation, nobody to clarify with, no shared memory, no messaging, no cron. */
 export const CHILD_EXCLUDED_TOOLS: readonly string[] = ['delegate_task', 'clarify', 'memory', 'send_message', 'cronjob'];

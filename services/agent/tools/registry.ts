@@ -11,7 +11,7 @@ import type { SkillAccess } from '../skills/access.js';
 import type { WebAccess } from '../web/access.js';
 import type { KanbanAccess } from './kanban-access.js';
 import type { CodeExecutionLimits } from './code/limits.js';
-import type { DelegationAccess } from './delegate.js';
+import type { DelegationAccess } from './delegation-access.js';
 import type { ClarifyAccess } from './clarify-access.js';
 import type { MessagingAccess } from './messaging-access.js';
 
