@@ -2,21 +2,20 @@
 // real approval guard: a safe command runs at once; a dangerous one is parked, shows on the event
 // stream, runs only after `/approve`, and never after `/deny`; a hardline one never runs; output,
 // exit codes and the workspace are the sandbox's.
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishRevision, type CompiledAgent } from '../../services/core/index.js';
-import { bubblewrapSandbox, workspaceDir } from '../../services/sandbox/index.js';
+import { workspaceDir } from '../../services/sandbox/index.js';
 import { startGatewayOn } from '../../services/cli/gateway.js';
 import type { RunningGateway } from '../../services/gateway/index.js';
 import type { RunningWorker } from '../../services/worker/index.js';
-import { openSandboxBackends } from '../../services/worker/sandboxes.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/services.js';
 import { lastUser, startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../support/fake-openai.js';
 import { openTestRuntime, startTestWorker, testAgent, testApiKey, type TestRuntime } from '../support/system.js';
 import { messageApi } from '../support/message-api.js';
+import { bubblewrapWorkspaces, type BubblewrapWorkspaces } from '../support/workspaces.js';
 
 /** The model runs what the user writes after "run: ", then repeats the tool's result. */
 function script(b: ChatRequestBody) {
@@ -33,7 +32,7 @@ let model: FakeOpenAI;
 let rt: TestRuntime;
 let worker: RunningWorker;
 let gateway: RunningGateway;
-let workspaces: string;
+let ws: BubblewrapWorkspaces;
 const auth = { authorization: `Bearer ${testApiKey}`, 'content-type': 'application/json' };
 const { post, follow, replyOf } = messageApi(() => gateway.url, auth);
 const sandbox: CompiledAgent['sandbox'] = { backend: 'bubblewrap', mode: 'call', timeoutSeconds: 30, workspace: { size: '1Gi', ttlSeconds: 3_600 }, network: { egress: 'none', allow: [] } };
@@ -42,10 +41,9 @@ beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI(script);
   rt = await openTestRuntime(testConfig(database.url, { HERMES_PORT: 0, HERMES_HOST: '127.0.0.1', HERMES_APPROVAL_POLL_MS: 50 }));
-  workspaces = await mkdtemp(join(tmpdir(), 'hermes-e2e-ws-'));
-  await chmod(workspaces, 0o711);
+  ws = await bubblewrapWorkspaces('e2e');
   await publishRevision(rt.db, testAgent(model.baseURL, { agent: { namespace: 'default', name: 'coder' }, toolsets: ['terminal'], sandbox, approvals: { mode: 'manual', deny: ['curl *'], allow: [], timeoutSeconds: 30 } }));
-  worker = await startTestWorker(rt, { loop: { sandboxes: openSandboxBackends(rt.config, rt.log, { backends: { bubblewrap: bubblewrapSandbox({ workspacesDir: workspaces }) } }) } });
+  worker = await startTestWorker(rt, { loop: { sandboxes: ws.backends(rt) } });
   gateway = await startGatewayOn(rt);
 });
 
@@ -55,10 +53,10 @@ afterAll(async () => {
   await rt?.close();
   await model?.close();
   await database?.drop();
-  if (workspaces) await rm(workspaces, { recursive: true, force: true });
+  await ws?.remove();
 });
 
-const hostPath = (sessionId: string, rel: string) => join(workspaceDir(workspaces, { namespace: 'default', agent: 'coder', sessionId, admissionId: sessionId }), rel);
+const hostPath = (sessionId: string, rel: string) => join(workspaceDir(ws.dir, { namespace: 'default', agent: 'coder', sessionId, admissionId: sessionId }), rel);
 const toolOutput = (reply: string) => JSON.parse(reply.replace(/^tool said: /, '')) as { output: string; exit_code: number; error: string | null; status?: string };
 
 describe('terminal through the message API', () => {

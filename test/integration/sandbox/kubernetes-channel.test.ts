@@ -4,40 +4,32 @@
 // ends. execute_code's limits (tool calls, output bytes, time) and its secret scrub hold here as
 // in bubblewrap (test/integration/tools/execute-code.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CoreV1Api } from '@kubernetes/client-node';
 import { ProcessRegistry, runTool, sandboxTools, type Tool, type ToolContext } from '../../../services/agent/index.js';
-import { bindSession, kubernetesSandbox, type Sandbox, type SandboxSession, type SessionSandbox } from '../../../services/sandbox/index.js';
-import { componentLabel } from '../../../services/core/index.js';
-import { startControlPlane, startKubelet, waitFor, type ControlPlane, type TestKubelet } from '../../support/kube/index.js';
+import { bindSession, type Sandbox, type SandboxSession, type SessionSandbox } from '../../../services/sandbox/index.js';
+import { startSandboxPlane, waitFor, type SandboxPlane } from '../../support/kube/index.js';
 import { execRequest, testSession } from '../../support/sandbox-request.js';
 import { recordingGuard, toolContext } from '../tools/helpers.js';
 
 interface CodeResult { status: string; output: string; tool_calls_made: number; exit_code: number; truncated?: boolean; reason?: string }
 
 describe('kubernetes sandbox channel and execute_code', () => {
-  let cp: ControlPlane;
-  let kubelet: TestKubelet;
-  let core: CoreV1Api;
+  let plane: SandboxPlane;
   let sandbox: Sandbox;
+  let cp: SandboxPlane['cp'];
   const processes = new ProcessRegistry();
   const tools = new Map<string, Tool>(sandboxTools(processes).map((t) => [t.name, t]));
 
   beforeAll(async () => {
-    cp = await startControlPlane();
-    kubelet = await startKubelet(cp);
-    core = cp.kubeConfig().makeApiClient(CoreV1Api);
-    sandbox = kubernetesSandbox({ kubeConfig: cp.kubeConfig(), settings: { image: 'test/sandbox:1', pollMs: 500 } });
+    plane = await startSandboxPlane();
+    ({ cp, sandbox } = plane);
   });
 
   afterAll(async () => {
     processes.close();
-    await sandbox?.close();
-    await kubelet?.stop();
-    await cp?.stop();
+    await plane?.stop();
   });
 
-  const sandboxPods = async (ns: string): Promise<number> =>
-    (await core.listNamespacedPod({ namespace: ns, labelSelector: `${componentLabel}=sandbox` })).items.length;
+  const sandboxPods = (ns: string): Promise<number> => plane.sandboxPods(ns);
 
   const boxFor = (session: SandboxSession): SessionSandbox => bindSession(sandbox, {
     session, workspace: { size: '1Gi', ttlSeconds: 3_600 }, network: { egress: 'none', allow: [] }, timeoutSeconds: 60, maxOutputChars: 100_000,

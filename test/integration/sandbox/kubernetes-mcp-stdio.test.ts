@@ -4,11 +4,9 @@
 // stdin and stdout carrying the JSON-RPC lines; a crash is a clear error and the next call starts
 // a new Pod; closing the connection deletes its Pod.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CoreV1Api } from '@kubernetes/client-node';
 import { McpConnection, mcpServerTools, sandboxStdioOpener, type Tool } from '../../../services/agent/index.js';
-import { bindSession, kubernetesSandbox, type Sandbox, type SessionSandbox } from '../../../services/sandbox/index.js';
-import { componentLabel } from '../../../services/core/index.js';
-import { startControlPlane, startKubelet, waitFor, type ControlPlane, type TestKubelet } from '../../support/kube/index.js';
+import { bindSession, type SessionSandbox } from '../../../services/sandbox/index.js';
+import { startSandboxPlane, waitFor, type SandboxPlane } from '../../support/kube/index.js';
 import { testSession } from '../../support/sandbox-request.js';
 import { STDIO_SERVER_PATH, STDIO_SERVER_REL, stdioMcpServerSource } from '../../support/stdio-mcp.js';
 import { callJson, toolContext } from '../tools/helpers.js';
@@ -16,33 +14,20 @@ import { callJson, toolContext } from '../tools/helpers.js';
 const SECRET = 'k8s-stdio-secret-1618';
 
 describe('stdio MCP server on the kubernetes sandbox', () => {
-  let cp: ControlPlane;
-  let kubelet: TestKubelet;
-  let core: CoreV1Api;
-  let sandbox: Sandbox;
+  let plane: SandboxPlane;
   let now = 1_000_000;
   const turn = new AbortController();
 
-  beforeAll(async () => {
-    cp = await startControlPlane();
-    kubelet = await startKubelet(cp);
-    core = cp.kubeConfig().makeApiClient(CoreV1Api);
-    sandbox = kubernetesSandbox({ kubeConfig: cp.kubeConfig(), settings: { image: 'test/sandbox:1', pollMs: 500 } });
-  });
+  beforeAll(async () => { plane = await startSandboxPlane(); });
 
   afterAll(async () => {
     turn.abort();
-    await sandbox?.close();
-    await kubelet?.stop();
-    await cp?.stop();
+    await plane?.stop();
   });
 
-  const sandboxPods = async (ns: string): Promise<number> =>
-    (await core.listNamespacedPod({ namespace: ns, labelSelector: `${componentLabel}=sandbox` })).items.length;
-
   it('lists and calls the server\'s tools over pods/exec; a crash → a clear error and a new process; close deletes the Pod', async () => {
-    const ns = await cp.createNamespace('mcpstdio');
-    const box: SessionSandbox = bindSession(sandbox, {
+    const ns = await plane.cp.createNamespace('mcpstdio');
+    const box: SessionSandbox = bindSession(plane.sandbox, {
       session: testSession(ns), workspace: { size: '1Gi', ttlSeconds: 3_600 }, network: { egress: 'none', allow: [] }, timeoutSeconds: 60, maxOutputChars: 100_000,
     });
     const put = await box.run({ command: `mkdir -p .stdio-mcp && cat > ${STDIO_SERVER_REL}`, stdin: await stdioMcpServerSource() }, turn.signal);
@@ -61,7 +46,7 @@ describe('stdio MCP server on the kubernetes sandbox', () => {
       const where = JSON.parse((await run('mcp_local_where')).result as string) as Record<string, unknown>;
       expect(where).toMatchObject({ argv1: STDIO_SERVER_PATH, token: SECRET, workerEnv: [] });
       expect(where.pid).not.toBe(process.pid);
-      expect(await sandboxPods(ns)).toBe(1);
+      expect(await plane.sandboxPods(ns)).toBe(1);
 
       const crashed = await run('mcp_local_crash');
       expect(crashed.error).toContain('MCP server local failed: the stdio server process exited with code 3 (stderr: stdio-fake: crashing on request)');
@@ -70,6 +55,6 @@ describe('stdio MCP server on the kubernetes sandbox', () => {
     } finally {
       await conn.close();
     }
-    await waitFor(async () => ((await sandboxPods(ns)) === 0 ? true : undefined), { what: 'the server Pods to be deleted', timeoutMs: 30_000 });
+    await waitFor(async () => ((await plane.sandboxPods(ns)) === 0 ? true : undefined), { what: 'the server Pods to be deleted', timeoutMs: 30_000 });
   });
 });

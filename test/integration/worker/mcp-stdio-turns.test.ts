@@ -4,18 +4,17 @@
 // env value read from a Secret; its file exists only in the session's workspace. A server that
 // cannot start offers nothing and the turn still answers; a crash is the call's clear error and the
 // next turn starts it again; no server process outlives its turn.
-import { chmod, chown, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chown, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompiledAgent } from '../../../services/core/index.js';
-import { bubblewrapSandbox, ensureWorkspaceDir, type Sandbox } from '../../../services/sandbox/index.js';
+import { ensureWorkspaceDir } from '../../../services/sandbox/index.js';
 import { createMcpDeps, type RunningWorker } from '../../../services/worker/index.js';
-import { openSandboxBackends } from '../../../services/worker/sandboxes.js';
 import { lastUser, startFakeOpenAI, toldResult, toolsAsTold, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { STDIO_SERVER_PATH, STDIO_SERVER_REL, stdioMcpServerSource } from '../../support/stdio-mcp.js';
 import { createTestAgent, openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { bubblewrapWorkspaces, type BubblewrapWorkspaces } from '../../support/workspaces.js';
 
 const TOKEN = 'stdio-env-secret-271828';
 const SANDBOX_UID = 65534;
@@ -24,8 +23,7 @@ let database: TestDatabase;
 let model: FakeOpenAI;
 let rt: TestRuntime;
 let worker: RunningWorker;
-let workspaces: string;
-let bwrap: Sandbox;
+let ws: BubblewrapWorkspaces;
 
 const sandbox: CompiledAgent['sandbox'] = { backend: 'bubblewrap', mode: 'call', timeoutSeconds: 60, workspace: { size: '1Gi', ttlSeconds: 3_600 }, network: { egress: 'none', allow: [] } };
 const servers: CompiledAgent['mcpServers'] = [{ name: 'local', transport: 'stdio', command: 'node', args: [STDIO_SERVER_PATH], envRefs: { HERMES_TEST_TOKEN: { name: 'mcp', key: 'token' } } }];
@@ -34,11 +32,9 @@ beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI(toolsAsTold);
   rt = await openTestRuntime(testConfig(database.url));
-  workspaces = await mkdtemp(join(tmpdir(), 'hermes-mcp-ws-'));
-  await chmod(workspaces, 0o711);
-  bwrap = bubblewrapSandbox({ workspacesDir: workspaces });
+  ws = await bubblewrapWorkspaces('mcp');
   worker = await startTestWorker(rt, {
-    loop: { mcp: createMcpDeps({ now: () => now }), sandboxes: openSandboxBackends(rt.config, rt.log, { backends: { bubblewrap: bwrap }, metrics: rt.metrics }) },
+    loop: { mcp: createMcpDeps({ now: () => now }), sandboxes: ws.backends(rt) },
     secrets: [{ namespace: 'default', name: 'mcp', data: { token: TOKEN } }],
   });
 });
@@ -48,7 +44,7 @@ afterAll(async () => {
   await rt?.close();
   await model?.close();
   await database?.drop();
-  if (workspaces) await rm(workspaces, { recursive: true, force: true });
+  await ws?.remove();
 });
 
 const offered = (content: string) => {
@@ -79,7 +75,7 @@ describe('stdio MCP servers in worker turns (bubblewrap)', () => {
 
     // The server exists only in this session's workspace (never on the worker's side of the sandbox).
     const session = { namespace: 'default', agent: 'stdio-user', sessionId: first.a.sessionId, admissionId: first.a.id };
-    const root = ensureWorkspaceDir(workspaces, session, process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_UID } : undefined);
+    const root = ensureWorkspaceDir(ws.dir, session, process.getuid?.() === 0 ? { uid: SANDBOX_UID, gid: SANDBOX_UID } : undefined);
     const file = join(root, STDIO_SERVER_REL);
     await import('node:fs/promises').then((fs) => fs.mkdir(dirname(file), { recursive: true }));
     await writeFile(file, await stdioMcpServerSource());

@@ -2,18 +2,17 @@
 // it (nothing half-finished keeps running unsupervised), the turn ends `unknown` (the command's
 // effect cannot be known), and it is never run again — not by recovery, not by the next message.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, enqueueTurn, getAdmission, listMessages, type CompiledAgent } from '../../../services/core/index.js';
-import { bubblewrapSandbox, workspaceDir } from '../../../services/sandbox/index.js';
-import { openSandboxBackends } from '../../../services/worker/sandboxes.js';
+import { workspaceDir } from '../../../services/sandbox/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { bubblewrapWorkspaces, type BubblewrapWorkspaces } from '../../support/workspaces.js';
 
 const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 const COMMAND = 'echo started >> runs.log; sleep 60; echo finished >> runs.log';
@@ -22,7 +21,7 @@ let model: FakeOpenAI;
 let rt: TestRuntime;
 let child: ChildProcess | undefined;
 let survivor: RunningWorker | undefined;
-let workspaces: string;
+let ws: BubblewrapWorkspaces;
 let agentId: string;
 
 function script(b: ChatRequestBody) {
@@ -37,8 +36,7 @@ beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI(script);
   rt = await openTestRuntime(testConfig(database.url));
-  workspaces = await mkdtemp(join(tmpdir(), 'hermes-crash-ws-'));
-  await chmod(workspaces, 0o711);
+  ws = await bubblewrapWorkspaces('crash');
   agentId = await createTestAgent(rt, model.baseURL, { toolsets: ['terminal'], sandbox, approvals: { mode: 'off', deny: [], allow: [], timeoutSeconds: 60 } });
 });
 
@@ -48,7 +46,7 @@ afterAll(async () => {
   await rt?.close();
   await model?.close();
   await database?.drop();
-  if (workspaces) await rm(workspaces, { recursive: true, force: true });
+  await ws?.remove();
 });
 
 function spawnWorker(): ChildProcess {
@@ -57,7 +55,7 @@ function spawnWorker(): ChildProcess {
     PATH: process.env.PATH, DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, HERMES_QUEUE_PREFIX: c.HERMES_QUEUE_PREFIX,
     HERMES_HEARTBEAT_SECONDS: '1', HERMES_INSTANCE_TTL_SECONDS: '3', HERMES_LEASE_TTL_SECONDS: '600', HERMES_LEASE_RENEW_SECONDS: '1',
     HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_WORKER_PORT: '0',
-    HERMES_SANDBOX_BACKEND: 'bubblewrap', HERMES_WORKSPACES_DIR: workspaces,
+    HERMES_SANDBOX_BACKEND: 'bubblewrap', HERMES_WORKSPACES_DIR: ws.dir,
   };
   return spawn(process.execPath, [bin, 'worker'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
 }
@@ -79,14 +77,14 @@ describe('worker killed while a sandboxed command runs', () => {
     const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey: key, user: { platformUserId: 'crash' }, content: 'run the slow job' });
     child = spawnWorker();
     await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
-    const log = join(workspaceDir(workspaces, { namespace: 'default', agent: 'demo', sessionId: adm.sessionId, admissionId: adm.admissionId }), 'runs.log');
+    const log = join(workspaceDir(ws.dir, { namespace: 'default', agent: 'demo', sessionId: adm.sessionId, admissionId: adm.admissionId }), 'runs.log');
     await eventually(async () => (await readFile(log, 'utf8').catch(() => '')) === 'started\n', 'the command to start in the sandbox', 60_000);
     expect(await sleeperAlive()).toBe(true);
 
     child.kill('SIGKILL');
     await eventually(async () => !(await sleeperAlive()), 'the sandboxed command to die with its worker', 10_000);
 
-    survivor = await startTestWorker(rt, { loop: { sandboxes: openSandboxBackends(rt.config, rt.log, { backends: { bubblewrap: bubblewrapSandbox({ workspacesDir: workspaces }) } }) } });
+    survivor = await startTestWorker(rt, { loop: { sandboxes: ws.backends(rt) } });
     const next = await admit(rt.db, { agentId, platform: 'api', sessionKey: key, user: { platformUserId: 'crash' }, content: 'are you there?' });
     await enqueueTurn(rt.queues, { admissionId: next.admissionId });
     await eventually(async () => (await getAdmission(rt.db.pool, adm.admissionId))?.state === 'unknown', 'the cut turn unknown', 30_000, 250);

@@ -2,25 +2,23 @@
 // Profile decides whether file tools are offered, each session has its own workspace, writes
 // take checkpoints, and `/rollback` lists and restores them without a model call. execute_code
 // runs its script in the session's workspace with the Profile's limits (spec.codeExecution).
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompiledAgent } from '../../../services/core/index.js';
-import { bubblewrapSandbox, SESSION_CWD_DIR, workspaceDir, type Sandbox } from '../../../services/sandbox/index.js';
-import { openSandboxBackends } from '../../../services/worker/sandboxes.js';
+import { SESSION_CWD_DIR, workspaceDir } from '../../../services/sandbox/index.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
+import { bubblewrapWorkspaces, type BubblewrapWorkspaces } from '../../support/workspaces.js';
 
 let database: TestDatabase;
 let model: FakeOpenAI;
 let rt: TestRuntime;
 let worker: RunningWorker;
-let workspaces: string;
-let bwrap: Sandbox;
+let ws: BubblewrapWorkspaces;
 let sandboxed: string;
 let bare: string;
 let scripter: string;
@@ -48,13 +46,11 @@ beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI(script);
   rt = await openTestRuntime(testConfig(database.url));
-  workspaces = await mkdtemp(join(tmpdir(), 'hermes-turn-ws-'));
-  await chmod(workspaces, 0o711);
-  bwrap = bubblewrapSandbox({ workspacesDir: workspaces });
+  ws = await bubblewrapWorkspaces('turn');
   sandboxed = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'coder' }, toolsets: ['file'], sandbox, approvals: { mode: 'manual', deny: [], allow: [], timeoutSeconds: 60 } });
   scripter = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'scripter' }, toolsets: ['file', 'code_execution'], sandbox, approvals: { mode: 'manual', deny: [], allow: [], timeoutSeconds: 60 }, codeExecution: { maxToolCalls: 1 } });
   bare = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'talker' }, toolsets: ['file', 'clock'] });
-  worker = await startTestWorker(rt, { loop: { sandboxes: openSandboxBackends(rt.config, rt.log, { backends: { bubblewrap: bwrap } }) } });
+  worker = await startTestWorker(rt, { loop: { sandboxes: ws.backends(rt) } });
 });
 
 afterAll(async () => {
@@ -62,10 +58,10 @@ afterAll(async () => {
   await rt?.close();
   await model?.close();
   await database?.drop();
-  if (workspaces) await rm(workspaces, { recursive: true, force: true });
+  await ws?.remove();
 });
 
-const notes = (sessionId: string) => join(workspaceDir(workspaces, { namespace: 'default', agent: 'coder', sessionId, admissionId: sessionId }), 'notes.txt');
+const notes = (sessionId: string) => join(workspaceDir(ws.dir, { namespace: 'default', agent: 'coder', sessionId, admissionId: sessionId }), 'notes.txt');
 const toolNames = (i: number) => (model.requests[i]?.body.tools ?? []).map((t) => t.function.name).sort();
 
 describe('sandboxed turns', () => {
@@ -84,7 +80,7 @@ describe('sandboxed turns', () => {
     const result = JSON.parse(r.reply.slice('done: '.length)) as { status: string; output: string; tool_calls_made: number };
     expect(result).toMatchObject({ status: 'success', tool_calls_made: 1 });
     expect(result.output).toBe('second: the limit of 1 tool calls per script was reached; the call was not run\nwrote notes\n');
-    const dir = workspaceDir(workspaces, { namespace: 'default', agent: 'scripter', sessionId: r.a.sessionId, admissionId: r.a.sessionId });
+    const dir = workspaceDir(ws.dir, { namespace: 'default', agent: 'scripter', sessionId: r.a.sessionId, admissionId: r.a.sessionId });
     expect(await readFile(join(dir, 'notes.txt'), 'utf8')).toBe('from a script\n');
     expect(existsSync(join(dir, 'more.txt'))).toBe(false);
   });

@@ -6,6 +6,7 @@ export { startGarbageCollector, type GarbageCollector, type GarbageCollectorOpti
 export { startControlPlane, type ControlPlane, type ControlPlaneOptions } from './controlPlane.js';
 export { pidsWithArg } from './hostProcesses.js';
 export { startKubelet, type KubeletOptions, type TestKubelet } from './kubelet.js';
+export { startSandboxPlane, type SandboxPlane } from './sandbox-plane.js';
 export type { ImageCommand } from './podProcess.js';
 export { loadKubeConfig } from './kubeconfig.js';
 export type { KubectlOptions, KubectlResult } from './kubectl.js';
