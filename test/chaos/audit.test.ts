@@ -58,6 +58,15 @@ describe('chaos audit', () => {
     expect(checks([a, b])).toContain('FIFO');
   });
 
+  it('puts a resume in the place of the turn it continues: before the messages admitted while that turn ran', () => {
+    const cut = row('chaos.r.s1.1', { outcome: 'interrupted', obligationId: null, reply: null, startedAt: at(600), finishedAt: at(605) });
+    const later = row('chaos.r.s1.2', { startedAt: at(620), finishedAt: at(625) });
+    const resume = row('chaos.r.s1.1', { intent: 'resume', resumeOf: cut.id, startedAt: at(610), finishedAt: at(615) });
+    expect(checks([cut, later, resume])).toEqual([]);
+    const jumped = row('chaos.r.s1.1', { intent: 'resume', resumeOf: cut.id, startedAt: at(630), finishedAt: at(635) });
+    expect(checks([cut, later, jumped])).toContain('FIFO');
+  });
+
   it('accepts unknown turns only of a stopped process, and only with the notice', () => {
     const cut = row('chaos.r.s1.1', { state: 'unknown', outcome: null, owner: 'dead', reply: unknownNotice });
     expect(checks([cut], { mayBeUnknown: new Set(['dead']) })).toEqual([]);

@@ -89,10 +89,17 @@ function countBy<T>(xs: readonly T[], key: (x: T) => string): Map<string, T[]> {
   return m;
 }
 
-/** FIFO and no overlap on the ledger, per session. */
-function sessionOrder(rows: LedgerRow[], findings: Finding[]): void {
+/**
+ * FIFO and no overlap on the ledger, per session. A resume takes the place of the turn it
+ * continues (it runs before the messages admitted while that turn ran, though its seq is higher).
+ */
+function sessionOrder(rows: LedgerRow[], byId: Map<string, LedgerRow>, findings: Finding[]): void {
+  const place = (r: LedgerRow): number => {
+    const cut = r.intent === 'resume' && r.resumeOf ? byId.get(r.resumeOf) : undefined;
+    return cut ? cut.seq + 0.5 : r.seq;
+  };
   for (const [session, list] of countBy(rows, (r) => r.sessionId)) {
-    const started = list.filter((r) => r.startedAt).sort((a, b) => a.seq - b.seq);
+    const started = list.filter((r) => r.startedAt).sort((a, b) => place(a) - place(b));
     for (let i = 1; i < started.length; i++) {
       const prev = started[i - 1]!;
       const cur = started[i]!;
@@ -195,7 +202,7 @@ export function audit(rows: LedgerRow[], o: AuditOptions): AuditResult {
     }
     modelOverlap(o.model.calls, findings);
   }
-  sessionOrder(rows, findings);
+  sessionOrder(rows, byId, findings);
   completedReplies(own, findings);
   const unknown = rows.filter((r) => r.state === 'unknown');
   for (const r of unknown) {

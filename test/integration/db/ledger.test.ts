@@ -221,6 +221,20 @@ describe('shutdown cuts', () => {
     lease = (await acquireLease(db.pool, adm.sessionId, w.id, 60, judge))!;
     await releaseLease(db.pool, lease);
   });
+  it('a cut turn resumes before the messages admitted while it ran: the session keeps its order', async () => {
+    const w = await registerInstance(db.pool, 'worker');
+    const first = await admit(db, input('k-resume-order', { content: 'first' }));
+    const lease = (await acquireLease(db.pool, first.sessionId, w.id, 60, judge))!;
+    expect((await startNextTurn(db, lease))!.id).toBe(first.admissionId);
+    const later = await admit(db, input('k-resume-order', { content: 'later' }));
+    const res = await cutTurn(db, lease, first.admissionId, { reply: 'half an answer' });
+    expect(res.resumed).toBe(true);
+    const next = (await startNextTurn(db, lease))!;
+    expect(next).toMatchObject({ intent: 'resume', resumeOf: first.admissionId });
+    await finishTurn(db, lease, next.id, { outcome: 'completed', reply: 'the whole answer' });
+    expect((await startNextTurn(db, lease))!.id).toBe(later.admissionId);
+    await releaseLease(db.pool, lease);
+  });
 });
 
 describe('delivery attempts have a deadline', () => {
