@@ -19,8 +19,23 @@ const { values } = parseArgs({
     only: { type: 'string' },
     seed: { type: 'string' },
     keep: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
   },
 });
+if (values.help) {
+  process.stdout.write(`Usage: make chaos [SCALE=bounded] [ONLY=id,…] [SEED=n]
+   or: node --import tsx test/chaos/run.ts [--scale full|bounded] [--only id,…] [--seed N] [--keep]
+
+Runs the fault-injection scenarios one after the other against project-local Postgres and Redis
+(DATABASE_URL, REDIS_URL) and prints the table; exits 1 on any finding.
+Scenarios: ${scenarios.map((s) => s.id).join(', ')}
+  --scale  full (default) or bounded (the scale make test runs)
+  --only   a comma-separated list of scenario ids
+  --seed   repeat a run's random choices
+  --keep   keep the processes' logs even when every check passed
+`);
+  process.exit(0);
+}
 const scale = scales[values.scale as keyof typeof scales];
 if (!scale) throw new Error(`--scale must be one of ${Object.keys(scales).join(', ')} (got ${values.scale})`);
 const only = values.only?.split(',').map((s) => s.trim());
