@@ -123,7 +123,7 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
   const id = newApiTurnId(s.kind);
   // Before anything is written: a user this key may not name is a 403.
   const user = apiUser(s.agent, s.caller, s.apiUser);
-  let result: { turn: ApiTurn; inserted: boolean; duplicate: boolean };
+  let result: { turn: ApiTurn; inserted: boolean; duplicate: boolean; clarifyWaiting?: boolean };
   try {
     result = await ctx.deps.db.tx(async (sql) => {
       const admitted = await admitIn(sql, {
@@ -148,7 +148,7 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
         ...(s.metadata !== undefined ? { metadata: s.metadata } : {}),
       });
       if (row.turn.requestHash !== s.requestHash) throw new Conflict(row.turn);
-      return { ...row, duplicate: admitted.duplicate };
+      return { ...row, duplicate: admitted.duplicate, ...(admitted.clarifyWaiting !== undefined ? { clarifyWaiting: admitted.clarifyWaiting } : {}) };
     });
   } catch (err) {
     if (err instanceof Conflict) throw conflict(s.idempotencyKey ?? '');
@@ -156,7 +156,7 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
   }
   // A racing request with the same key got there first: answer its turn.
   if (!result.inserted || result.duplicate) return replayed(ctx, result.turn);
-  const admitted = { admissionId: result.turn.admissionId, sessionId: result.turn.sessionId, userId: '', duplicate: false };
+  const admitted = { admissionId: result.turn.admissionId, sessionId: result.turn.sessionId, userId: '', duplicate: false, ...(result.clarifyWaiting !== undefined ? { clarifyWaiting: result.clarifyWaiting } : {}) };
   ctx.deps.metrics.admissions.inc({ agent: agentName(s.agent), outcome: 'admitted' });
   const perms = permissionsFor(s.agent.compiled, { platform: 'api', userId: user.userId });
   await signalRunningTurn(ctx, admitted, s.content, perms);

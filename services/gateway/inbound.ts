@@ -57,6 +57,7 @@ export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admi
  * interrupt the turn it answers. True when it answered one.
  */
 export async function recordClarifyAnswer(ctx: GatewayContext, admitted: Admitted, content: string): Promise<boolean> {
+  if (admitted.clarifyWaiting === false) return false; // hermes_admit looked: nothing of this user waits
   const answered = await answerClarification(ctx.deps.db.pool, admitted.admissionId, content);
   if (answered) ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, clarification: answered.id }, 'Recorded a clarify answer');
   return answered !== undefined;

@@ -137,7 +137,8 @@ export async function resumeClarification(s: ResumeSetup, ctx: TurnContext): Pro
  * or ended) — it runs as an ordinary message.
  */
 export async function clarifyAnswerReply(db: Db, adm: Admission): Promise<TurnResult | undefined> {
-  const c = await clarificationAnsweredBy(db.pool, adm.id);
+  // Read with the claim (hermes_claim_next) unless this admission came from elsewhere.
+  const c = adm.answeredClarification !== undefined ? adm.answeredClarification : await clarificationAnsweredBy(db.pool, adm.id);
   if (!c) return undefined;
   if (c.consumed) return { outcome: 'completed', reply: SILENT_REPLY };
   if (await turnStillWaits(db.pool, c.admissionId)) return undefined;

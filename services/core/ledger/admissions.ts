@@ -35,9 +35,14 @@ export interface Admitted {
   sessionId: string;
   userId: string;
   duplicate: boolean;
+  /** Whether a clarify question of this user waited in the session when it was admitted; absent: not known (ask). */
+  clarifyWaiting?: boolean;
 }
 
 export interface OwnSignal { kind: 'stop' | 'steer' | 'redirect'; consumed: boolean }
+
+/** The clarify question an admission answered: its id, the admission that asked, whether that turn took the answer. */
+export interface AnsweredClarification { id: string; admissionId: string; consumed: boolean }
 
 export interface Admission {
   id: string;
@@ -62,6 +67,8 @@ export interface Admission {
    * read when it was claimed (hermes_claim_next); null: none; absent: not read (ask signalOfAdmission).
    */
   ownSignal?: OwnSignal | null;
+  /** The clarify question this admission answered, as read when it was claimed; null: none; absent: not read. */
+  answeredClarification?: AnsweredClarification | null;
   error: string | null;
   createdAt: Date;
   startedAt: Date | null;
@@ -84,15 +91,18 @@ export async function admit(db: Db, input: AdmitInput): Promise<Admitted> {
 
 /** {@link admit} on a given connection (inside a caller's transaction). */
 export async function admitIn(sql: Sql, input: AdmitInput): Promise<Admitted> {
-  const { rows } = await sql.query<{ o_admission: string; o_session: string; o_user: string; o_duplicate: boolean }>({
+  const { rows } = await sql.query<{ o_admission: string; o_session: string; o_user: string; o_duplicate: boolean; o_clarify_waiting: boolean | null }>({
     name: 'hermes_admit', // prepared once per connection: no parse and plan per turn
-    text: `SELECT o_admission, o_session, o_user, o_duplicate FROM hermes_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    text: `SELECT o_admission, o_session, o_user, o_duplicate, o_clarify_waiting FROM hermes_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     values: [randomUUID(), input.agentId, input.platform, input.sessionKey, input.user.platformUserId, input.user.displayName ?? null,
       input.eventId ?? null, input.intent ?? 'queue', pgText(input.content), pgJson(input.callerHistory), pgJson(input.replyTarget), pgJson(input.traceContext)],
   });
   const r = rows[0]!;
-  return { admissionId: r.o_admission, sessionId: r.o_session, userId: r.o_user, duplicate: r.o_duplicate };
+  return { admissionId: r.o_admission, sessionId: r.o_session, userId: r.o_user, duplicate: r.o_duplicate, ...(r.o_clarify_waiting !== null ? { clarifyWaiting: r.o_clarify_waiting } : {}) };
 }
+
+const answeredFrom = (c: Record<string, unknown> | null): AnsweredClarification | null =>
+  (c ? { id: c.id as string, admissionId: c.admission_id as string, consumed: c.consumed === true } : null);
 
 /** An admission as hermes_claim_next returns it (to_jsonb of the row). */
 export function admissionFromRow(j: Record<string, unknown>): Admission {
@@ -105,6 +115,7 @@ export function admissionFromRow(j: Record<string, unknown>): Admission {
     ownerEpoch: j.owner_epoch === null || j.owner_epoch === undefined ? null : Number(j.owner_epoch), resumeOf: (j.resume_of as string | null) ?? null,
     error: (j.error as string | null) ?? null, createdAt: date(j.created_at)!, startedAt: date(j.started_at), finishedAt: date(j.finished_at),
     ...('own_signal' in j ? { ownSignal: (j.own_signal as OwnSignal | null) ?? null } : {}),
+    ...('answered_clarification' in j ? { answeredClarification: answeredFrom(j.answered_clarification as Record<string, unknown> | null) } : {}),
   };
 }
 

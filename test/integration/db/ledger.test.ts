@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   acquireLease, admit, claimDelivery, finishTurn, markDelivered, markFailed, deferDelivery, openDb, publishRevision, registerInstance,
   releaseLease, renewLease, startNextTurn, LeaseLostError, markStopped, settleOrphanedTurns, freeDeadOwnersLeases, getAdmission,
-  getObligationForAdmission, interruptedNotice, listStrandedQueued, cutTurn, suspendedNotice, listDueDeliveries, abandonExpired, type Db,
+  getObligationForAdmission, interruptedNotice, parkClarification, answerClarification, listStrandedQueued, cutTurn, suspendedNotice, listDueDeliveries, abandonExpired, type Db,
 } from '../../../services/core/index.js';
 import { createTestDatabase, eventually, type TestDatabase } from '../../support/services.js';
 import { testAgent } from '../../support/system.js';
@@ -233,6 +233,35 @@ describe('shutdown cuts', () => {
     expect(next).toMatchObject({ intent: 'resume', resumeOf: first.admissionId });
     await finishTurn(db, lease, next.id, { outcome: 'completed', reply: 'the whole answer' });
     expect((await startNextTurn(db, lease))!.id).toBe(later.admissionId);
+    await releaseLease(db.pool, lease);
+  });
+});
+
+describe('clarify answers on the hot path', () => {
+  it('admit says whether a question of this user waits; the claim carries the question a message answered', async () => {
+    const w = await registerInstance(db.pool, 'worker');
+    const asking = await admit(db, input('k-clarify', { content: 'ask me' }));
+    expect(asking.clarifyWaiting).toBe(false);
+    const lease = (await acquireLease(db.pool, asking.sessionId, w.id, 60, judge))!;
+    await startNextTurn(db, lease);
+    const { clarification } = await parkClarification(db, { admissionId: asking.admissionId, question: 'which colour?', timeoutSeconds: 60 });
+    // Another user of the same session (a group) has nothing waiting; the asker has.
+    expect((await admit(db, input('k-clarify', { content: 'not me', user: { platformUserId: 'someone-else' } }))).clarifyWaiting).toBe(false);
+    const answer = await admit(db, input('k-clarify', { content: 'blue' }));
+    expect(answer.clarifyWaiting).toBe(true);
+    expect((await answerClarification(db.pool, answer.admissionId, 'blue'))?.id).toBe(clarification.id);
+    // A duplicate is not checked: the caller asks (absent).
+    const first = await admit(db, input('k-clarify-dup', { eventId: 'evt-clarify' }));
+    expect('clarifyWaiting' in (await admit(db, input('k-clarify-dup', { eventId: 'evt-clarify' })))).toBe(false);
+    expect(first.duplicate).toBe(false);
+    await finishTurn(db, lease, asking.admissionId, { outcome: 'completed', reply: 'blue it is' });
+    const next = (await startNextTurn(db, lease))!;
+    expect(next.id).toBe((await db.pool.query(`SELECT id FROM admissions WHERE session_id = $1 AND content = 'not me'`, [asking.sessionId])).rows[0].id);
+    expect(next.answeredClarification).toBeNull();
+    await finishTurn(db, lease, next.id, { outcome: 'completed', reply: 'ok' });
+    const answering = (await startNextTurn(db, lease))!;
+    expect(answering.id).toBe(answer.admissionId);
+    expect(answering.answeredClarification).toEqual({ id: clarification.id, admissionId: asking.admissionId, consumed: false });
     await releaseLease(db.pool, lease);
   });
 });
