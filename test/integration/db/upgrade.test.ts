@@ -4,14 +4,14 @@
 // suite (test/integration/db/ledger.test.ts) must pass on copies of the upgraded database. And
 // released migrations are immutable: prisma/released-migrations.sha256 holds their checksums.
 import { execFile, execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { applyMigrations, diffDatabaseToSchema, migrationsDir } from '../../../prisma/migrate.js';
-import { admit, openDb, publishRevision } from '../../../services/core/index.js';
+import { admit, openDb, publishRevision, type Db } from '../../../services/core/index.js';
 import { createTestDatabase, type TestDatabase } from '../../support/services.js';
 import { testAgent } from '../../support/system.js';
 
@@ -33,6 +33,17 @@ function previousMigrations(): { dir: string; names: string[] } {
   return { dir, names: names.filter((n) => !n.endsWith('.toml')) };
 }
 
+/**
+ * An admission as the previous release's code wrote it (its hermes_admit call, with the columns it
+ * had then): today's `admit` reads columns that only today's migrations add.
+ */
+async function oldAdmit(db: Db, a: { agentId: string; platform: string; sessionKey: string; eventId?: string; user: string; content: string }): Promise<{ admissionId: string; sessionId: string }> {
+  const { rows } = await db.pool.query<{ o_admission: string; o_session: string }>(
+    `SELECT o_admission, o_session FROM hermes_admit($1, $2, $3, $4, $5, NULL, $6, 'queue', $7, NULL, NULL, NULL)`,
+    [randomUUID(), a.agentId, a.platform, a.sessionKey, a.user, a.eventId ?? null, a.content]);
+  return { admissionId: rows[0]!.o_admission, sessionId: rows[0]!.o_session };
+}
+
 describe('upgrading from the previous release', () => {
   it('keeps its data, ends at schema.prisma, and passes the ledger suite', async () => {
     const prev = previousMigrations();
@@ -44,8 +55,8 @@ describe('upgrading from the previous release', () => {
     // Data written on the old schema through the ledger's API.
     let db = openDb(database.url);
     const { agentId } = await publishRevision(db, testAgent('http://127.0.0.1:1/v1'));
-    const first = await admit(db, { agentId, platform: 'slack', sessionKey: 'C1:T1', eventId: 'Ev-old-1', user: { platformUserId: 'U1' }, content: 'hello from the old release' });
-    await admit(db, { agentId, platform: 'api', sessionKey: 'k2', user: { platformUserId: 'U2' }, content: 'second' });
+    const first = await oldAdmit(db, { agentId, platform: 'slack', sessionKey: 'C1:T1', eventId: 'Ev-old-1', user: 'U1', content: 'hello from the old release' });
+    await oldAdmit(db, { agentId, platform: 'api', sessionKey: 'k2', user: 'U2', content: 'second' });
     const before = (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM admissions')).rows[0]!.n;
     await db.close();
 
