@@ -8,7 +8,7 @@ import { kubeBinaries, type KubeBinaries } from './binaries.js';
 import { loadKubeConfig, writeKubeconfig } from './kubeconfig.js';
 import { runKubectl, type KubectlOptions, type KubectlResult } from './kubectl.js';
 import { generatePki, type Pki } from './pki.js';
-import { freePort, startLogged, waitReady, type LoggedProcess } from './process.js';
+import { ExitedBeforeReady, freePort, startLogged, waitReady, type LoggedProcess } from './process.js';
 import { httpsStatus } from './probe.js';
 import { OWNER_FILE, ownerId } from './reaper.js';
 import { mintServiceAccountKubeconfig, type MintedKubeconfig } from './serviceAccount.js';
@@ -47,9 +47,31 @@ export interface ControlPlane {
   stop(): Promise<void>;
 }
 
+/**
+ * Runs `start` again, on new ports, when its process exited before it was ready: a port found
+ * free can be taken before the process binds it (any outgoing connection on this machine may get
+ * it as its ephemeral port, and the test plane runs beside suites that open thousands). At most
+ * three attempts; the last error has every attempt's log tail.
+ */
+async function onFreshPorts<T>(start: () => Promise<T>): Promise<T> {
+  const failures: string[] = [];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (!(err instanceof ExitedBeforeReady) || attempt === 3) {
+        if (failures.length) (err as Error).message += `\n--- earlier attempts ---\n${failures.join('\n---\n')}`;
+        throw err;
+      }
+      failures.push(err.message);
+    }
+  }
+}
+
 async function startEtcd(bin: KubeBinaries, dir: string, timeoutMs: number): Promise<{ proc: LoggedProcess; url: string }> {
   const [clientPort, peerPort] = [await freePort(), await freePort()];
   const url = `http://127.0.0.1:${clientPort}`;
+  rmSync(join(dir, 'etcd'), { recursive: true, force: true }); // a failed attempt's data dir
   const proc = startLogged('etcd', bin.etcd, [`--data-dir=${join(dir, 'etcd')}`,
     `--listen-client-url=${url}`, `--listen-peer-url=http://127.0.0.1:${peerPort}`], join(dir, 'etcd.log'));
   await waitReady(proc, async () => {
@@ -73,8 +95,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
   process.once('exit', removeDir); // also when a hook times out before stop() could be called
   const pki = generatePki(dir);
-  const port = await freePort();
-  const server = `https://127.0.0.1:${port}`;
+  let port = 0;
+  let server = '';
   let etcd: { proc: LoggedProcess; url: string } | undefined;
   let apiserver: LoggedProcess | undefined;
 
@@ -92,8 +114,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   };
 
   try {
-    etcd = await startEtcd(bin, dir, timeoutMs);
-    await startApiServer();
+    etcd = await onFreshPorts(() => startEtcd(bin, dir, timeoutMs));
+    await onFreshPorts(async () => {
+      port = await freePort();
+      server = `https://127.0.0.1:${port}`;
+      await startApiServer();
+    });
   } catch (err) {
     await stop();
     throw err;

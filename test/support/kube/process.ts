@@ -85,6 +85,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** The process exited before it was ready (the error's message has its log tail). */
+export class ExitedBeforeReady extends Error {}
+
 /** Waits until `check` passes; throws with the log tail if the process exits first or the time runs out. */
 export async function waitReady(proc: LoggedProcess, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   let exitCode: number | undefined;
@@ -96,6 +99,7 @@ export async function waitReady(proc: LoggedProcess, check: () => Promise<boolea
     });
   } catch (err) {
     await proc.stop(1_000);
-    throw new Error(`${(err as Error).message}\n--- last lines of ${proc.logFile} ---\n${proc.tail()}`, { cause: err });
+    const message = `${(err as Error).message}\n--- last lines of ${proc.logFile} ---\n${proc.tail()}`;
+    throw exitCode === undefined ? new Error(message, { cause: err }) : new ExitedBeforeReady(message, { cause: err });
   }
 }
