@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { openDb, publishRevision } from '../services/core/index.js';
 import { createTestDatabase } from '../test/support/services.js';
-import { freePort } from '../test/support/redis-server.js';
+import { freePort } from '../test/support/ports.js';
 import { testAgent } from '../test/support/system.js';
 import { serverUrls } from '../test/support/services.js';
 import { pgCommitRate } from './baselines.js';

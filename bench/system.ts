@@ -8,7 +8,7 @@ import { Agent, request } from 'undici';
 import { openDb, publishRevision, sha256 } from '../services/core/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../test/support/fake-openai.js';
 import { createTestDatabase, type TestDatabase } from '../test/support/services.js';
-import { freePort } from '../test/support/redis-server.js';
+import { freePort } from '../test/support/ports.js';
 import { testAgent } from '../test/support/system.js';
 import { DbCounters, type CostPerTurn } from './counters.js';
 

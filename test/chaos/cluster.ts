@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { request } from 'undici';
 import { openDb, publishRevision, sha256 } from '../../services/core/index.js';
-import { freePort } from '../support/redis-server.js';
+import { freePort } from '../support/ports.js';
 import { createTestDatabase, type TestDatabase } from '../support/services.js';
 import { testAgent } from '../support/system.js';
 import type { ChaosModel } from './model.js';

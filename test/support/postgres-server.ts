@@ -14,7 +14,7 @@ import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './redis-server.js';
+import { freePort } from './ports.js';
 
 const run = promisify(execFile);
 

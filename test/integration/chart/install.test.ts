@@ -18,7 +18,7 @@ import { parse, stringify } from 'yaml';
 import pg from 'pg';
 import { startControlPlane, startGarbageCollector, startKubelet, waitFor, type ControlPlane, type GarbageCollector, type TestKubelet } from '../../support/kube/index.js';
 import { repoRoot } from '../../support/kube/binaries.js';
-import { freePort } from '../../support/kube/process.js';
+import { freePort } from '../../support/ports.js';
 import { chartDir, parseManifests, run, type K8sObject } from '../../support/chart.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { slackEvent, slackSignedHeaders, startFakeSlack, type FakeSlack } from '../../support/fake-slack.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../../support/kube/binaries.js';
-import { freePort } from '../../support/kube/process.js';
+import { freePort } from '../../support/ports.js';
 import { cleanEnv, run } from './run.js';
 
 let scratch: string;

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../../support/kube/binaries.js';
-import { freePort } from '../../support/kube/process.js';
+import { freePort } from '../../support/ports.js';
 import { cleanEnv, run, type RunResult } from './run.js';
 
 interface Checkout {

@@ -13,7 +13,7 @@ import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeTools, repoRoot } from '../../support/kube/binaries.js';
 import { loadKubeConfig } from '../../support/kube/kubeconfig.js';
-import { freePort } from '../../support/kube/process.js';
+import { freePort } from '../../support/ports.js';
 import { markEnv, processGone } from '../../support/kube/reaper.js';
 import { waitFor } from '../../support/kube/wait.js';
 import { cleanEnv, run } from '../harness/run.js';

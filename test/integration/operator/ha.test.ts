@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { request } from 'undici';
 import { waitFor } from '../../support/kube/index.js';
-import { freePort } from '../../support/redis-server.js';
+import { freePort } from '../../support/ports.js';
 import { kubectlOk, startPlane, waitForCondition, type Plane } from './harness.js';
 
 const rbacFile = new URL('../../../charts/hermes/templates/operator-rbac.yaml', import.meta.url);

@@ -9,7 +9,7 @@ import { admit, enqueueTurn, getAdmission } from '../../../services/core/index.j
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, type TestRuntime } from '../../support/system.js';
-import { freePort } from '../../support/redis-server.js';
+import { freePort } from '../../support/ports.js';
 
 const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 let database: TestDatabase;

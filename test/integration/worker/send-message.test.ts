@@ -97,7 +97,7 @@ describe('send_message', () => {
   });
 
   it('refuses targets the Agent does not allow, with a clear error, and sends nothing', async () => {
-    const before = slack.posts().length + tg.sent().length;
+    const first = n + 1;
     const other = await slackTurn({ target: 'slack:CSECRET', message: 'leak' });
     expect(other.result.error).toBe('slack:CSECRET is not an allowed target of this agent (Agent spec.messaging.allowedTargets). Nothing was sent; use action "list" for the targets you may use.');
     const topic = await slackTurn({ target: 'telegram:-100777:18', message: 'wrong topic' });
@@ -105,9 +105,12 @@ describe('send_message', () => {
     expect((await slackTurn({ target: 'not a target', message: 'x' })).result.error).toMatch(/is neither a home channel \(ops\) nor a target written platform:chat_id\[:thread_id\]/);
     const { rows } = await rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_obligations WHERE admission_id = ANY($1) AND call_key <> ''`, [[other.admissionId, topic.admissionId]]);
     expect(rows[0]!.n).toBe(0);
-    // Their own replies went to their DMs; no other post or message.
-    await eventually(() => postsTo(`D${n}`)[0], 'the last reply');
-    expect(slack.posts().length + tg.sent().length).toBe(before + 3);
+    // Their own replies went to their DMs (each awaited: deliveries are asynchronous, so counting all
+    // posts would race with the earlier tests' deliveries); none of the refused messages went anywhere.
+    for (let i = first; i <= n; i++) await eventually(() => postsTo(`D${i}`)[0], `the reply in D${i}`);
+    const refused = ['leak', 'wrong topic', 'x'];
+    expect(slack.posts().filter((p) => p.args.channel === 'CSECRET' || refused.includes(String(p.args.text)))).toEqual([]);
+    expect(tg.sent().filter((c) => c.args.message_thread_id === 18 || refused.includes(String(c.args.text)))).toEqual([]);
   });
 
   it('lists the targets the agent may use', async () => {

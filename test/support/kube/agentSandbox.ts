@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentSandboxBinaries } from './binaries.js';
 import type { ControlPlane } from './controlPlane.js';
-import { freePort, startLogged, waitReady } from './process.js';
+import { startLogged, waitReady } from './process.js';
+import { freePort } from '../ports.js';
 import { waitFor } from './wait.js';
 
 /** Options for {@link startAgentSandboxController}. */

@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ControlPlane } from './controlPlane.js';
-import { freePort, startLogged, waitReady } from './process.js';
+import { startLogged, waitReady } from './process.js';
+import { freePort } from '../ports.js';
 
 /** Options for {@link startGarbageCollector}. */
 export interface GarbageCollectorOptions {

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { markEnv } from './reaper.js';
 import { waitFor } from './wait.js';
 
@@ -69,20 +68,6 @@ export function startLogged(name: string, command: string, args: string[], logFi
     clearTimeout(timer);
   };
   return { name, child, logFile, exited, tail, stop };
-}
-
-/** Returns a loopback TCP port that was free a moment ago. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The process exited before it was ready (the error's message has its log tail). */
