@@ -13,14 +13,14 @@ const lowest = 30_000;
 const handedOut = new Set<number>();
 
 /** The first port of the kernel's ephemeral range (32768 when it cannot be read). */
-function ephemeralStart(): number {
+const ephemeralStart = ((): number => {
   try {
     const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
     return Number.isInteger(first) && first > 0 ? first : 32_768;
   } catch {
     return 32_768;
   }
-}
+})();
 
 /** Binds 127.0.0.1:`port` (0: any) and releases it: the port bound, or undefined when it was taken. */
 function probe(port: number): Promise<number | undefined> {
@@ -28,7 +28,7 @@ function probe(port: number): Promise<number | undefined> {
     const s = createServer();
     s.unref();
     s.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' || err.code === 'EACCES' ? resolve(undefined) : reject(err)));
-    s.listen({ port, host: '127.0.0.1', exclusive: true }, () => {
+    s.listen(port, '127.0.0.1', () => {
       const address = s.address();
       const bound = typeof address === 'object' && address ? address.port : undefined;
       s.close(() => resolve(bound));
@@ -36,29 +36,30 @@ function probe(port: number): Promise<number | undefined> {
   });
 }
 
+/** The first of `candidates` that nothing listens on (probed by binding it), or undefined. */
+export async function firstFree(candidates: Iterable<number>): Promise<number | undefined> {
+  for (const port of candidates) if (await probe(port) === port) return port;
+  return undefined;
+}
+
+/** Up to 200 random ports of [lowest, ephemeral start) that this process has not handed out. */
+function* randomCandidates(): Generator<number> {
+  const span = ephemeralStart - lowest;
+  if (span < 100) return;
+  for (let i = 0; i < 200; i++) {
+    const port = lowest + Math.floor(Math.random() * span);
+    if (!handedOut.has(port)) yield port;
+  }
+}
+
 /**
- * A loopback TCP port that was free a moment ago, below the ephemeral range (never handed out
- * twice by one process). Falls back to the kernel's choice only when the range leaves no room.
- * `among` limits the choice to those ports (and then ignores what was handed out before): for
- * the test of this module.
+ * A loopback TCP port that was free a moment ago, below the ephemeral range, never handed out
+ * twice by one process (its server may not have bound it yet). Falls back to the kernel's choice
+ * only when the range leaves no room.
  */
-export async function freePort(opts: { among?: readonly number[] } = {}): Promise<number> {
-  if (opts.among) {
-    for (const port of opts.among) if (await probe(port) === port) return port;
-    throw new Error(`none of ports ${opts.among.join(', ')} is free`);
-  }
-  const highest = ephemeralStart() - 1;
-  if (highest - lowest >= 100) {
-    for (let attempt = 0; attempt < 200; attempt++) {
-      const port = lowest + Math.floor(Math.random() * (highest - lowest + 1));
-      if (handedOut.has(port)) continue;
-      if (await probe(port) === port) {
-        handedOut.add(port);
-        return port;
-      }
-    }
-  }
-  const port = await probe(0);
+export async function freePort(): Promise<number> {
+  const port = await firstFree(randomCandidates()) ?? await probe(0);
   if (port === undefined) throw new Error('no free loopback port');
+  handedOut.add(port);
   return port;
 }
