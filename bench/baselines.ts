@@ -1,9 +1,13 @@
 // Raw baselines measured in the same run as the system figures: what Postgres and BullMQ can do
-// on this machine with nothing of ours in between.
+// (and a bare HTTP round trip) on this machine with nothing of ours in between.
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { Agent, request } from 'undici';
 import pg from 'pg';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { freePort } from '../test/support/ports.js';
 
 export interface Rate {
   label: string;
@@ -53,4 +57,30 @@ export async function bullmqRate(redisUrl: string, concurrency: number, total: n
   await workerConnection.quit();
   await connection.quit();
   return { label: `bullmq add→processed, concurrency ${concurrency}`, perSecond: total / seconds };
+}
+
+/**
+ * HTTP POST → 200 round trips over loopback with undici, one client, to a bare `node:http` server
+ * in a process of its own (as the gateway and the model are to their callers): the cost of one of
+ * the HTTP legs every turn has (client → gateway, worker → model).
+ */
+export async function httpRoundTripRate(total: number): Promise<Rate> {
+  const port = await freePort();
+  const server = spawn(process.execPath, ['-e', `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.end('{}')); }).listen(${port}, '127.0.0.1', () => process.stdout.write('ready'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const dispatcher = new Agent({ connections: 1 });
+  try {
+    await once(server.stdout!, 'data');
+    const post = async () => {
+      const res = await request(`http://127.0.0.1:${port}/`, { method: 'POST', dispatcher, body: '{"messages":[]}', headers: { 'content-type': 'application/json' } });
+      await res.body.text();
+    };
+    for (let i = 0; i < 50; i++) await post(); // warm-up: connection, JIT
+    const started = performance.now();
+    for (let i = 0; i < total; i++) await post();
+    return { label: 'http POST→200 round trip, 1 client', perSecond: total / ((performance.now() - started) / 1000) };
+  } finally {
+    await dispatcher.close();
+    server.kill('SIGKILL');
+    await once(server, 'exit').catch(() => undefined);
+  }
 }
