@@ -12,7 +12,7 @@ export interface RunningOperatorProbes {
 }
 
 export async function startOperatorProbes(opts: { handle: OperatorHandle; db: Db; metrics: OperatorMetrics; log: Logger; host: string; port: number }): Promise<RunningOperatorProbes> {
-  const app = Fastify({ loggerInstance: opts.log.child({ component: 'operator-probes' }), logController: new LogController({ disableRequestLogging: true }) });
+  const app = Fastify({ loggerInstance: opts.log.child({ subsystem: 'operator-probes' }), logController: new LogController({ disableRequestLogging: true }) });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const caches = opts.handle.synced() ? { ok: true } : { ok: false, error: 'the watched caches have not listed yet' };

@@ -1,11 +1,15 @@
 // JSON logs (pino). Child loggers carry agent, session, admission and turn ids; the active
-// OpenTelemetry span's ids are added to every line so logs and traces join up.
+// OpenTelemetry span's ids are added to every line so logs and traces join up. `component` is the
+// process's (gateway, worker, dev…), set once here: a part of a process names itself with
+// `subsystem` (pino does not merge a child's keys with its parent's, so a second `component`
+// would print the key twice, which log stores such as Elasticsearch refuse).
 import { pino, type Logger } from 'pino';
 import { trace } from '@opentelemetry/api';
 
 export type { Logger };
 
-export function createLogger(component: string, level = 'info'): Logger {
+/** `destination`: where lines go (stdout by default). */
+export function createLogger(component: string, level = 'info', destination?: pino.DestinationStream): Logger {
   return pino({
     level,
     base: { component },
@@ -15,5 +19,5 @@ export function createLogger(component: string, level = 'info'): Logger {
       const ctx = trace.getActiveSpan()?.spanContext();
       return ctx ? { trace_id: ctx.traceId, span_id: ctx.spanId } : {};
     },
-  });
+  }, destination);
 }

@@ -37,7 +37,7 @@ export interface MetricsServer {
 
 /** A listener serving only /metrics (everything else 404). */
 export async function startMetricsServer(opts: { registry: Registry; host: string; port: number; token: string | undefined; log: Logger }): Promise<MetricsServer> {
-  const app = Fastify({ loggerInstance: opts.log.child({ component: 'metrics' }), logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
+  const app = Fastify({ loggerInstance: opts.log.child({ subsystem: 'metrics' }), logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
   registerMetricsRoute(app, opts.registry, opts.token);
   await app.listen({ host: opts.host, port: opts.port });
   return { url: listeningUrl(app.server, opts.host, opts.port), close: () => app.close() };

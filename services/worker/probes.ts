@@ -31,7 +31,7 @@ export interface RunningProbes {
 export async function startWorkerProbes(deps: ProbeDeps, opts: { readinessTimeoutMs?: number } = {}): Promise<RunningProbes> {
   let stopping = false;
   const { config } = deps;
-  const log = deps.log.child({ component: 'worker-probes' });
+  const log = deps.log.child({ subsystem: 'worker-probes' });
   const app = Fastify({ loggerInstance: log, logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {

@@ -35,7 +35,7 @@ export interface DispatcherDeps {
 
 export function runKanbanDispatcher(deps: DispatcherDeps): Leadership {
   const clock = deps.clock ?? (() => new Date());
-  const log = deps.log.child({ component: 'kanban-dispatcher' });
+  const log = deps.log.child({ subsystem: 'kanban-dispatcher' });
   const policy = dispatchPolicy(deps.config);
   return runAsLeader({
     databaseUrl: deps.config.DATABASE_URL, name: DISPATCHER_LOCK, log, ...(deps.tuning ? { tuning: deps.tuning } : {}),

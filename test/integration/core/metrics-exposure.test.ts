@@ -83,3 +83,19 @@ describe.each(servers)('/metrics of the %s', (_name, start) => {
     }
   });
 });
+
+describe('log lines of a process part', () => {
+  it('name the process component once; the part says subsystem (a repeated key is refused by log stores)', async () => {
+    const lines: string[] = [];
+    const log = createLogger('worker', 'info', { write: (line: string) => { lines.push(line); } });
+    const config = testConfig(h.config.DATABASE_URL, { HERMES_HOST: '127.0.0.1', HERMES_WORKER_PORT: 0, HERMES_METRICS_PORT: 0 });
+    const p = await startWorkerProbes({ config, db, redis, log, metrics: createMetrics('worker') });
+    await p.close();
+    // The probe server and its separate /metrics listener each announce where they listen.
+    const listening = lines.filter((l) => l.includes('Server listening'));
+    expect(listening).toHaveLength(2);
+    for (const line of lines) expect(line.match(/"component":/g)).toHaveLength(1);
+    expect(listening.map((l) => (JSON.parse(l) as { component: string; subsystem: string })).map(({ component, subsystem }) => `${component}/${subsystem}`).sort())
+      .toEqual(['worker/metrics', 'worker/worker-probes']);
+  });
+});
