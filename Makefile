@@ -23,7 +23,9 @@ help: ## List the targets
 ##@ Run
 .PHONY: dev
 dev: deps system-deps ## Start the whole system locally (Postgres, Redis, gateway + worker); K8S=1 also starts a kube-apiserver and runs the operator against it
-	@$(SERVICES); \
+	@own=; [ -n "$${DATABASE_URL:-}" ] || own=Postgres; [ -n "$${REDIS_URL:-}" ] || own="$${own:+$$own and }Redis"; \
+	$(SERVICES); \
+	if [ -n "$$own" ]; then echo "[dev] Ctrl-C leaves this checkout's $$own running (under .hermes/, data kept); make services-down ends that" >&2; fi; \
 	if [ "$(K8S)" = 1 ]; then $(KUBE_DEV); fi; \
 	node bin/hermes.js dev $(if $(filter 1,$(K8S)),--k8s,)
 
