@@ -68,8 +68,11 @@ export async function httpRoundTripRate(total: number): Promise<Rate> {
   const port = await freePort();
   const server = spawn(process.execPath, ['-e', `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.end('{}')); }).listen(${port}, '127.0.0.1', () => process.stdout.write('ready'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
   const dispatcher = new Agent({ connections: 1 });
+  const exited = once(server, 'exit');
+  const died = exited.then(([code]) => { throw new Error(`the baseline HTTP server exited (${String(code)}) before it listened`); });
+  died.catch(() => undefined); // it also settles at the kill below
   try {
-    await once(server.stdout!, 'data');
+    await Promise.race([once(server.stdout!, 'data'), died]);
     const post = async () => {
       const res = await request(`http://127.0.0.1:${port}/`, { method: 'POST', dispatcher, body: '{"messages":[]}', headers: { 'content-type': 'application/json' } });
       await res.body.text();
@@ -81,6 +84,6 @@ export async function httpRoundTripRate(total: number): Promise<Rate> {
   } finally {
     await dispatcher.close();
     server.kill('SIGKILL');
-    await once(server, 'exit').catch(() => undefined);
+    await exited;
   }
 }
