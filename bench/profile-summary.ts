@@ -54,8 +54,8 @@ export function place(frame: Frame): string {
   return url.replace(/^file:\/\//, '').replace(ownRoot, '');
 }
 
-/** `function place:line`; a native frame (no script) by its name alone. */
-const label = (f: Frame) => (f.url ? `${f.functionName || '(anonymous)'} ${place(f)}:${f.lineNumber + 1}` : f.functionName || '(native)');
+/** `function place:line`; a native frame (no script) by its name alone, as `place` gives it. */
+const label = (f: Frame) => (f.url ? `${f.functionName || '(anonymous)'} ${place(f)}:${f.lineNumber + 1}` : place(f));
 
 function bounds(p: CpuProfile, w: Window): [number, number] {
   const span = p.endTime - p.startTime;
@@ -97,6 +97,20 @@ export function summarize(p: CpuProfile, w: Window = {}, callersOf?: string): Su
   return { seconds: (to - from) / 1e6, onCpuMs: onCpu / 1_000, byPlace: sorted(byPlace), byFunction: sorted(byFunction), callers: sorted(callers) };
 }
 
+/** The profile at `path`; a file that is not one is refused with its name, not a TypeError later. */
+export function readProfile(path: string): CpuProfile {
+  let p: Partial<CpuProfile>;
+  try {
+    p = JSON.parse(readFileSync(path, 'utf8')) as Partial<CpuProfile>;
+  } catch (err) {
+    throw new Error(`${path}: ${(err as Error).message}`, { cause: err });
+  }
+  if (!Array.isArray(p?.nodes) || !Array.isArray(p.samples) || !Array.isArray(p.timeDeltas) || typeof p.startTime !== 'number' || typeof p.endTime !== 'number') {
+    throw new Error(`${path} is not a V8 CPU profile (a .cpuprofile file, as node --cpu-prof writes)`);
+  }
+  return p as CpuProfile;
+}
+
 function print(s: Summary, top: number): void {
   const pct = (ms: number) => `${((100 * ms) / (s.onCpuMs || 1)).toFixed(1).padStart(5)} %  ${ms.toFixed(0).padStart(7)} ms`;
   console.log(`${s.seconds.toFixed(1)} s window, ${s.onCpuMs.toFixed(0)} ms on CPU (${((100 * s.onCpuMs) / 1_000 / (s.seconds || 1)).toFixed(0)} % of one core)`);
@@ -131,8 +145,9 @@ function main(): void {
   };
   const from = num(values.from, 'from');
   const to = num(values.to, 'to');
-  const profile = JSON.parse(readFileSync(positionals[0]!, 'utf8')) as CpuProfile;
-  print(summarize(profile, { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) }, values.callers), Number(values.top));
+  const top = Number(values.top);
+  if (!Number.isInteger(top) || top < 1) throw new Error(`--top: "${values.top}" is not a whole number of rows above 0`);
+  print(summarize(readProfile(positionals[0]!), { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) }, values.callers), top);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -54,11 +54,12 @@ async function main(): Promise<void> {
   console.log('\nCPU per turn by process (ms; idle use subtracted; all processes share this machine\'s cores)');
   const labels = [...new Set(results.flatMap(({ x }) => [...x.cost.cpuMsPerTurn.keys()]))];
   const cpuTotal = (x: LoadResult) => [...x.cost.cpuMsPerTurn.values()].reduce((a, b) => a + b, 0);
+  // With every core busy, turns/s cannot exceed cores ÷ CPU per turn.
+  const cpuBound = (cpuMs: number) => (cpuMs ? (cores * 1_000) / cpuMs : 0);
   console.log(`  ${'workers'.padEnd(8)} ${'conc.'.padEnd(6)} ${labels.map((l) => l.padStart(Math.max(9, l.length))).join(' ')} ${'total'.padStart(8)} ${'bound turns/s'.padStart(14)}`);
   for (const { workers, x } of results) {
     const total = cpuTotal(x);
-    // With every core busy, turns/s cannot exceed cores ÷ CPU per turn.
-    console.log(`  ${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${labels.map((l) => fmt(x.cost.cpuMsPerTurn.get(l) ?? 0, 2).padStart(Math.max(9, l.length))).join(' ')} ${fmt(total, 2).padStart(8)} ${fmt(total ? (cores * 1_000) / total : 0, 0).padStart(14)}`);
+    console.log(`  ${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${labels.map((l) => fmt(x.cost.cpuMsPerTurn.get(l) ?? 0, 2).padStart(Math.max(9, l.length))).join(' ')} ${fmt(total, 2).padStart(8)} ${fmt(cpuBound(total), 0).padStart(14)}`);
   }
   const one = runs[0]!;
   const c1 = one.c1!;
@@ -72,8 +73,8 @@ async function main(): Promise<void> {
   console.log(`    with the 2 HTTP legs every turn also has (client → gateway, worker → model; ${fmt(httpMs, 3)} ms each raw): floor ${fmt(floorMs + 2 * httpMs, 2)} ms, p50 ${fmt(c1.p50Ms / (floorMs + 2 * httpMs), 2)}×`);
   console.log(`  c=64 ${fmt(one.c64.perSecond, 1)} turns/s vs 8-client commit rate ÷ commits per turn = ${fmt(ceiling, 1)}/s: ${fmt(100 * one.c64.perSecond / ceiling, 1)} % (target ≥ 40 %)`);
   const pgCpu = one.c64.cost.cpuMsPerTurn.get('postgres');
-  console.log(`    40 % is ${fmt(0.4 * ceiling, 0)} turns/s; at ${fmt(cpuTotal(one.c64), 2)} ms CPU per turn (all processes) ${cores} core(s) allow at most ${fmt((cores * 1_000) / (cpuTotal(one.c64) || 1), 0)}`
-    + (pgCpu ? `, Postgres' own ${fmt(pgCpu, 2)} ms alone at most ${fmt((cores * 1_000) / pgCpu, 0)}` : ''));
+  console.log(`    40 % is ${fmt(0.4 * ceiling, 0)} turns/s; at ${fmt(cpuTotal(one.c64), 2)} ms CPU per turn (all processes) ${cores} core(s) allow at most ${fmt(cpuBound(cpuTotal(one.c64)), 0)}`
+    + (pgCpu ? `, Postgres' own ${fmt(pgCpu, 2)} ms alone at most ${fmt(cpuBound(pgCpu), 0)}` : ''));
   if (runs[1]) console.log(`  workers 1 → 2 at c=64: ${fmt(one.c64.perSecond, 1)} → ${fmt(runs[1].c64.perSecond, 1)} turns/s (${fmt(runs[1].c64.perSecond / one.c64.perSecond, 2)}×)`);
   progress('agent loop: overhead and memory per turn…');
   printLoop(await loopOverhead(n(10_000)), await memoryPerTurn(n(1_000)));

@@ -1,10 +1,13 @@
 // bench/profile-summary.ts: a V8 CPU profile summed up by place and function, within a window.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { place, summarize, type CpuProfile } from '../../bench/profile-summary.js';
+import { place, readProfile, summarize, type CpuProfile } from '../../bench/profile-summary.js';
 
 const frame = (functionName: string, url = '', lineNumber = 0) => ({ functionName, url, lineNumber });
 
-// root → main (ours) → query (pg) → writev (native); main → (idle) stands for the idle samples.
+// root → drain (ours) → query (pg) → writev (native), and root → (idle) for the idle samples.
 const profile: CpuProfile = {
   nodes: [
     { id: 1, callFrame: frame('(root)'), children: [2, 5] },
@@ -14,7 +17,7 @@ const profile: CpuProfile = {
     { id: 5, callFrame: frame('(idle)') },
   ],
   startTime: 0,
-  // Samples every 1 ms: 2 idle, then drain, query, writev ×2, idle, drain; the last sample has no duration.
+  // Samples every 1 ms: 2 idle, then drain, query, writev ×2, idle, drain ×2; the last sample has no duration.
   samples: [5, 5, 2, 3, 4, 4, 5, 2, 2],
   timeDeltas: [1_000, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000],
   endTime: 10_000,
@@ -39,5 +42,18 @@ describe('profile summary', () => {
     expect(place(frame('f', 'file:///x/node_modules/@opentelemetry/sdk-trace-base/build/a.js'))).toBe('npm:@opentelemetry/sdk-trace-base');
     expect(place(frame('f', 'node:internal/deps/undici/undici'))).toBe('node:undici');
     expect(place(frame('f', 'node:events'))).toBe('node:events');
+  });
+
+  it('refuses a file that is not a CPU profile, naming it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'profile-summary-'));
+    const good = join(dir, 'good.cpuprofile');
+    const other = join(dir, 'other.json');
+    const broken = join(dir, 'broken.cpuprofile');
+    writeFileSync(good, JSON.stringify(profile));
+    writeFileSync(other, JSON.stringify({ nodes: [] }));
+    writeFileSync(broken, '{"nodes": [');
+    expect(readProfile(good)).toEqual(profile);
+    expect(() => readProfile(other)).toThrow(`${other} is not a V8 CPU profile`);
+    expect(() => readProfile(broken)).toThrow(broken);
   });
 });
