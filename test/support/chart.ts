@@ -1,9 +1,10 @@
 // Helpers of the chart tests (test/integration/chart/): the chart's folder, `helm` runs, the tools
 // of hack/chart/tools.sh (built by the vitest global setup before any chart suite).
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { runCommand, type CommandResult } from './command.js';
 import { repoRoot } from './kube/binaries.js';
 
 export const chartDir = join(repoRoot, 'charts/hermes');
@@ -12,15 +13,10 @@ export const chartDir = join(repoRoot, 'charts/hermes');
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- rendered manifests of every kind, read by path
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; annotations?: Record<string, string>; labels?: Record<string, string> }; spec?: any; data?: Record<string, string> };
 
-export interface RunResult { code: number; stdout: string; stderr: string }
+export type RunResult = CommandResult;
 
 export function run(cmd: string, args: string[], opts: { cwd?: string; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
-  return new Promise((resolve) => {
-    const child = execFile(cmd, args, { cwd: opts.cwd ?? repoRoot, timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-    child.stdin?.end(opts.input ?? '');
-  });
+  return runCommand(cmd, args, { cwd: opts.cwd ?? repoRoot, input: opts.input, timeoutMs: opts.timeoutMs ?? 120_000 });
 }
 
 /** Parses a multi-document manifest, dropping empty documents. */

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { runCommand } from '../command.js';
 
 /** The outcome of one kubectl run; a non-zero `code` is returned, not thrown. */
 export interface KubectlResult {
@@ -19,13 +19,5 @@ export interface KubectlOptions {
 
 /** Runs `kubectl --kubeconfig <kubeconfig> ...args`. */
 export function runKubectl(kubectlPath: string, kubeconfig: string, args: string[], opts: KubectlOptions = {}): Promise<KubectlResult> {
-  return new Promise((resolve) => {
-    const child = execFile(kubectlPath, ['--kubeconfig', opts.kubeconfig ?? kubeconfig, ...args], {
-      timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8',
-    }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin?.end(opts.input ?? '');
-  });
+  return runCommand(kubectlPath, ['--kubeconfig', opts.kubeconfig ?? kubeconfig, ...args], { input: opts.input, timeoutMs: opts.timeoutMs ?? 60_000 });
 }
