@@ -22,6 +22,9 @@ export interface CostPerTurn {
 
 type IdleRate = { commits: number; redisCommands: number; cpuMs: Map<string, number> };
 
+/** The CPU row of Postgres (the postmaster and its backends), which bench/run.ts also reads by itself. */
+export const POSTGRES_CPU = 'postgres';
+
 export class DbCounters {
   private constructor(private readonly pgClient: pg.Client, private readonly redis: Redis, private readonly dbName: string, private readonly cpu: CpuSource[]) {}
 
@@ -34,7 +37,7 @@ export class DbCounters {
     // The postmaster's pid (first line of postmaster.pid; superuser only) and Redis's: their CPU counts when readable.
     const postmaster = await client.query<{ pid: string }>(`SELECT split_part(pg_read_file('postmaster.pid'), E'\\n', 1) AS pid`).catch(() => undefined);
     const pgPid = Number(postmaster?.rows[0]?.pid);
-    if (pgPid > 0) cpu.push({ label: 'postgres', pid: pgPid, tree: true });
+    if (pgPid > 0) cpu.push({ label: POSTGRES_CPU, pid: pgPid, tree: true });
     const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
     if (redisPid > 0) cpu.push({ label: 'redis', pid: redisPid });
     return new DbCounters(client, redis, new URL(databaseUrl).pathname.slice(1), cpu);

@@ -1,6 +1,7 @@
 // `npm run bench` / `make bench`: the system's turns/s and message→reply latency, printed next
 // to raw baselines measured in the same run on the same machine, with the ratios.
 import { bullmqRate, httpRoundTripRate, pgCommitRate, type Rate } from './baselines.js';
+import { POSTGRES_CPU } from './counters.js';
 import { startSystem, type LoadResult } from './system.js';
 import { loopOverhead, memoryPerTurn, printLoop } from './loop.js';
 import { availableParallelism } from 'node:os';
@@ -72,7 +73,7 @@ async function main(): Promise<void> {
   const httpMs = 1_000 / http1.perSecond;
   console.log(`    with the 2 HTTP legs every turn also has (client → gateway, worker → model; ${fmt(httpMs, 3)} ms each raw): floor ${fmt(floorMs + 2 * httpMs, 2)} ms, p50 ${fmt(c1.p50Ms / (floorMs + 2 * httpMs), 2)}×`);
   console.log(`  c=64 ${fmt(one.c64.perSecond, 1)} turns/s vs 8-client commit rate ÷ commits per turn = ${fmt(ceiling, 1)}/s: ${fmt(100 * one.c64.perSecond / ceiling, 1)} % (target ≥ 40 %)`);
-  const pgCpu = one.c64.cost.cpuMsPerTurn.get('postgres');
+  const pgCpu = one.c64.cost.cpuMsPerTurn.get(POSTGRES_CPU);
   console.log(`    40 % is ${fmt(0.4 * ceiling, 0)} turns/s; at ${fmt(cpuTotal(one.c64), 2)} ms CPU per turn (all processes) ${cores} core(s) allow at most ${fmt(cpuBound(cpuTotal(one.c64)), 0)}`
     + (pgCpu ? `, Postgres' own ${fmt(pgCpu, 2)} ms alone at most ${fmt(cpuBound(pgCpu), 0)}` : ''));
   if (runs[1]) console.log(`  workers 1 → 2 at c=64: ${fmt(one.c64.perSecond, 1)} → ${fmt(runs[1].c64.perSecond, 1)} turns/s (${fmt(runs[1].c64.perSecond / one.c64.perSecond, 2)}×)`);

@@ -15,6 +15,7 @@ export type K8sObject = { apiVersion: string; kind: string; metadata: { name: st
 
 export type RunResult = CommandResult;
 
+/** Runs a command (helm, promrules) from the repository root; its input on stdin. */
 export function run(cmd: string, args: string[], opts: { cwd?: string; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
   return runCommand(cmd, args, { cwd: opts.cwd ?? repoRoot, input: opts.input, timeoutMs: opts.timeoutMs ?? 120_000 });
 }

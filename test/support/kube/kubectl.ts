@@ -1,11 +1,7 @@
-import { runCommand } from '../command.js';
+import { runCommand, type CommandResult } from '../command.js';
 
 /** The outcome of one kubectl run; a non-zero `code` is returned, not thrown. */
-export interface KubectlResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type KubectlResult = CommandResult;
 
 /** Options for {@link runKubectl}. */
 export interface KubectlOptions {
