@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { ConfigError, checkEvictionPolicy, connectRedis, openQueues, registerInstance } from '../core/index.js';
+import { ConfigError, checkEvictionPolicy, connectRedis, openQueues, redisLiveness, registerInstance } from '../core/index.js';
 import { startGateway, type RunningGateway } from '../gateway/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import { openRuntime, onShutdown, type Runtime } from './runtime.js';
@@ -11,8 +11,9 @@ import { openSecrets } from './secrets.js';
  * already committed and the sweeper re-enqueues) and a subscriber for turn events.
  */
 export async function startGatewayOn(rt: Runtime, secrets?: SecretResolver): Promise<RunningGateway> {
-  const producer = connectRedis(rt.config.REDIS_URL, { failFast: true });
-  const subscriber = connectRedis(rt.config.REDIS_URL);
+  const silence = rt.config.HERMES_REDIS_TIMEOUT_SECONDS;
+  const producer = connectRedis(rt.config.REDIS_URL, { failFast: true, liveness: redisLiveness(silence, rt.log, 'producer') });
+  const subscriber = connectRedis(rt.config.REDIS_URL, { liveness: redisLiveness(silence, rt.log, 'subscriber') });
   const queues = openQueues(producer, rt.config.HERMES_QUEUE_PREFIX);
   const warning = await checkEvictionPolicy(rt.redis);
   if (warning) rt.log.warn(warning);

@@ -2,7 +2,7 @@
 // cache, logger, metrics, tracing) and wiring SIGTERM/SIGINT to a graceful close.
 import type { Redis } from 'ioredis';
 import {
-  AgentCache, connectRedis, createLogger, createMetrics, initTracing, loadConfig, openDb, openQueues, shutdownTracing,
+  AgentCache, connectRedis, createLogger, createMetrics, initTracing, loadConfig, openDb, openQueues, redisLiveness, shutdownTracing,
   type Config, type Db, type Logger, type Metrics, type Queues,
 } from '../core/index.js';
 
@@ -22,7 +22,7 @@ export async function openResources(config: Config, component: string): Promise<
   const log = createLogger(component, config.HERMES_LOG_LEVEL);
   const metrics = createMetrics(component);
   const db = openDb(config.DATABASE_URL, { applicationName: `hermes-${component}`, queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000, max: config.HERMES_DB_POOL_SIZE });
-  const redis = connectRedis(config.REDIS_URL);
+  const redis = connectRedis(config.REDIS_URL, { liveness: redisLiveness(config.HERMES_REDIS_TIMEOUT_SECONDS, log, 'main') });
   const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
   const agents = new AgentCache(db, config.DATABASE_URL, { log, metrics });
   await agents.start();

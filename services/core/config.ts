@@ -27,6 +27,7 @@ export const configSchema = z.object({
   HERMES_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(100_000).describe('Largest accepted message text.'),
   HERMES_DB_POOL_SIZE: z.coerce.number().int().positive().max(200).default(10).describe('Postgres connections per process. Few connections kept busy beat many that wait (fewer backends to switch between); raise it for long tool-heavy turns.'),
   HERMES_DB_QUERY_TIMEOUT_SECONDS: seconds(30, 'Client-side bound on one Postgres query: a half-open connection fails instead of hanging, and is replaced.'),
+  HERMES_REDIS_TIMEOUT_SECONDS: seconds(10, 'A Redis connection that answers no PING for this long (one is sent every half of it) is dropped and reconnected: a half-open connection (a vanished node, a NAT drop) is replaced instead of hanging enqueues, workers and subscribers.'),
   HERMES_LEASE_TTL_SECONDS: seconds(300, 'Session turn lease TTL (SPEC: 300 s).'),
   HERMES_LEASE_RENEW_SECONDS: seconds(60, 'Lease renewal interval (SPEC: 60 s).'),
   HERMES_HEARTBEAT_SECONDS: seconds(10, 'Process heartbeat interval.'),

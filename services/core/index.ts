@@ -6,6 +6,7 @@ export * from './logger.js';
 export * from './metrics.js';
 export * from './tracing.js';
 export * from './queues.js';
+export * from './redis-liveness.js';
 export * from './events.js';
 export * from './compiled.js';
 export * from './sandbox-labels.js';

@@ -4,6 +4,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
+import { watchLiveness, type RedisLivenessOptions } from './redis-liveness.js';
 
 export const queueNames = { turns: 'turns', deliveries: 'deliveries', reviews: 'reviews' } as const;
 
@@ -32,17 +33,37 @@ export const defaultJobOptions: JobsOptions = { removeOnComplete: true, removeOn
 export interface RedisOptions {
   /** Fail commands at once while disconnected (producers on a request path) instead of queueing them. */
   failFast?: boolean;
+  /** The silent-connection watchdog (redis-liveness.ts); `false` turns it off. @defaultValue defaultLiveness */
+  liveness?: RedisLivenessOptions | false;
 }
 
-export function connectRedis(url: string, opts: RedisOptions = {}): Redis {
-  const redis = new Redis(url, {
-    maxRetriesPerRequest: opts.failFast ? 1 : null,
-    enableOfflineQueue: !opts.failFast,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
-    lazyConnect: false,
-  });
+/** TCP keepalive on every connection: the kernel notices a peer that vanished even while idle. */
+const keepAliveMs = 10_000;
+
+const clientOptions = (opts: RedisOptions) => ({
+  maxRetriesPerRequest: opts.failFast ? 1 : null,
+  enableOfflineQueue: !opts.failFast,
+  retryStrategy: (times: number) => Math.min(times * 200, 2_000),
+  keepAlive: keepAliveMs,
+});
+
+function guard(redis: Redis, opts: RedisOptions): Redis {
   redis.on('error', () => undefined); // reconnects on its own; readiness reports the outage
+  if (opts.liveness !== false) watchLiveness(redis, opts.liveness);
   return redis;
+}
+
+/**
+ * A Redis connection that reconnects on its own (capped backoff) and is replaced when it goes
+ * silent. `failFast` connections reject commands while down instead of queueing them.
+ */
+export function connectRedis(url: string, opts: RedisOptions = {}): Redis {
+  return guard(new Redis(url, { ...clientOptions(opts), lazyConnect: false }), opts);
+}
+
+/** A second connection to the same server as `redis` (a subscriber, a BullMQ worker's), guarded like `connectRedis`'s. */
+export function duplicateRedis(redis: Redis, opts: RedisOptions = {}): Redis {
+  return guard(redis.duplicate(clientOptions(opts)), opts);
 }
 
 export interface Queues {

@@ -3,7 +3,7 @@
 import { setMaxListeners } from 'node:events';
 import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import { HermesError } from '../core/index.js';
+import { HermesError, duplicateRedis, redisLiveness, type Logger } from '../core/index.js';
 import type { GatewayDeps } from './deps.js';
 import { StatusPoller } from './status-poller.js';
 import { ChannelHub } from './subscriber.js';
@@ -24,14 +24,13 @@ export interface GatewayContext {
 }
 
 /** The app's own subscriber connection when the caller gave none: queues while disconnected, retries forever. */
-function ownSubscriber(redis: Redis): Redis {
-  const sub = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
-  sub.on('error', () => undefined); // reconnects on its own; waiters fall back to polling meanwhile
-  return sub;
+function ownSubscriber(redis: Redis, log: Logger, silenceSeconds: number): Redis {
+  // Reconnects on its own (and when silent); waiters fall back to polling meanwhile.
+  return duplicateRedis(redis, { liveness: redisLiveness(silenceSeconds, log, 'subscriber') });
 }
 
 export function createContext(deps: GatewayDeps): GatewayContext {
-  const owned = deps.subscriber ? undefined : ownSubscriber(deps.redis);
+  const owned = deps.subscriber ? undefined : ownSubscriber(deps.redis, deps.log, deps.config.HERMES_REDIS_TIMEOUT_SECONDS);
   const hub = new ChannelHub(deps.subscriber ?? owned!, deps.log);
   const poller = new StatusPoller({ db: deps.db, log: deps.log, metrics: deps.metrics, pollMs: deps.tuning?.pollMs ?? 500 });
   const waiter = new TurnWaiter({ db: deps.db, hub, poller, prefix: deps.config.HERMES_QUEUE_PREFIX, log: deps.log });

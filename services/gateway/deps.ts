@@ -2,7 +2,7 @@
 // the app never closes them. `openGatewayDeps` opens the usual set from a Config.
 import type { Redis } from 'ioredis';
 import {
-  AgentCache, connectRedis, createLogger, createMetrics, openDb, openQueues,
+  AgentCache, connectRedis, createLogger, createMetrics, openDb, openQueues, redisLiveness,
   type Config, type Db, type Logger, type Metrics, type Queues,
 } from '../core/index.js';
 import type { SecretReader } from '../platforms/index.js';
@@ -47,8 +47,8 @@ export interface GatewayDeps {
 export async function openGatewayDeps(config: Config): Promise<GatewayDeps & { close(): Promise<void> }> {
   const log = createLogger('gateway', config.HERMES_LOG_LEVEL);
   const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-gateway', queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000, max: config.HERMES_DB_POOL_SIZE });
-  const redis = connectRedis(config.REDIS_URL, { failFast: true });
-  const subscriber = connectRedis(config.REDIS_URL);
+  const redis = connectRedis(config.REDIS_URL, { failFast: true, liveness: redisLiveness(config.HERMES_REDIS_TIMEOUT_SECONDS, log, 'producer') });
+  const subscriber = connectRedis(config.REDIS_URL, { liveness: redisLiveness(config.HERMES_REDIS_TIMEOUT_SECONDS, log, 'subscriber') });
   const queues = openQueues(redis, config.HERMES_QUEUE_PREFIX);
   const metrics = createMetrics('gateway');
   const agents = new AgentCache(db, config.DATABASE_URL, { log, metrics });

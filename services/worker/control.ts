@@ -1,8 +1,10 @@
 // Control signals for the turns this worker runs: one pattern subscription on the sessions'
 // control channels, routed to the running turn of that session. Signals are also in Postgres;
 // a turn reads the ones recorded before it subscribed (with its context), so none falls between.
+// When the subscription drops (Redis restarted, or a silent connection was replaced), every
+// running turn reads again the signals recorded meanwhile, once the subscription is back.
 import type { Redis } from 'ioredis';
-import { consumeSignal, parseSignal, releaseSignals, type Db, type Logger, type SessionSignal } from '../core/index.js';
+import { consumeSignal, duplicateRedis, parseSignal, pendingSignals, redisLiveness, releaseSignals, type Db, type Logger, type SessionSignal } from '../core/index.js';
 import type { TurnControl } from '../agent/index.js';
 
 /** A turn's subscription to its session's signals. */
@@ -29,13 +31,26 @@ function act(control: TurnControl, s: SessionSignal): void {
   else control.redirect(s.text, s.id);
 }
 
-export async function startControlHub(redis: Redis, prefix: string, log: Logger): Promise<ControlHub> {
-  const sub = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
-  sub.on('error', () => undefined);
+/** `silenceSeconds`: HERMES_REDIS_TIMEOUT_SECONDS, after which a silent subscription is replaced. */
+export async function startControlHub(redis: Redis, prefix: string, log: Logger, silenceSeconds: number): Promise<ControlHub> {
+  const sub = duplicateRedis(redis, { liveness: redisLiveness(silenceSeconds, log, 'control') });
   const listeners = new Map<string, (s: SessionSignal) => void>();
+  /** Per running turn: read its session's signals recorded since it started (after a gap). */
+  const rereads = new Map<string, () => void>();
   sub.on('pmessage', (_pattern: string, _channel: string, raw: string) => {
     const s = parseSignal(raw);
     if (s) listeners.get(s.sessionId)?.(s);
+  });
+  let gap = false;
+  sub.on('close', () => { gap = true; });
+  sub.on('ready', () => {
+    if (!gap) return;
+    gap = false;
+    // ioredis subscribes again right after 'ready'; a PING sent after that answers once the
+    // subscription is back, so every signal is either heard or already in Postgres.
+    setImmediate(() => {
+      sub.ping().then(() => { for (const reread of rereads.values()) reread(); }, () => undefined);
+    });
   });
   await sub.psubscribe(`${prefix}:session:*:control`);
   return {
@@ -47,14 +62,25 @@ export async function startControlHub(redis: Redis, prefix: string, log: Logger)
         // Postgres decides who acted on it: the reply to the control message reports it.
         consumeSignal(db.pool, s.id, admission.id).then((mine) => { if (mine) act(control, s); }, (err: unknown) => log.warn({ err }, 'Recording a control signal failed'));
       };
+      const reread = () => {
+        pendingSignals(db.pool, sessionId, admission.seq).then(
+          (signals) => { if (listeners.get(sessionId) === deliver) for (const s of signals) deliver(s); },
+          (err: unknown) => log.warn({ err, sessionId }, 'Reading control signals after a Redis gap failed'),
+        );
+      };
       listeners.set(sessionId, deliver);
+      rereads.set(sessionId, reread);
       return {
         catchUp: (signals) => { for (const s of signals) deliver(s); },
         release: async () => {
           const ids = control.unsent();
           if (ids.length) await releaseSignals(db.pool, ids, admission.id);
         },
-        stop: () => { if (listeners.get(sessionId) === deliver) listeners.delete(sessionId); },
+        stop: () => {
+          if (listeners.get(sessionId) !== deliver) return;
+          listeners.delete(sessionId);
+          rereads.delete(sessionId);
+        },
       };
     },
     async close() {

@@ -6,7 +6,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Worker } from 'bullmq';
 import {
-  checkEvictionPolicy, deliveryJobSchema, getAdmission, markStopped, queueNames, registerInstance, reviewJobSchema, startSweeper, turnJobSchema,
+  checkEvictionPolicy, deliveryJobSchema, duplicateRedis, redisLiveness, getAdmission, markStopped, queueNames, registerInstance, reviewJobSchema, startSweeper, turnJobSchema,
   type Instance,
 } from '../core/index.js';
 import { startLiveness } from './liveness.js';
@@ -70,12 +70,11 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const liveness = startLiveness({ databaseUrl: config.DATABASE_URL, instanceId: instance.id, everySeconds: config.HERMES_HEARTBEAT_SECONDS, ttlSeconds: config.HERMES_INSTANCE_TTL_SECONDS, log });
   const adapters = new Map([...platformAdapters(deps), ...(deps.adapters ?? [])]);
   if (!adapters.has('cron')) adapters.set('cron', cronDelivery(() => adapters));
-  const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log);
+  const control = await startControlHub(deps.redis, config.HERMES_QUEUE_PREFIX, log, config.HERMES_REDIS_TIMEOUT_SECONDS);
   const sandboxes = deps.loop?.sandboxes ?? openSandboxBackends(config, log, { metrics: deps.metrics, ...(deps.kubeConfig ? { kubeConfig: deps.kubeConfig } : {}) });
   const loop = createLoopDeps(config, deps.secrets, { ...deps.loop, sandboxes });
   const drainDeps = { ...deps, instance, liveness, running, draining: draining.signal, shutdown: shutdown.signal, loop, control, adapters };
-  const connection = deps.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
-  connection.on('error', () => undefined);
+  const connection = duplicateRedis(deps.redis, { liveness: redisLiveness(config.HERMES_REDIS_TIMEOUT_SECONDS, log, 'queue') });
   const prefix = config.HERMES_QUEUE_PREFIX;
 
   const turns = new Worker(queueNames.turns, async (job) => {
