@@ -19,7 +19,7 @@ export interface Scale {
   /** Length of the Postgres outage (issue: 30 s). */
   outageSeconds: number;
   redisDownSeconds: number;
-  /** How long the proxy holds a worker's Postgres path half-open. */
+  /** How long the proxy holds a path half-open (a worker's to Postgres; every process's to Redis). */
   halfOpenSeconds: number;
   /** Processes started at once on a fresh database (issue: 20). */
   stampede: number;
