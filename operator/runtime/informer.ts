@@ -1,7 +1,14 @@
 // A watched cache of one resource: client-node's informer (list, then watch from the list's
-// resourceVersion), restarted with backoff when the watch breaks (a restart relists, so changes
-// missed meanwhile are seen), plus a periodic resync that re-announces every cached object so a
-// lost event or a failed side effect outside Kubernetes is eventually corrected.
+// resourceVersion), restarted with backoff when the watch breaks (a restart watches again from
+// the last resourceVersion seen, or relists when that is too old, so changes missed meanwhile are
+// seen), plus a periodic resync that re-announces every cached object so a lost event or a failed
+// side effect outside Kubernetes is eventually corrected.
+//
+// A watch is also restarted after a while however quiet it is (`watchTimeoutMs`, jittered, as
+// client-go's watch timeout): client-node's watch has no client-side deadline, so a path that
+// goes silent without closing (a load balancer or node that vanished while the kernel's keepalive
+// still gets answers) would otherwise leave the cache stale until the apiserver's own request
+// timeout (30–60 min), if its close ever arrives.
 import { makeInformer, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../../services/core/index.js';
 import { ItemBackoff } from './backoff.js';
@@ -19,6 +26,10 @@ export interface WatchedCacheOptions<T extends KubernetesObject> {
   what: string;
   /** @defaultValue 300_000 ms (0 disables) */
   resyncMs?: number;
+  /** A watch is restarted after this long plus up to as much again at random. @defaultValue 300_000 ms (0 disables) */
+  watchTimeoutMs?: number;
+  /** How long a (re)start may take before it counts as failed and is retried. @defaultValue 30_000 ms */
+  startTimeoutMs?: number;
   /** Watch only objects with these labels (pass the same selector to `list`). */
   labelSelector?: string;
 }
@@ -30,8 +41,11 @@ export class WatchedCache<T extends KubernetesObject> {
   private synced = false;
   private restartTimer: NodeJS.Timeout | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
-  /** Times the cache (re)listed after a broken watch; for tests and metrics. */
+  private renewTimer: NodeJS.Timeout | undefined;
+  /** Times the watch was restarted after it broke; for tests and metrics. */
   restarts = 0;
+  /** Times a quiet watch was restarted on its timeout; for tests and metrics. */
+  renewals = 0;
 
   constructor(private readonly opts: WatchedCacheOptions<T>) {
     this.informer = makeInformer<T>(opts.kc, opts.path, opts.list, opts.labelSelector);
@@ -40,7 +54,8 @@ export class WatchedCache<T extends KubernetesObject> {
   }
 
   async start(): Promise<void> {
-    await this.startOnce();
+    // A start that gets no answer is retried like a broken watch (the informer reports other failures itself).
+    await this.startOnce().catch((e: unknown) => this.restartLater(e));
     const every = this.opts.resyncMs ?? 300_000;
     if (every > 0) {
       this.resyncTimer = setInterval(() => this.resync(), every);
@@ -49,9 +64,34 @@ export class WatchedCache<T extends KubernetesObject> {
   }
 
   private async startOnce(): Promise<void> {
-    await this.informer.start();
+    // The informer's start has no deadline of its own (a silent path holds it for ever).
+    const timeoutMs = this.opts.startTimeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`watching ${this.opts.what}: no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await Promise.race([this.informer.start(), late]);
+    } finally {
+      clearTimeout(timer);
+    }
     this.synced = true;
     this.backoff.forget('watch');
+    this.renewLater();
+  }
+
+  /** Restarts the watch after its timeout, jittered: a watch that went silent is replaced. */
+  private renewLater(): void {
+    const base = this.opts.watchTimeoutMs ?? 300_000;
+    clearTimeout(this.renewTimer);
+    if (base <= 0 || this.stopped) return;
+    this.renewTimer = setTimeout(() => {
+      this.renewTimer = undefined;
+      if (this.stopped || this.restartTimer) return;
+      this.renewals++;
+      void this.informer.stop().then(() => (this.stopped ? undefined : this.startOnce())).catch((e: unknown) => this.restartLater(e));
+    }, base * (1 + Math.random()));
+    this.renewTimer.unref();
   }
 
   private restartLater(err: unknown): void {
@@ -87,6 +127,7 @@ export class WatchedCache<T extends KubernetesObject> {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.restartTimer);
+    clearTimeout(this.renewTimer);
     clearInterval(this.resyncTimer);
     await this.informer.stop();
   }

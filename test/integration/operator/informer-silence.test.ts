@@ -1,0 +1,69 @@
+// The operator's watched caches survive a path to the apiserver that goes silent without closing
+// (a vanished load balancer or node): the watch is restarted on its timeout however quiet it is,
+// and the cache sees what changed meanwhile. Real kube-apiserver behind a TCP proxy whose
+// `strand()` leaves every open connection half-open for good.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CoreV1Api, KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import { createLogger } from '../../../services/core/index.js';
+import { WatchedCache } from '../../../operator/runtime/informer.js';
+import { startControlPlane, type ControlPlane } from '../../support/kube/index.js';
+import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
+import { eventually } from '../../support/services.js';
+
+let cp: ControlPlane;
+let proxy: TcpProxy;
+let ns: string;
+const caches: WatchedCache<V1ConfigMap>[] = [];
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  ns = await cp.createNamespace('silence');
+  proxy = await startTcpProxy({ port: Number(new URL(cp.server).port) });
+}, 120_000);
+afterAll(async () => {
+  for (const c of caches) await c.stop();
+  await proxy?.close();
+  await cp?.stop();
+});
+
+/** The admin kubeconfig, reaching the apiserver through the proxy. */
+function viaProxy(): KubeConfig {
+  const direct = cp.kubeConfig();
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: direct.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${proxy.port}` })),
+    users: direct.users, contexts: direct.contexts, currentContext: direct.currentContext,
+  });
+  return kc;
+}
+
+function configMapCache(watchTimeoutMs: number): WatchedCache<V1ConfigMap> {
+  const kc = viaProxy();
+  const core = kc.makeApiClient(CoreV1Api);
+  const cache = new WatchedCache<V1ConfigMap>({
+    kc, path: `/api/v1/namespaces/${ns}/configmaps`, list: () => core.listNamespacedConfigMap({ namespace: ns }),
+    onChange: () => undefined, log: createLogger('test', 'silent'), what: 'configmaps', resyncMs: 0, watchTimeoutMs,
+  });
+  caches.push(cache);
+  return cache;
+}
+
+describe('a watched cache on a silent path', () => {
+  it('restarts its quiet watch and sees what changed while the old one heard nothing; without the timeout it stays stale', async () => {
+    const core = cp.kubeConfig().makeApiClient(CoreV1Api);
+    const renewing = configMapCache(1_000);
+    const forever = configMapCache(0);
+    await renewing.start();
+    await forever.start();
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'before' }, data: { a: '1' } } });
+    await eventually(() => renewing.get('before', ns) && forever.get('before', ns), 'both caches seeing the first ConfigMap');
+    proxy.strand();
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'after' }, data: { b: '2' } } });
+    const renewals = renewing.renewals;
+    await eventually(() => renewing.get('after', ns), 'the renewing cache seeing the ConfigMap created after the strand', 30_000);
+    expect(renewing.renewals).toBeGreaterThan(renewals);
+    // The same silence with no watch timeout: still stale after the other one caught up.
+    expect(forever.get('after', ns)).toBeUndefined();
+    expect(forever.renewals).toBe(0);
+  }, 60_000);
+});
