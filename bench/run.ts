@@ -1,7 +1,7 @@
 // `npm run bench` / `make bench`: the system's turns/s and message→reply latency, printed next
 // to raw baselines measured in the same run on the same machine, with the ratios.
 import { bullmqRate, httpRoundTripRate, pgCommitRate, type Rate } from './baselines.js';
-import { POSTGRES_CPU } from './counters.js';
+import { POSTGRES_CPU, STATS_SETTLE_MS } from './counters.js';
 import { startSystem, type LoadResult } from './system.js';
 import { loopOverhead, memoryPerTurn, printLoop } from './loop.js';
 import { availableParallelism } from 'node:os';
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     progress(`system: starting the gateway and ${workers} worker process(es)…`);
     const system = await startSystem(redisUrl, workers);
     try {
-      progress('system: warm-up…');
+      progress(`system: idle rate, then warm-up (each load ends with a ${fmt(STATS_SETTLE_MS / 1_000, 1)} s wait for Postgres' statistics)…`);
       await system.load(8, n(100));
       const c1 = workers === 1 ? (progress('system: concurrency 1…'), await system.load(1, n(200))) : undefined;
       progress(`system: concurrency 64, ${workers} worker(s)…`);

@@ -10,7 +10,7 @@ import { startFakeOpenAI, type FakeOpenAI } from '../test/support/fake-openai.js
 import { createTestDatabase, type TestDatabase } from '../test/support/services.js';
 import { freePort } from '../test/support/ports.js';
 import { testAgent } from '../test/support/system.js';
-import { DbCounters, type CostPerTurn } from './counters.js';
+import { DbCounters, type Commits, type CostPerTurn, type Counts } from './counters.js';
 
 const bin = fileURLToPath(new URL('../bin/hermes.js', import.meta.url));
 const apiKey = 'bench-key-0123456789';
@@ -76,6 +76,8 @@ export async function startSystem(redisUrl: string, workers = 1): Promise<Runnin
   const dispatcher = new Agent({ connections: 128, keepAliveTimeout: 30_000 });
   const counters = await DbCounters.open(database.url, redisUrl, procs.map((p, i) => ({ label: i === 0 ? 'gateway' : 'worker', pid: p.pid! })));
   let idle: Awaited<ReturnType<DbCounters['idleRate']>> | undefined;
+  // The last settled commit reading: nothing but the idle system has run since, so the next load starts from it.
+  let settled: Commits | undefined;
 
   async function one(): Promise<number> {
     const started = performance.now();
@@ -93,8 +95,8 @@ export async function startSystem(redisUrl: string, workers = 1): Promise<Runnin
     url,
     workers,
     async load(concurrency, turns) {
-      idle ??= await counters.idleRate();
-      const before = await counters.read();
+      if (!idle) settled = (idle = await counters.idleRate()).settled;
+      const before: Counts = { ...(settled ?? await counters.commits()), ...(await counters.instant()) };
       const latencies: number[] = [];
       let failures = 0;
       let next = 0;
@@ -110,7 +112,9 @@ export async function startSystem(redisUrl: string, workers = 1): Promise<Runnin
         }
       }));
       const seconds = (performance.now() - started) / 1000;
-      const cost = DbCounters.perTurn(before, await counters.read(), idle, latencies.length || 1);
+      const now = await counters.instant();
+      settled = await counters.commits();
+      const cost = DbCounters.perTurn(before, { ...now, ...settled }, idle, latencies.length || 1);
       latencies.sort((a, b) => a - b);
       return { concurrency, turns, perSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failures, cost };
     },
