@@ -34,9 +34,11 @@ describe('bench commit counter', () => {
         client.release();
       }
       const after = await counters.commits();
-      // The 100, this reader's own reading, and the pool's connection setup; nothing is missing.
+      // The 100 are all there. Besides them: this reader's own reading, the pool's connection
+      // setup and whatever autovacuum did in this database meanwhile (8 seen under the full suite);
+      // not another database's commits.
       expect(after.commits - before.commits).toBeGreaterThanOrEqual(100);
-      expect(after.commits - before.commits).toBeLessThanOrEqual(105);
+      expect(after.commits - before.commits).toBeLessThan(150);
     } finally {
       await pool.end();
     }
