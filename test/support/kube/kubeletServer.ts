@@ -26,14 +26,17 @@ async function follow(log: ContainerLog, offset: number, res: ServerResponse): P
   let closed = false;
   res.on('close', () => { closed = true; });
   try {
-    const buffer = Buffer.alloc(64 * 1024);
     let position = offset;
     while (!closed) {
       const finished = log.finished();
+      // A new buffer each read: res.write keeps a reference to what it has not sent yet, so
+      // reusing one overwrote a queued chunk with the next (the first 64 KiB of a flood arrived
+      // as a copy of the second).
+      const buffer = Buffer.allocUnsafe(64 * 1024);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
       if (bytesRead > 0) {
         position += bytesRead;
-        res.write(buffer.subarray(0, bytesRead));
+        if (!res.write(buffer.subarray(0, bytesRead)) && !closed) await new Promise((resolve) => { res.once('drain', resolve); res.once('close', resolve); });
       } else if (finished) {
         break;
       } else {
