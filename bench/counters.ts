@@ -38,7 +38,7 @@ export interface IdleRate {
   settled: Commits;
 }
 
-/** How long a read waits for Postgres' statistics to take in what was done before it (see `read`). */
+/** How long `commits()` waits for Postgres' statistics to take in what was done before it. */
 export const STATS_SETTLE_MS = 11_500;
 
 /** The CPU row of Postgres (the postmaster and its backends), which bench/run.ts also reads by itself. */

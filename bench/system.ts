@@ -10,7 +10,7 @@ import { startFakeOpenAI, type FakeOpenAI } from '../test/support/fake-openai.js
 import { createTestDatabase, type TestDatabase } from '../test/support/services.js';
 import { freePort } from '../test/support/ports.js';
 import { testAgent } from '../test/support/system.js';
-import { DbCounters, type Commits, type CostPerTurn, type Counts } from './counters.js';
+import { DbCounters, type Commits, type CostPerTurn, type Counts, type IdleRate } from './counters.js';
 
 const bin = fileURLToPath(new URL('../bin/hermes.js', import.meta.url));
 const apiKey = 'bench-key-0123456789';
@@ -75,7 +75,7 @@ export async function startSystem(redisUrl: string, workers = 1): Promise<Runnin
   }
   const dispatcher = new Agent({ connections: 128, keepAliveTimeout: 30_000 });
   const counters = await DbCounters.open(database.url, redisUrl, procs.map((p, i) => ({ label: i === 0 ? 'gateway' : 'worker', pid: p.pid! })));
-  let idle: Awaited<ReturnType<DbCounters['idleRate']>> | undefined;
+  let idle: IdleRate | undefined;
   // The last settled commit reading: nothing but the idle system has run since, so the next load starts from it.
   let settled: Commits | undefined;
 
@@ -95,7 +95,10 @@ export async function startSystem(redisUrl: string, workers = 1): Promise<Runnin
     url,
     workers,
     async load(concurrency, turns) {
-      if (!idle) settled = (idle = await counters.idleRate()).settled;
+      if (!idle) {
+        idle = await counters.idleRate();
+        settled = idle.settled;
+      }
       const before: Counts = { ...(settled ?? await counters.commits()), ...(await counters.instant()) };
       const latencies: number[] = [];
       let failures = 0;

@@ -20,6 +20,15 @@ function tailLines(text: string, lines: number): string {
   return parts.slice(-lines).join('\n') + (trailing === '' ? '\n' : '');
 }
 
+/** Until `res` can take more, or is closed; neither listener stays behind. */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 /** Streams new bytes of `file` from `offset` until the container finished and EOF is reached. */
 async function follow(log: ContainerLog, offset: number, res: ServerResponse): Promise<void> {
   const handle = await open(log.file, 'r');
@@ -36,7 +45,7 @@ async function follow(log: ContainerLog, offset: number, res: ServerResponse): P
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
       if (bytesRead > 0) {
         position += bytesRead;
-        if (!res.write(buffer.subarray(0, bytesRead)) && !closed) await new Promise((resolve) => { res.once('drain', resolve); res.once('close', resolve); });
+        if (!res.write(buffer.subarray(0, bytesRead)) && !closed) await drainedOrClosed(res);
       } else if (finished) {
         break;
       } else {
