@@ -170,6 +170,8 @@ describe('Slack conversations', () => {
     const { rows } = await rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbound_events WHERE event_id = $1`, [first.eventId]);
     expect(rows[0]!.n).toBe(1);
     const adm = await admissionOf(first.eventId);
+    // The fake records the post as it arrives; the worker marks the reply delivered once Slack has answered.
+    await eventually(async () => (await getObligationForAdmission(rt.db.pool, adm.id))?.state !== 'attempting' || undefined, 'the reply settled');
     expect((await getObligationForAdmission(rt.db.pool, adm.id))?.state).toBe('delivered');
     expect(model.requests.filter((r) => lastUser(r.body) === 'what is in my DM?')).toHaveLength(1);
     expect(postsWith('answer to: what is in my DM?')).toHaveLength(1);

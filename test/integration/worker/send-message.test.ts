@@ -77,8 +77,10 @@ describe('send_message', () => {
     expect(result).toMatchObject({ success: true, target: 'slack:COPS', delivery: 'queued for delivery' });
     const post = await eventually(() => postsTo('COPS')[0], 'the post to COPS');
     expect(post).toMatchObject({ token: SLACK_TOKEN, args: { channel: 'COPS', text: 'deploy finished' } });
-    const { rows } = await rt.db.pool.query<{ call_key: string; state: string }>(`SELECT call_key, state FROM delivery_obligations WHERE admission_id = $1 AND call_key <> ''`, [admissionId]);
-    expect(rows).toEqual([{ call_key: 'send:t1', state: 'delivered' }]);
+    // The fake records the post as it arrives; the worker marks the row delivered once Slack has answered.
+    const settled = async () => (await rt.db.pool.query<{ call_key: string; state: string }>(`SELECT call_key, state FROM delivery_obligations WHERE admission_id = $1 AND call_key <> ''`, [admissionId])).rows;
+    await eventually(async () => (await settled()).every((r) => r.state !== 'attempting') || undefined, 'the send_message obligation settled');
+    expect(await settled()).toEqual([{ call_key: 'send:t1', state: 'delivered' }]);
     // The turn's own reply still goes to the conversation it came from.
     await eventually(() => postsTo(`D${n}`)[0], 'the turn\'s reply in its DM');
   });
