@@ -99,6 +99,8 @@ describe('clarify', () => {
     const q = await questionOf(turn);
     const stop = await post('demo', '/stop', 'carol');
     await eventually(async () => (await getAdmission(rt.db.pool, turn.admissionId))?.outcome === 'interrupted', 'the stopped turn');
+    // The stopped tool's own handler cancels its question, alongside the turn's end.
+    await eventually(async () => (await rowOf(q.id)).status !== 'pending' || undefined, 'the question closed');
     expect(await rowOf(q.id)).toMatchObject({ status: 'cancelled', answer: null });
     expect(await replyOf(stop)).toBe('Stopping the running turn.');
   });

@@ -154,6 +154,7 @@ describe('commands while a turn runs', () => {
     expect(await answeredNow(reset)).toBe('Started a new conversation; the previous one is kept.');
     const after = await post('and now?', 'fresh');
     expect(after.sessionId).not.toBe(next.sessionId);
+    await finished(after.admissionId); // its model call is not left to land in a later test's count
   });
 
   it('/queue runs its message after the running turn even under busy policy interrupt', async () => {

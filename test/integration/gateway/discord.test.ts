@@ -48,7 +48,8 @@ beforeAll(async () => {
     type: 'discord', credentialsSecret: 'discord', allowlist: [ALICE, BOB], allowAll: false, dmPairing: false, groupPolicy: 'mention',
   };
   // The HTTP gateway takes no connections of its own: the supervisors below are the replicas that do.
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_DISCORD_API_URL: fake.apiUrl, HERMES_CONNECTORS: 'off' }), 'discord');
+  // No progress indicator ("working…", typing) on a slow machine's turn: these tests count exact calls.
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_DISCORD_API_URL: fake.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_CONNECTORS: 'off' }), 'discord');
   await createTestAgent(rt, model.baseURL, { platforms: [platform] });
   worker = await startTestWorker(rt, { secrets: [secret] });
   const secrets = staticSecrets([testModelSecret, secret]);
@@ -305,7 +306,8 @@ describe('Discord Gateway failover between two gateway replicas', () => {
 
       await supA.stop(); // the holder goes away
       await eventually(() => supB.leading().length === 1 || undefined, 'replica B leads');
-      await eventually(() => fake.live().length === 1 || undefined, 'B connected');
+      // Connected means identified anew (the old holder's socket may still be closing on the fake's side).
+      await eventually(() => (fake.live().length === 1 && fake.gatewayLog.filter((l) => l.op === 'identify').length > identifies) || undefined, 'B connected');
       expect(fake.gatewayLog.filter((l) => l.op === 'identify').length).toBe(identifies + 1);
       // Discord delivers the same message again to the new connection, and a new one.
       fake.dispatchMessage({ id: m1.id as string, content: 'before failover', authorId: ALICE, channelId: '300000000000000700' });
@@ -315,6 +317,8 @@ describe('Discord Gateway failover between two gateway replicas', () => {
       const { rows } = await rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbound_events WHERE event_id = $1`, [m1.id]);
       expect(rows[0]!.n).toBe(1);
       expect(modelCalls('before failover')).toBe(1);
+      // Its reply may still be on its way: deliveries are not ordered behind the session's turns.
+      await delivered('answer to: before failover');
       expect(messagesWith('answer to: before failover')).toHaveLength(1);
     } finally {
       await supB.stop();
@@ -348,6 +352,8 @@ describe('Discord Gateway failover between two gateway replicas', () => {
       await delivered('answer to: after the kill');
       await admissionOf(m2.id as string);
       expect(modelCalls('before the kill')).toBe(1);
+      // Its reply may still be on its way: deliveries are not ordered behind the session's turns.
+      await delivered('answer to: before the kill');
       expect(messagesWith('answer to: before the kill')).toHaveLength(1);
     } finally {
       for (const x of sups) await x.stop();

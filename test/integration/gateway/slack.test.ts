@@ -44,7 +44,8 @@ beforeAll(async () => {
     return { text: `answer to: ${q}` };
   });
   fakeSlack = await startFakeSlack(BOT_TOKEN);
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fakeSlack.apiUrl, HERMES_MAX_BODY_BYTES: MAX_BODY }), 'slack');
+  // No progress indicator ("working…", typing) on a slow machine's turn: these tests count exact calls.
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fakeSlack.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_MAX_BODY_BYTES: MAX_BODY }), 'slack');
   agentId = await createTestAgent(rt, model.baseURL, { platforms: [slackPlatform] });
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'team' }, platforms: [{ ...slackPlatform, allowlist: [], allowAll: true, groupPolicy: 'all' }] });
   worker = await startTestWorker(rt, { secrets: [slackSecret] });

@@ -36,8 +36,9 @@ beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI((body) => ({ text: `answer to: ${lastUser(body)}` }));
   fake = await startFakeTeams(app);
+  // No typing indicator on a slow machine's turn: these tests count exact calls.
   rt = await openTestRuntime(testConfig(database.url, {
-    HERMES_TEAMS_OPENID_URL: fake.openIdUrl, HERMES_TEAMS_LOGIN_URL: fake.loginUrl, HERMES_TEAMS_API_URL: fake.connectorUrl,
+    HERMES_TEAMS_OPENID_URL: fake.openIdUrl, HERMES_TEAMS_LOGIN_URL: fake.loginUrl, HERMES_TEAMS_API_URL: fake.connectorUrl, HERMES_PROGRESS_DELAY_SECONDS: 600,
   }), 'teams');
   await createTestAgent(rt, model.baseURL, { platforms: [teamsPlatform] });
   worker = await startTestWorker(rt, { secrets: [teamsSecret] });

@@ -47,7 +47,8 @@ beforeAll(async () => {
   });
   hookTg = await startFakeTelegram(HOOK_TOKEN);
   pollTg = await startFakeTelegram(POLL_TOKEN, 'hermes_poll_bot');
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_TELEGRAM_API_URL: hookTg.url, HERMES_MAX_BODY_BYTES: MAX_BODY }), 'telegram');
+  // No progress indicator ("working…", typing) on a slow machine's turn: these tests count exact calls.
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_TELEGRAM_API_URL: hookTg.url, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_MAX_BODY_BYTES: MAX_BODY }), 'telegram');
   await createTestAgent(rt, model.baseURL, { platforms: [tgPlatform] });
   // Long polling, against its own Bot API URL (the per-agent apiUrl override).
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'poller' }, platforms: [{ ...tgPlatform, credentialsSecret: 'telegram-poll', allowlist: [], allowAll: true, mode: 'polling', apiUrl: pollTg.url }] });
@@ -243,7 +244,8 @@ describe('Telegram long polling', () => {
     try {
       await eventually(() => a.leading().length + b.leading().length === 1, 'one replica polls');
       expect(a.campaigns()).toEqual(['telegram-poll:222222']);
-      expect(pollTg.calls.find((c) => c.method === 'deleteWebhook')).toBeDefined();
+      // The lease is won before the poller's first call (deleteWebhook) has gone out and been answered.
+      await eventually(() => pollTg.calls.find((c) => c.method === 'deleteWebhook'), 'deleteWebhook before polling');
 
       const u1 = pollDm('polled one');
       expect((await delivered(pollTg, 'answer to: polled one')).args.chat_id).toBe(3003);
@@ -273,6 +275,8 @@ describe('Telegram long polling', () => {
       }
       for (const text of ['polled one', 'polled two', 'polled three', 'polled four']) {
         expect(askedFor(text), text).toBe(1);
+        // A session's turns run in order, their deliveries do not: an earlier reply may still be on its way.
+        await delivered(pollTg, `answer to: ${text}`);
         expect(sentWith(pollTg, `answer to: ${text}`), text).toHaveLength(1);
       }
       await eventually(() => pollTg.pending() === 0, 'every update confirmed');

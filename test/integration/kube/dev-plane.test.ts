@@ -120,6 +120,8 @@ describe('make dev K8S=1: the dev plane runs a node', () => {
     const exited = new Promise<number | null>((resolve) => dev.once('exit', resolve));
     try {
       await eventually(() => stderr.includes('Hermes is running'), `hermes dev --k8s to start (stderr so far: ${stderr.slice(-2_000)})`, 120_000, 200);
+      // The banner is written a line at a time.
+      await eventually(() => stderr.includes('sandboxes:'), 'the banner\'s sandboxes line', 10_000);
       expect(stderr).toContain('sandboxes:      one Pod per command on the dev cluster');
       // What the chart does for a sandbox namespace, done for the Agent's: restricted, and the ServiceAccount without a token.
       const ns = await core.readNamespace({ name: 'default' });

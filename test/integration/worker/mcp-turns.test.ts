@@ -54,6 +54,14 @@ describe('MCP servers in worker turns', () => {
     const lists = mcp.methods.filter((m) => m === 'tools/list').length;
     mcp.addTool({ name: 'weather', description: 'The weather.', reply: 'sunny' });
     await eventually(() => mcp.methods.filter((m) => m === 'tools/list').length > lists, 'the worker re-read the tool list');
+    // The fake sees the request before the worker has the answer: a turn in another session (the
+    // connection is the agent's, shared by its sessions) shows when the worker offers the new tool.
+    let probes = 0;
+    await eventually(async () => {
+      const probe = `probe ${++probes}`;
+      await runTurn(sys.rt, { agentId, sessionKey: `${agentId}:probe`, content: probe });
+      return offered(probe).includes('mcp_fake_weather') || undefined;
+    }, 'the worker offers the new tool');
     const weather = 'tool mcp_fake_weather {}';
     expect(toldResult((await say(weather)).reply)).toEqual({ result: 'sunny' });
     expect(offered(weather)).toContain('mcp_fake_weather');
