@@ -95,11 +95,9 @@ export async function startSystem(redisUrl: string, workers = 1): Promise<Runnin
     url,
     workers,
     async load(concurrency, turns) {
-      if (!idle) {
-        idle = await counters.idleRate();
-        settled = idle.settled;
-      }
-      const before: Counts = { ...(settled ?? await counters.commits()), ...(await counters.instant()) };
+      idle ??= await counters.idleRate();
+      settled ??= idle.settled;
+      const before: Counts = { ...settled, ...(await counters.instant()) };
       const latencies: number[] = [];
       let failures = 0;
       let next = 0;

@@ -1,5 +1,5 @@
 // Builds in-process pieces of the system (worker, agents) on a test database and prefix.
-import { admit, enqueueTurn, getAdmission, getObligationForAdmission, publishRevision, sha256, type Admission, type CompiledAgent, type Config } from '../../services/core/index.js';
+import { admit, enqueueTurn, getAdmission, getObligationForAdmission, publishRevision, sha256, type Admission, type CompiledAgent, type Config, type Obligation, type Sql } from '../../services/core/index.js';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from './services.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptFn } from './fake-openai.js';
@@ -61,6 +61,17 @@ export async function runTurn(rt: TestRuntime, m: { agentId: string; sessionKey:
     return row?.state === 'terminal' ? row : undefined;
   }, `turn of "${m.content.slice(0, 40)}" terminal`);
   return { a, reply: (await getObligationForAdmission(rt.db.pool, adm.admissionId))!.content };
+}
+
+/**
+ * The admission's reply obligation once the delivery worker has recorded it delivered (a fake
+ * platform sees the send before the worker has its answer and marks the row).
+ */
+export function deliveredObligation(sql: Sql, admissionId: string, what = 'the reply delivered', timeoutMs?: number): Promise<Obligation> {
+  return eventually(async () => {
+    const o = await getObligationForAdmission(sql, admissionId);
+    return o?.state === 'delivered' ? o : undefined;
+  }, what, timeoutMs);
 }
 
 /** What {@link useAgentSystem} starts: a test database, a scripted fake OpenAI server, a runtime and a worker. */

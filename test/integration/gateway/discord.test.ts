@@ -4,7 +4,7 @@
 // webhooks. The Gateway connection is held by one of two connector supervisors (two gateway
 // replicas) on the same database, and fails over between them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObligationForAdmission, openDb, sha256, type CompiledAgent } from '../../../services/core/index.js';
+import { openDb, sha256, type CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { createContext, type GatewayContext } from '../../../services/gateway/context.js';
 import { discordConnector, startConnectors, type ConnectorSupervisor } from '../../../services/gateway/connectors/index.js';
@@ -15,7 +15,7 @@ import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-o
 import { askInteraction, discordSignedHeaders, discordTestKeys, snowflake, startFakeDiscord, type FakeDiscord } from '../../support/fake-discord.js';
 import { startTcpProxy } from '../../support/tcp-proxy.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { createTestAgent, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
 
 const BOT_TOKEN = 'discord-test-bot-token';
 const keys = discordTestKeys();
@@ -89,6 +89,7 @@ async function admissionOf(eventId: string): Promise<{ id: string; sessionKey: s
   }, `the admission of ${eventId}`);
 }
 
+const identifyCount = () => fake.gatewayLog.filter((l) => l.op === 'identify').length;
 const messagesWith = (text: string) => fake.messages().filter((c) => c.body.content === text);
 const delivered = (text: string) => eventually(() => messagesWith(text)[0], `a Discord message "${text}"`);
 const modelCalls = (q: string) => model.requests.filter((r) => lastUser(r.body) === q).length;
@@ -271,10 +272,7 @@ describe('Discord Gateway messages', () => {
     const m = fake.dispatchMessage({ content: 'rate limited please', authorId: ALICE, channelId: ch });
     await delivered('answer to: rate limited please');
     const adm = await admissionOf(m.id as string);
-    const ob = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, adm.id);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'the obligation delivered');
+    const ob = await deliveredObligation(rt.db.pool, adm.id, 'the obligation delivered');
     expect(ob.attempts).toBe(1);
     expect(fake.calls.filter((c) => c.path === `/channels/${ch}/messages`).map((c) => c.status)).toEqual([429, 200]);
   });
@@ -302,13 +300,13 @@ describe('Discord Gateway failover between two gateway replicas', () => {
       expect(fake.live()).toHaveLength(1);
       const m1 = fake.dispatchMessage({ content: 'before failover', authorId: ALICE, channelId: '300000000000000700' });
       await admissionOf(m1.id as string);
-      const identifies = fake.gatewayLog.filter((l) => l.op === 'identify').length;
+      const identifies = identifyCount();
 
       await supA.stop(); // the holder goes away
       await eventually(() => supB.leading().length === 1 || undefined, 'replica B leads');
       // Connected means identified anew (the old holder's socket may still be closing on the fake's side).
-      await eventually(() => (fake.live().length === 1 && fake.gatewayLog.filter((l) => l.op === 'identify').length > identifies) || undefined, 'B connected');
-      expect(fake.gatewayLog.filter((l) => l.op === 'identify').length).toBe(identifies + 1);
+      await eventually(() => (fake.live().length === 1 && identifyCount() > identifies) || undefined, 'B connected');
+      expect(identifyCount()).toBe(identifies + 1);
       // Discord delivers the same message again to the new connection, and a new one.
       fake.dispatchMessage({ id: m1.id as string, content: 'before failover', authorId: ALICE, channelId: '300000000000000700' });
       const m2 = fake.dispatchMessage({ content: 'after failover', authorId: ALICE, channelId: '300000000000000700' });
@@ -335,7 +333,7 @@ describe('Discord Gateway failover between two gateway replicas', () => {
       await eventually(() => (leaders() === 1 && fake.live().length === 1) || undefined, 'one replica connected');
       const m1 = fake.dispatchMessage({ content: 'before the kill', authorId: ALICE, channelId: '300000000000000800' });
       await admissionOf(m1.id as string);
-      const identifies = fake.gatewayLog.filter((l) => l.op === 'identify').length;
+      const identifies = identifyCount();
       // The holder's lock session dies (a crashed replica, a cut network path): Postgres frees the lock.
       const lock = `hermes-connection:discord-gateway:${sha256(BOT_TOKEN).slice(0, 16)}`;
       const killed = await rt.db.pool.query(
@@ -343,7 +341,7 @@ describe('Discord Gateway failover between two gateway replicas', () => {
            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
            AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)`, [lock]);
       expect(killed.rowCount).toBe(1);
-      await eventually(() => (fake.gatewayLog.filter((l) => l.op === 'identify').length === identifies + 1 && fake.live().length === 1 && leaders() === 1) || undefined, 'a new holder connected');
+      await eventually(() => (identifyCount() === identifies + 1 && fake.live().length === 1 && leaders() === 1) || undefined, 'a new holder connected');
       await new Promise((r) => setTimeout(r, 500));
       expect(fake.live()).toHaveLength(1);
       expect(leaders()).toBe(1);

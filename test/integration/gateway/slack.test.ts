@@ -3,7 +3,7 @@
 // to a fake Slack Web API (the real @slack/web-api client talks to it over HTTP).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  admitAnswered, claimDelivery, duplicateMarker, getObligationForAdmission, markStopped, registerInstance, type CompiledAgent,
+  admitAnswered, claimDelivery, duplicateMarker, markStopped, registerInstance, type CompiledAgent,
 } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
@@ -11,7 +11,7 @@ import type { RunningWorker } from '../../../services/worker/index.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { slackEvent, slackSignedHeaders, startFakeSlack, type FakeSlack, type SlackMessageInput } from '../../support/fake-slack.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { createTestAgent, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
 
 const BOT_TOKEN = 'xoxb-test-bot-token';
 const SIGNING_SECRET = 'slack-signing-secret-0123456789abcdef';
@@ -171,9 +171,7 @@ describe('Slack conversations', () => {
     const { rows } = await rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbound_events WHERE event_id = $1`, [first.eventId]);
     expect(rows[0]!.n).toBe(1);
     const adm = await admissionOf(first.eventId);
-    // The fake records the post as it arrives; the worker marks the reply delivered once Slack has answered.
-    await eventually(async () => (await getObligationForAdmission(rt.db.pool, adm.id))?.state !== 'attempting' || undefined, 'the reply settled');
-    expect((await getObligationForAdmission(rt.db.pool, adm.id))?.state).toBe('delivered');
+    await deliveredObligation(rt.db.pool, adm.id);
     expect(model.requests.filter((r) => lastUser(r.body) === 'what is in my DM?')).toHaveLength(1);
     expect(postsWith('answer to: what is in my DM?')).toHaveLength(1);
   });
@@ -274,10 +272,7 @@ describe('Slack conversations', () => {
     await m.res;
     await delivered('answer to: rate limited please');
     const adm = await admissionOf(m.eventId);
-    const ob = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, adm.id);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'the obligation delivered');
+    const ob = await deliveredObligation(rt.db.pool, adm.id, 'the obligation delivered');
     expect(ob.attempts).toBe(1);
     const toChannel = fakeSlack.calls.filter((c) => c.args.channel === 'DRATE');
     expect(toChannel.map((c) => c.status)).toEqual([429, 200]);
@@ -296,10 +291,7 @@ describe('Slack conversations', () => {
     await markStopped(rt.db.pool, dead.id);
     const resent = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DDEAD'), 'the re-send');
     expect(resent.args.text).toBe(`♻️ (${duplicateMarker})\n\nthe reply that was being sent`);
-    const ob = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, answered.admissionId);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'delivered');
+    const ob = await deliveredObligation(rt.db.pool, answered.admissionId, 'delivered');
     expect(ob.possibleDuplicate).toBe(true);
     expect(fakeSlack.posts().filter((c) => c.args.channel === 'DDEAD')).toHaveLength(1);
   });
@@ -308,10 +300,7 @@ describe('Slack conversations', () => {
     const m = send({ user: ALLOWED, text: 'say nothing', channel: 'DSILENT', channelType: 'im' });
     await m.res;
     const adm = await admissionOf(m.eventId);
-    const ob = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, adm.id);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'the silent reply settled');
+    const ob = await deliveredObligation(rt.db.pool, adm.id, 'the silent reply settled');
     expect(ob.content).toBe('NO_REPLY');
     expect(ob.attempts).toBe(0); // settled delivered with the turn's end: no delivery attempt, nothing sent
     // Something sent after it arrives; nothing for the silent one.

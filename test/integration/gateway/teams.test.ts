@@ -3,14 +3,14 @@
 // run by the real worker against a fake model, and delivered through the ledger to the fake
 // connector with a client-credentials token from the fake token endpoint.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObligationForAdmission, type CompiledAgent } from '../../../services/core/index.js';
+import { type CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { startFakeTeams, teamsActivity, type ActivityInput, type FakeTeams, type TokenOptions } from '../../support/fake-teams.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { createTestAgent, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
 
 const app = { appId: 'a1b2c3d4-0000-4000-8000-00000000bot1', password: 'teams-app-password-secret', tenantId: 'tenant-1' };
 const teamsSecret: SecretData = { namespace: 'default', name: 'teams', data: { TEAMS_APP_ID: app.appId, TEAMS_APP_PASSWORD: app.password, TEAMS_TENANT_ID: app.tenantId } };
@@ -142,7 +142,7 @@ describe('Teams conversations', () => {
     expect((await send(a.body)).status).toBe(200);
     const adm = await admissionOf('a:dm-alice', a.id);
     expect(adm.sessionKey).toBe('agent:default/demo:teams:dm:a%3Adm-alice');
-    await eventually(async () => (await getObligationForAdmission(rt.db.pool, adm.id))?.state === 'delivered', 'delivered');
+    await deliveredObligation(rt.db.pool, adm.id, 'delivered');
     expect(model.requests.filter((r) => lastUser(r.body) === 'what is in my DM?')).toHaveLength(1);
     expect(fake.posts().filter((c) => c.body.text === 'answer to: what is in my DM?')).toHaveLength(1);
   });
@@ -208,10 +208,7 @@ describe('Teams conversations', () => {
     expect((await send(a.body)).status).toBe(200);
     await delivered('answer to: rate limited please');
     const adm = await admissionOf('a:rate', a.id);
-    const ob = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, adm.id);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'delivered');
+    const ob = await deliveredObligation(rt.db.pool, adm.id, 'delivered');
     expect(ob.attempts).toBe(1);
     expect(fake.calls.filter((c) => c.conversationId === 'a:rate').map((c) => c.status)).toEqual([429, 200]);
   });

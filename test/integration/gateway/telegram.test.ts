@@ -3,7 +3,7 @@
 // driven by grammY over HTTP), admitted in Postgres, run by the real worker against a fake model,
 // and delivered through the delivery ledger back to the fake.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObligationForAdmission, type CompiledAgent } from '../../../services/core/index.js';
+import { type CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type GatewayDeps, type RunningGateway } from '../../../services/gateway/index.js';
 import { createContext } from '../../../services/gateway/context.js';
 import { startConnectors, type ConnectorSupervisor } from '../../../services/gateway/connectors/index.js';
@@ -13,7 +13,7 @@ import type { RunningWorker } from '../../../services/worker/index.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { startFakeTelegram, telegramMessage, type FakeTelegram, type TelegramMessageInput } from '../../support/fake-telegram.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { createTestAgent, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
 
 const HOOK_TOKEN = '111111:hook-bot-token-AAAA';
 const POLL_TOKEN = '222222:poll-bot-token-BBBB';
@@ -161,7 +161,7 @@ describe('Telegram conversations over the webhook', () => {
     expect(adm.sessionKey).toBe(`agent:default/demo:telegram:dm:${ALICE}`);
     const { rows } = await rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM inbound_events WHERE event_id = $1`, [hookEvent(u)]);
     expect(rows[0]!.n).toBe(1);
-    await eventually(async () => (await getObligationForAdmission(rt.db.pool, adm.id))?.state === 'delivered', 'delivered');
+    await deliveredObligation(rt.db.pool, adm.id, 'delivered');
     expect(model.requests.filter((r) => lastUser(r.body) === 'what is in my DM?')).toHaveLength(1);
     expect(sentWith(hookTg, 'answer to: what is in my DM?')).toHaveLength(1);
   });
@@ -222,10 +222,7 @@ describe('Telegram conversations over the webhook', () => {
     const u = await send(dm(ALICE, 'rate limited please'));
     await delivered(hookTg, 'answer to: rate limited please');
     const adm = await admissionOf(hookEvent(u));
-    const ob = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, adm.id);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'delivered');
+    const ob = await deliveredObligation(rt.db.pool, adm.id, 'delivered');
     expect(ob.attempts).toBe(1);
     expect(hookTg.calls.filter((c) => c.method === 'sendMessage' && String(c.args.text).includes('rate limited please')).map((c) => c.status)).toEqual([429, 200]);
   });

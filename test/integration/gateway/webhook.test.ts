@@ -3,14 +3,14 @@
 // callback receiver or stored and read with a signed GET; and the restricted toolset the model is
 // offered in webhook turns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getObligationForAdmission, type CompiledAgent } from '../../../services/core/index.js';
+import { type CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { startWebhookReceiver, webhookSignedHeaders, type WebhookReceiver } from '../../support/fake-webhook.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { createTestAgent, openTestRuntime, runTurn, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, runTurn, startTestWorker, testModelSecret, type TestRuntime } from '../../support/system.js';
 
 const SECRET = 'webhook-secret-0123456789abcdef';
 const webhookSecret: SecretData = { namespace: 'default', name: 'hooks', data: { WEBHOOK_SECRET: SECRET } };
@@ -135,7 +135,7 @@ describe('signed webhook conversations', () => {
     expect(toolsSeen('api tools?')).toEqual(expect.arrayContaining(['get_time', 'memory', 'session_search', 'todo']));
     // A platform entry that widens the set.
     const wide = await accepted(await signedPost({ text: 'wider tools?', user: 'ci' }, {}, 'wide'));
-    await eventually(async () => (await getObligationForAdmission(rt.db.pool, wide.admissionId))?.state === 'delivered', 'delivered');
+    await deliveredObligation(rt.db.pool, wide.admissionId, 'delivered');
     expect(toolsSeen('wider tools?')).toEqual(['get_time', 'todo']);
   });
 
@@ -161,10 +161,7 @@ describe('signed webhook conversations', () => {
     receiver.rateLimitNext(1, 1);
     const res = await accepted(await signedPost({ text: 'slow receiver', user: 'ci' }));
     await callbackWith('answer to: slow receiver');
-    const ob = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, res.admissionId);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'delivered');
+    const ob = await deliveredObligation(rt.db.pool, res.admissionId, 'delivered');
     expect(ob.attempts).toBe(1);
     expect(receiver.calls.filter((c) => c.body.text === 'answer to: slow receiver').map((c) => c.status)).toEqual([429, 204]);
   });

@@ -5,10 +5,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admit, enqueueTurn, getAdmission, getObligationForAdmission, unknownNotice } from '../../../services/core/index.js';
+import { admit, enqueueTurn, getAdmission, unknownNotice } from '../../../services/core/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../../support/fake-openai.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 
 const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
@@ -69,10 +69,7 @@ describe('worker killed mid-turn', () => {
     }, 'admission unknown', 30_000, 250);
     expect(settled.outcome).toBeNull();
     await eventually(async () => (await getAdmission(rt.db.pool, next.admissionId))?.state === 'terminal', 'next turn terminal (long before the 600 s lease would expire)', 30_000);
-    const notice = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, adm.admissionId);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'unknown notice delivered');
+    const notice = await deliveredObligation(rt.db.pool, adm.admissionId, 'unknown notice delivered');
     expect(notice.content).toBe(unknownNotice);
 
     expect(model.requests.filter((r) => lastUser(r.body) === 'stall forever')).toHaveLength(1);

@@ -7,7 +7,7 @@
 // a scheduler dying mid-tick (and two ticking at once) fire no slot twice and lose none.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  acquireLease, cronHistory, getAdmission, getObligationForAdmission, interruptedNotice, markStopped, registerInstance, requestRunNow, startNextTurn,
+  acquireLease, cronHistory, getAdmission, interruptedNotice, markStopped, registerInstance, requestRunNow, startNextTurn,
   type CompiledAgent,
 } from '../../../services/core/index.js';
 import type { SecretData } from '../../../services/agent/index.js';
@@ -19,7 +19,7 @@ import { loadManifests, storeManifestCronJobs } from '../../../operator/index.js
 import { startFakeSlack, type FakeSlack } from '../../support/fake-slack.js';
 import { lastUser, startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
 
 const BOT_TOKEN = 'xoxb-cron-bot';
 const slackSecret: SecretData = { namespace: 'default', name: 'slack', data: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: 'unused-here' } };
@@ -119,7 +119,7 @@ describe('cron runs', () => {
     expect((await tick(plus(1, 5))).fired).toBe(1);
     const second = (await runsOf('report')).find((r) => r.slot.getTime() === plus(1).getTime())!;
     expect((await ended(second.admissionId!)).sessionId).not.toBe(a.sessionId);
-    await eventually(async () => (await getObligationForAdmission(rt.db.pool, second.admissionId!))?.state === 'delivered' || undefined, 'second delivered');
+    await deliveredObligation(rt.db.pool, second.admissionId!, 'second delivered');
     await tick(plus(1, 10));
     const h = await history('report');
     expect(h[0]).toMatchObject({ trigger: 'schedule', state: 'finished', outcome: 'completed', deliveryState: 'delivered', inputTokens: 11, outputTokens: 7 });

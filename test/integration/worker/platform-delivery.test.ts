@@ -21,7 +21,7 @@ import { startFakeTelegram, type FakeTelegram } from '../../support/fake-telegra
 import { snowflake, startFakeDiscord, type FakeDiscord } from '../../support/fake-discord.js';
 import { startFakeTeams, type FakeTeams } from '../../support/fake-teams.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
 
 const BOT_TOKEN = 'xoxb-delivery-bot';
 const slackSecret: SecretData = { namespace: 'default', name: 'slack', data: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_SIGNING_SECRET: 'unused-here' } };
@@ -90,7 +90,7 @@ async function heldTurn(platform: string, replyTarget: Record<string, unknown>, 
     await enqueueTurn(rt.queues, { admissionId: a.admissionId, sessionId: a.sessionId });
     await whileRunning();
     open();
-    await eventually(async () => (await getObligationForAdmission(rt.db.pool, a.admissionId))?.state === 'delivered' || undefined, 'the reply delivered');
+    await deliveredObligation(rt.db.pool, a.admissionId, 'the reply delivered');
     return a.admissionId;
   } finally {
     open();
@@ -197,10 +197,7 @@ describe('platform delivery', () => {
       await procs.kill(child, 'SIGKILL');
 
       survivor = await startTestWorker(rt, { secrets: [slackSecret] });
-      const ob = await eventually(async () => {
-        const o = await getObligationForAdmission(rt.db.pool, admissionId);
-        return o?.state === 'delivered' ? o : undefined;
-      }, 'the re-send by the surviving worker', 30_000);
+      const ob = await deliveredObligation(rt.db.pool, admissionId, 'the re-send by the surviving worker', 30_000);
       expect(ob.possibleDuplicate).toBe(true);
       const texts = sentTo('DKILL').map((c) => c.args.text);
       expect(texts).toEqual(['the reply being sent when the worker died', `${marker}the reply being sent when the worker died`]);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, enqueueTurn, getAdmission, getObligationForAdmission, listMessages } from '../../../services/core/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, withoutSessionFacts, type FakeOpenAI } from '../../support/fake-openai.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 
 let database: TestDatabase;
@@ -44,10 +44,7 @@ describe('turn worker', () => {
     await enqueueTurn(rt.queues, { admissionId: first.admissionId });
     const a = await terminal(first.admissionId);
     expect(a.outcome).toBe('completed');
-    const ob = await eventually(async () => {
-      const o = await getObligationForAdmission(rt.db.pool, first.admissionId);
-      return o?.state === 'delivered' ? o : undefined;
-    }, 'delivered obligation');
+    const ob = await deliveredObligation(rt.db.pool, first.admissionId, 'delivered obligation');
     expect(ob.content).toBe('echo: hello');
 
     const second = await admit(rt.db, input('again'));
