@@ -1,5 +1,7 @@
 // Builds in-process pieces of the system (worker, agents) on a test database and prefix.
 import { admit, enqueueTurn, getAdmission, getObligationForAdmission, publishRevision, sha256, type Admission, type CompiledAgent, type Config, type Obligation, type Sql } from '../../services/core/index.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from './services.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptFn } from './fake-openai.js';
@@ -47,6 +49,24 @@ export const testModelSecret: SecretData = { namespace: 'default', name: 'openai
 export async function startTestWorker(rt: TestRuntime, extra: { sweeper?: boolean; loop?: LoopOptions; secrets?: SecretData[]; env?: Record<string, string>; cron?: WorkerDeps['cron'] } = {}): Promise<RunningWorker> {
   const { secrets = [], env, ...rest } = extra;
   return startWorker({ ...rt, secrets: staticSecrets([testModelSecret, ...secrets], env ? { env } : {}), ...rest });
+}
+
+/**
+ * A worker as its own process (`hermes worker`), for tests that SIGKILL one mid-turn: quick
+ * heartbeats and instance TTL (dead within ≈ 3 s), a lease renewed every second but valid for
+ * 600 s (so only the death verdict can free it), the test model key allow-listed. `env` adds to it.
+ */
+export function spawnTestWorker(config: Config, env: Record<string, string> = {}): ChildProcess {
+  const bin = fileURLToPath(new URL('../../bin/hermes.js', import.meta.url));
+  return spawn(process.execPath, [bin, 'worker'], {
+    env: {
+      PATH: process.env.PATH, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, HERMES_QUEUE_PREFIX: config.HERMES_QUEUE_PREFIX,
+      HERMES_HEARTBEAT_SECONDS: '1', HERMES_INSTANCE_TTL_SECONDS: '3', HERMES_LEASE_TTL_SECONDS: '600', HERMES_LEASE_RENEW_SECONDS: '1',
+      HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_WORKER_PORT: '0',
+      ...env,
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
 }
 
 /**

@@ -2,16 +2,14 @@
 // TTL, judged by a steady worker) its lease is freed at once — not after the lease TTL (600 s
 // here) — its admission ends `unknown`, the model is never asked for that input again, and the
 // session's next message is served.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, enqueueTurn, getAdmission, unknownNotice } from '../../../services/core/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, type FakeOpenAI } from '../../support/fake-openai.js';
-import { createTestAgent, deliveredObligation, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, deliveredObligation, openTestRuntime, spawnTestWorker, startTestWorker, type TestRuntime } from '../../support/system.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 
-const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 let database: TestDatabase;
 let model: FakeOpenAI;
 let rt: TestRuntime;
@@ -35,22 +33,11 @@ afterAll(async () => {
   await database?.drop();
 });
 
-function spawnWorker(): ChildProcess {
-  const c = rt.config;
-  const env = {
-    PATH: process.env.PATH, DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, HERMES_QUEUE_PREFIX: c.HERMES_QUEUE_PREFIX,
-    HERMES_HEARTBEAT_SECONDS: '1', HERMES_INSTANCE_TTL_SECONDS: '3', HERMES_LEASE_TTL_SECONDS: '600', HERMES_LEASE_RENEW_SECONDS: '1',
-    HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_WORKER_PORT: '0',
-  };
-  const p = spawn(process.execPath, [bin, 'worker'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
-  return p;
-}
-
 describe('worker killed mid-turn', () => {
   it('leaves the admission unknown, never re-runs it, and the session goes on', async () => {
     const key = 'agent:default/demo:api:dm:crash';
     const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey: key, user: { platformUserId: 'crash' }, content: 'stall forever' });
-    child = spawnWorker();
+    child = spawnTestWorker(rt.config);
     await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
     const seen = await eventually(() => model.inFlight().find((r) => lastUser(r.body) === 'stall forever'), 'the model call in flight', 60_000);
     expect((await getAdmission(rt.db.pool, adm.admissionId))?.state).toBe('started');

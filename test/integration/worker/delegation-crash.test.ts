@@ -1,16 +1,14 @@
 // A delegated child whose worker process is SIGKILLed mid-turn: recovery settles the child's turn
 // (unattended: interrupted, never /retry), the sweeper fails the child with that error, and the
 // parent gets the batch's results as a new turn, served by a surviving worker.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, enqueueTurn, getAdmission, getObligationForAdmission, listSubagents } from '../../../services/core/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, openTestRuntime, spawnTestWorker, startTestWorker, type TestRuntime } from '../../support/system.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 
-const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 let database: TestDatabase;
 let model: FakeOpenAI;
 let rt: TestRuntime;
@@ -44,19 +42,9 @@ afterAll(async () => {
   await database?.drop();
 });
 
-function spawnWorker(): ChildProcess {
-  const c = rt.config;
-  const env = {
-    PATH: process.env.PATH, DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, HERMES_QUEUE_PREFIX: c.HERMES_QUEUE_PREFIX,
-    HERMES_HEARTBEAT_SECONDS: '1', HERMES_INSTANCE_TTL_SECONDS: '3', HERMES_LEASE_TTL_SECONDS: '600', HERMES_LEASE_RENEW_SECONDS: '1',
-    HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_WORKER_PORT: '0',
-  };
-  return spawn(process.execPath, [bin, 'worker'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
-}
-
 describe('a delegated child whose worker dies', () => {
   it('ends failed with the error, and its parent hears of it in a new turn', async () => {
-    doomed = spawnWorker();
+    doomed = spawnTestWorker(rt.config);
     const parent = await admit(rt.db, { agentId, platform: 'api', sessionKey: 'deleg:crash', user: { platformUserId: 'u1' }, content: 'delegate', replyTarget: { kind: 'api' } });
     await enqueueTurn(rt.queues, { admissionId: parent.admissionId });
     const call = await eventually(() => model.inFlight().find((r) => firstUser(r.body).startsWith('You are a subagent')), 'the child calling the model', 60_000);

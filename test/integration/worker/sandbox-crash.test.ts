@@ -1,20 +1,18 @@
 // A worker SIGKILLed while a terminal command runs in its sandbox: the sandboxed process dies with
 // it (nothing half-finished keeps running unsupervised), the turn ends `unknown` (the command's
 // effect cannot be known), and it is never run again — not by recovery, not by the next message.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, enqueueTurn, getAdmission, listMessages, type CompiledAgent } from '../../../services/core/index.js';
 import { workspaceDir } from '../../../services/sandbox/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, type ChatRequestBody, type FakeOpenAI } from '../../support/fake-openai.js';
-import { createTestAgent, openTestRuntime, startTestWorker, type TestRuntime } from '../../support/system.js';
+import { createTestAgent, openTestRuntime, spawnTestWorker, startTestWorker, type TestRuntime } from '../../support/system.js';
 import { bubblewrapWorkspaces, type BubblewrapWorkspaces } from '../../support/workspaces.js';
 
-const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 const COMMAND = 'echo started >> runs.log; sleep 60; echo finished >> runs.log';
 let database: TestDatabase;
 let model: FakeOpenAI;
@@ -49,17 +47,6 @@ afterAll(async () => {
   await ws?.remove();
 });
 
-function spawnWorker(): ChildProcess {
-  const c = rt.config;
-  const env = {
-    PATH: process.env.PATH, DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, HERMES_QUEUE_PREFIX: c.HERMES_QUEUE_PREFIX,
-    HERMES_HEARTBEAT_SECONDS: '1', HERMES_INSTANCE_TTL_SECONDS: '3', HERMES_LEASE_TTL_SECONDS: '600', HERMES_LEASE_RENEW_SECONDS: '1',
-    HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-test', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_WORKER_PORT: '0',
-    HERMES_SANDBOX_BACKEND: 'bubblewrap', HERMES_WORKSPACES_DIR: ws.dir,
-  };
-  return spawn(process.execPath, [bin, 'worker'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
-}
-
 /** The sandboxed `sleep 60` of this test, if it still runs anywhere on the machine. */
 async function sleeperAlive(): Promise<boolean> {
   const { readdir } = await import('node:fs/promises');
@@ -75,7 +62,7 @@ describe('worker killed while a sandboxed command runs', () => {
   it('takes the command down with it, ends the turn unknown, and never runs it again', async () => {
     const key = 'agent:default/demo:api:dm:sandbox-crash';
     const adm = await admit(rt.db, { agentId, platform: 'api', sessionKey: key, user: { platformUserId: 'crash' }, content: 'run the slow job' });
-    child = spawnWorker();
+    child = spawnTestWorker(rt.config, { HERMES_SANDBOX_BACKEND: 'bubblewrap', HERMES_WORKSPACES_DIR: ws.dir });
     await enqueueTurn(rt.queues, { admissionId: adm.admissionId });
     const log = join(workspaceDir(ws.dir, { namespace: 'default', agent: 'demo', sessionId: adm.sessionId, admissionId: adm.admissionId }), 'runs.log');
     await eventually(async () => (await readFile(log, 'utf8').catch(() => '')) === 'started\n', 'the command to start in the sandbox', 60_000);
