@@ -12,6 +12,7 @@ import type { RunningWorker } from '../../services/worker/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../support/services.js';
 import { startFakeOpenAI, lastUser, withoutSessionFacts, type FakeOpenAI } from '../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, startTestWorker, testApiKey, type TestRuntime } from '../support/system.js';
+import { sseFrames } from '../support/sse.js';
 
 const spans = new InMemorySpanExporter();
 let database: TestDatabase;
@@ -44,18 +45,8 @@ async function readEvents(url: string): Promise<{ event: string; data: unknown }
   const res = await fetch(url, { headers: auth });
   expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
   const events: { event: string; data: unknown }[] = [];
-  const decoder = new TextDecoder();
-  let buf = '';
-  for await (const part of res.body!) {
-    buf += decoder.decode(part as Uint8Array, { stream: true });
-    let cut;
-    while ((cut = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, cut);
-      buf = buf.slice(cut + 2);
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event && data) events.push({ event, data: JSON.parse(data) });
-    }
+  for await (const { event, data } of sseFrames(res.body!)) {
+    if (event && data) events.push({ event, data: JSON.parse(data) });
     if (events.some((e) => e.event === 'reply' || e.event === 'error')) break;
   }
   return events;

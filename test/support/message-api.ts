@@ -2,6 +2,7 @@
 // SSE stream, wait for its reply.
 import { expect } from 'vitest';
 import { eventually } from './services.js';
+import { sseFrames } from './sse.js';
 
 export interface Posted { admissionId: string; sessionId: string; links: { self: string; events: string } }
 
@@ -34,20 +35,10 @@ export function messageApi(gatewayUrl: () => string, headers: Record<string, str
       const waiters: { test: (e: string) => boolean; resolve: () => void }[] = [];
       const done = (async () => {
         const res = await fetch(`${gatewayUrl()}${p.links.events}`, { headers });
-        const decoder = new TextDecoder();
-        let buf = '';
-        for await (const part of res.body!) {
-          buf += decoder.decode(part as Uint8Array, { stream: true });
-          let cut;
-          while ((cut = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
-            const event = /^event: (.*)$/m.exec(block)?.[1];
-            const data = /^data: (.*)$/m.exec(block)?.[1];
-            if (!event || !data) continue;
-            events.push({ event, data: JSON.parse(data) as Record<string, unknown> });
-            for (const w of waiters.filter((x) => x.test(event))) w.resolve();
-          }
+        for await (const { event, data } of sseFrames(res.body!)) {
+          if (!event || !data) continue;
+          events.push({ event, data: JSON.parse(data) as Record<string, unknown> });
+          for (const w of waiters.filter((x) => x.test(event))) w.resolve();
           if (events.some((e) => e.event === 'reply' || e.event === 'error')) break;
         }
         return events;

@@ -9,6 +9,7 @@ import {
 } from '../../../services/core/index.js';
 import { buildGatewayApp, type GatewayDeps } from '../../../services/gateway/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
+import { sseFrames, type SseEvent } from '../../support/sse.js';
 
 export const testKey = 'test-key';
 
@@ -133,30 +134,14 @@ export async function runFakeTurn(h: Harness, admissionId: string, turn: FakeTur
   await publishTurnEvent(h.redis, prefix, admissionId, { type: 'changed' });
 }
 
-export interface SseEvent { event: string | undefined; data: string }
+export type { SseEvent };
 
-/** Reads server-sent events from a fetch response until `done(events)` or the stream ends. */
+/** Reads server-sent events from a fetch response until `done(events)` (checked at each frame) or the stream ends. */
 export async function readSse(res: Response, done: (events: SseEvent[]) => boolean = () => false): Promise<SseEvent[]> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   const events: SseEvent[] = [];
-  let buffer = '';
-  for (;;) {
-    const { value, done: ended } = await reader.read();
-    if (ended) return events;
-    buffer += value;
-    let cut: number;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
-      const frame = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      const lines = frame.split('\n').filter((l) => !l.startsWith(':'));
-      if (lines.length === 0) continue;
-      const event = lines.find((l) => l.startsWith('event: '))?.slice(7);
-      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-      events.push({ event, data });
-    }
-    if (done(events)) {
-      await reader.cancel();
-      return events;
-    }
+  for await (const frame of sseFrames(res.body!)) {
+    events.push(frame);
+    if (done(events)) break;
   }
+  return events;
 }

@@ -9,6 +9,7 @@ import { publishRevision, sha256 } from '../../../services/core/index.js';
 import { lastUser, type ChatRequestBody } from '../../support/fake-openai.js';
 import { eventually } from '../../support/services.js';
 import { createTestAgent, testAgent, testApiKey, useGatewaySystem } from '../../support/system.js';
+import { sseFrames } from '../../support/sse.js';
 
 const OTHER_KEY = 'second-key-0123456789';
 
@@ -51,18 +52,8 @@ async function follow(runId: string, key = testApiKey) {
   expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
   const events: RunEvent[] = [];
   const done = (async () => {
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const name = /^event: (.*)$/m.exec(frame)?.[1];
-        const data = /^data: (.*)$/m.exec(frame)?.[1];
-        if (name && data) events.push({ ...(JSON.parse(data) as RunEvent), frameEvent: name });
-      }
+    for await (const { event, data } of sseFrames(res.body!)) {
+      if (event && data) events.push({ ...(JSON.parse(data) as RunEvent), frameEvent: event });
     }
     return events;
   })();
