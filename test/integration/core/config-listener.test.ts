@@ -108,8 +108,8 @@ describe('listener path cut (Postgres itself up)', () => {
 
     proxy.mode = 'forward'; // the held attempt goes through: LISTEN is back
     await eventually(async () => (await listenerConnections(database.url, database.name)) >= 1, 'the listener back');
-    await eventually(async () => (await cache.get('default', 'missed'))?.compiled.persona === 'v2', 'v2 served after the listener reconnected', 5_000);
-    await eventually(() => cache.listening, 'the cache listening again', 5_000);
+    await eventually(async () => (await cache.get('default', 'missed'))?.compiled.persona === 'v2', 'v2 served after the listener reconnected');
+    await eventually(() => cache.listening, 'the cache listening again');
     expect(await listenerConnections(database.url, database.name)).toBe(1);
   });
 

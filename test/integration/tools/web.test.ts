@@ -221,9 +221,8 @@ ${Array.from({ length: 6 }, (_, i) => `<p>Paragraph ${i}: the moon's gravity pul
   });
 
   it('gives up at the deadline, and says why a fetch failed', async () => {
-    const started = Date.now();
+    // /slow never finishes its body: only the 0.3 s deadline can end this fetch (no wall-clock check needed).
     await expect(guardedFetch(guard, at('public.test', '/slow'), { ...limits, timeoutMs: 300 }, signal())).rejects.toThrow(/slow did not answer within 0.3 s/);
-    expect(Date.now() - started).toBeLessThan(3_000);
     // Nothing listens on a port just freed (127.0.0.2 is allowed, so the connection is tried and refused by the OS).
     const gone = await new Promise<number>((resolve) => { const s = createServer().listen(0, '127.0.0.2', () => { const p = (s.address() as AddressInfo).port; s.close(() => resolve(p)); }); });
     await expect(guardedFetch(guard, `http://127.0.0.2:${gone}/`, limits, signal())).rejects.toThrow(new RegExp(`could not fetch http://127\\.0\\.0\\.2:${gone}/: ECONNREFUSED`));
