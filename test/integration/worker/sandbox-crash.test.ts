@@ -69,7 +69,7 @@ describe('worker killed while a sandboxed command runs', () => {
     expect(await sleeperAlive()).toBe(true);
 
     child.kill('SIGKILL');
-    await eventually(async () => !(await sleeperAlive()), 'the sandboxed command to die with its worker', 10_000);
+    await eventually(async () => !(await sleeperAlive()), 'the sandboxed command to die with its worker');
 
     survivor = await startTestWorker(rt, { loop: { sandboxes: ws.backends(rt) } });
     const next = await admit(rt.db, { agentId, platform: 'api', sessionKey: key, user: { platformUserId: 'crash' }, content: 'are you there?' });
