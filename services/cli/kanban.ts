@@ -8,7 +8,7 @@ import {
   BLOCK_KINDS, KANBAN_STATUSES, KanbanError, addAttachment, addComment, adminScope, archiveTask, blockTask, completeTask, createTask, linkTasks, listBoards, listTasks, loadConfig, namedBoard,
   openDb, showTask, unblockTask, type BlockKind, type KanbanScope, type KanbanStatus, type KanbanTask, type Sql,
 } from '../core/index.js';
-import { UsageError } from './learning.js';
+import { UsageError } from './agent-ref.js';
 
 const actor = () => `cli:${userInfo().username}`;
 const openCliDb = () => openDb(loadConfig(process.env, { REDIS_URL: process.env.REDIS_URL ?? 'redis://unused:6379' }).DATABASE_URL, { max: 2, applicationName: 'hermes-cli' });

@@ -7,30 +7,12 @@ import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Command } from 'commander';
 import { stringify } from 'yaml';
-import { findAgent, loadConfig, openDb, type AgentRecord, type Db } from '../core/index.js';
+import type { Db } from '../core/index.js';
 import { pgLearnedSkills, pgMemoryStore, skillMdText, type MemoryScope } from '../agent/index.js';
 import { apiVersion } from '../../operator/api/common.js';
 import { objectNameFor } from '../../operator/skills/import.js';
 import { parseLearningCommand, reviewLearningWrite } from '../worker/learning-commands.js';
-
-export class UsageError extends Error {}
-
-/** Opens the database, finds `NAMESPACE/NAME`, runs `fn`, closes; errors become a message and exit 2. */
-export async function withAgent(ref: string, fn: (db: Db, agent: AgentRecord) => Promise<void>): Promise<void> {
-  const db = openDb(loadConfig(process.env, { REDIS_URL: process.env.REDIS_URL ?? 'redis://unused:6379' }).DATABASE_URL, { max: 2, applicationName: 'hermes-cli' });
-  try {
-    const [namespace, name, ...rest] = ref.split('/');
-    if (!namespace || !name || rest.length) throw new UsageError(`name the agent as NAMESPACE/NAME (got "${ref}")`);
-    const agent = await findAgent(db.pool, namespace, name);
-    if (!agent) throw new UsageError(`no agent ${ref} in this database`);
-    await fn(db, agent);
-  } catch (err) {
-    console.error(err instanceof UsageError ? err.message : `error: ${(err as Error).message}`);
-    process.exitCode = 2;
-  } finally {
-    await db.close();
-  }
-}
+import { UsageError, withAgent } from './agent-ref.js';
 
 /** The store a command means: the agent's MEMORY, or the USER of `platform:id`. */
 async function scopeOf(db: Db, agentId: string, user: string | undefined): Promise<MemoryScope> {
