@@ -5,32 +5,10 @@
 // Agent's own `spec.stopped: true` does the same through the operator; `resume` clears only this one.
 import { userInfo } from 'node:os';
 import { Command } from 'commander';
-import { findAgent, loadConfig, openDb, setAgentStopped, type AgentRecord, type Db } from '../core/index.js';
+import { setAgentStopped, type AgentRecord } from '../core/index.js';
+import { withAgent } from './agent-ref.js';
 
-class UsageError extends Error {}
-
-/** `NAME` (in --namespace, default "default") or `NAMESPACE/NAME`. */
-function agentRef(ref: string, namespace: string): [string, string] {
-  const parts = ref.split('/');
-  if (parts.length === 1 && parts[0]) return [namespace, parts[0]];
-  if (parts.length === 2 && parts[0] && parts[1]) return [parts[0], parts[1]];
-  throw new UsageError(`name the agent as NAME or NAMESPACE/NAME (got "${ref}")`);
-}
-
-async function withAgent(ref: string, namespace: string, fn: (db: Db, agent: AgentRecord) => Promise<void>): Promise<void> {
-  const db = openDb(loadConfig(process.env, { REDIS_URL: process.env.REDIS_URL ?? 'redis://unused:6379' }).DATABASE_URL, { max: 2, applicationName: 'hermes-cli' });
-  try {
-    const [ns, name] = agentRef(ref, namespace);
-    const agent = await findAgent(db.pool, ns, name);
-    if (!agent) throw new UsageError(`no agent ${ns}/${name} in this database (hermes agents takes NAME or NAMESPACE/NAME)`);
-    await fn(db, agent);
-  } catch (err) {
-    console.error(err instanceof UsageError ? err.message : `error: ${(err as Error).message}`);
-    process.exitCode = 2;
-  } finally {
-    await db.close();
-  }
-}
+const refOptions = (namespace: string) => ({ namespace, hint: 'hermes agents takes NAME or NAMESPACE/NAME' });
 
 const label = (a: AgentRecord) => `${a.compiled.agent.namespace}/${a.compiled.agent.name}`;
 
@@ -40,21 +18,21 @@ agentsCommand.command('stop').description('Emergency stop: refuse new messages (
   .argument('<name>', 'NAME or NAMESPACE/NAME')
   .option('-n, --namespace <namespace>', 'namespace of NAME', 'default')
   .option('-r, --reason <text>', 'why (shown in /status and logs)')
-  .action((ref: string, opts: { namespace: string; reason?: string }) => withAgent(ref, opts.namespace, async (db, agent) => {
+  .action((ref: string, opts: { namespace: string; reason?: string }) => withAgent(ref, async (db, agent) => {
     const reason = opts.reason?.trim() || `stopped by ${userInfo().username} with hermes agents stop`;
     const stopped = await setAgentStopped(db, agent.agentId, { reason });
     const running = stopped ? stopped.running : 0;
     console.log(`Stopped ${label(agent)}: new messages are refused${running ? `; ${running} running turn(s) are being stopped` : ''}. Undo with: hermes agents resume ${label(agent)}`);
-  }));
+  }, refOptions(opts.namespace)));
 
 agentsCommand.command('resume').description('Undo `hermes agents stop`: the agent takes messages again.')
   .argument('<name>', 'NAME or NAMESPACE/NAME')
   .option('-n, --namespace <namespace>', 'namespace of NAME', 'default')
-  .action((ref: string, opts: { namespace: string }) => withAgent(ref, opts.namespace, async (db, agent) => {
+  .action((ref: string, opts: { namespace: string }) => withAgent(ref, async (db, agent) => {
     await setAgentStopped(db, agent.agentId, false);
     if (agent.compiled.stopped) {
       console.log(`Cleared the emergency stop of ${label(agent)}, but its Agent still has spec.stopped: true: set it to false (kubectl edit agent ${agent.compiled.agent.name} -n ${agent.compiled.agent.namespace}) to resume it.`);
       return;
     }
     console.log(`Resumed ${label(agent)}: it takes messages again.`);
-  }));
+  }, refOptions(opts.namespace)));
