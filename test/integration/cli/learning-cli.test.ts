@@ -23,6 +23,13 @@ let agentId: string;
 let aliceId: string;
 let out: string;
 
+/**
+ * Each test runs the CLI several times, each a new process that loads the learning commands'
+ * modules (≈ 3 s on an idle 2-core machine, up to ≈ 7 s while the rest of the suite runs): a
+ * hang guard of three minutes instead of the suite's one.
+ */
+const slow = { timeout: 180_000 };
+
 function hermes(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH, DATABASE_URL: database.url, HERMES_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -48,7 +55,7 @@ afterAll(async () => {
   if (out) rmSync(out, { recursive: true, force: true });
 });
 
-describe('hermes memory', () => {
+describe('hermes memory', slow, () => {
   it('history, restore, forget; --purge leaves nothing to restore', async () => {
     const store = pgMemoryStore(db);
     const scope = { agentId, target: 'user' as const, userId: aliceId };
@@ -77,7 +84,7 @@ describe('hermes memory', () => {
   });
 });
 
-describe('hermes skills (learned)', () => {
+describe('hermes skills (learned)', slow, () => {
   it('history, restore and export; the exported Skill supersedes the learned copy', async () => {
     const store = pgLearnedSkills(db);
     await store.change(agentId, 'deploy-check', null, () => skill('1. kubectl rollout status'));
@@ -102,7 +109,7 @@ describe('hermes skills (learned)', () => {
   });
 });
 
-describe('hermes review', () => {
+describe('hermes review', slow, () => {
   it('lists and decides staged writes, recorded as the CLI user', async () => {
     const staged = await pgStaging(db).stage({ agentId, kind: 'memory', target: 'memory', userId: null, payload: { ops: [{ action: 'add', content: 'deploys on Fridays are frozen' }] }, diff: '+ deploys on Fridays are frozen', sessionId: null });
     const id = staged.id.slice(0, 8);
