@@ -6,7 +6,7 @@
 import { userInfo } from 'node:os';
 import { Command } from 'commander';
 import { setAgentStopped, type AgentRecord } from '../core/index.js';
-import { withAgent } from './agent-ref.js';
+import { withAgent } from './cli-db.js';
 
 const refOptions = (namespace: string) => ({ namespace, hint: 'hermes agents takes NAME or NAMESPACE/NAME' });
 

@@ -4,9 +4,8 @@
 // needed. `run` asks the scheduler (one active in the workers) to fire a manual run at its next
 // tick — within HERMES_CRON_TICK_SECONDS; the hermes.dev/run-now annotation does the same.
 import { Command } from 'commander';
-import { cronHistory, listCronSchedules, loadConfig, openDb, requestRunNow, type CronRunView, type Db } from '../core/index.js';
-
-class UsageError extends Error {}
+import { cronHistory, listCronSchedules, requestRunNow, type CronRunView } from '../core/index.js';
+import { UsageError, withDb } from './cli-db.js';
 
 /** `NAMESPACE/NAME`, or `NAME` in --namespace. */
 function cronRef(ref: string, namespace: string): [string, string] {
@@ -14,18 +13,6 @@ function cronRef(ref: string, namespace: string): [string, string] {
   if (parts.length === 1 && parts[0]) return [namespace, parts[0]];
   if (parts.length === 2 && parts[0] && parts[1]) return [parts[0], parts[1]];
   throw new UsageError(`name the CronJob as NAMESPACE/NAME or NAME (got "${ref}")`);
-}
-
-async function withDb(fn: (db: Db) => Promise<void>): Promise<void> {
-  const db = openDb(loadConfig(process.env, { REDIS_URL: process.env.REDIS_URL ?? 'redis://unused:6379' }).DATABASE_URL, { max: 2, applicationName: 'hermes-cli' });
-  try {
-    await fn(db);
-  } catch (err) {
-    console.error(err instanceof UsageError ? err.message : `error: ${(err as Error).message}`);
-    process.exitCode = 2;
-  } finally {
-    await db.close();
-  }
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString().replace(/\.\d{3}Z$/, 'Z') : '-');

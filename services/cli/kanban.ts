@@ -5,30 +5,18 @@
 import { userInfo } from 'node:os';
 import { Command, Option } from 'commander';
 import {
-  BLOCK_KINDS, KANBAN_STATUSES, KanbanError, addAttachment, addComment, adminScope, archiveTask, blockTask, completeTask, createTask, linkTasks, listBoards, listTasks, loadConfig, namedBoard,
-  openDb, showTask, unblockTask, type BlockKind, type KanbanScope, type KanbanStatus, type KanbanTask, type Sql,
+  BLOCK_KINDS, KANBAN_STATUSES, KanbanError, addAttachment, addComment, adminScope, archiveTask, blockTask, completeTask, createTask, linkTasks, listBoards, listTasks, namedBoard,
+  showTask, unblockTask, type BlockKind, type Db, type KanbanScope, type KanbanStatus, type KanbanTask, type Sql,
 } from '../core/index.js';
-import { UsageError } from './agent-ref.js';
+import { UsageError, withDb } from './cli-db.js';
 
 const actor = () => `cli:${userInfo().username}`;
-const openCliDb = () => openDb(loadConfig(process.env, { REDIS_URL: process.env.REDIS_URL ?? 'redis://unused:6379' }).DATABASE_URL, { max: 2, applicationName: 'hermes-cli' });
-
-async function withDb(fn: (db: ReturnType<typeof openCliDb>) => Promise<void>): Promise<void> {
-  let db: ReturnType<typeof openCliDb> | undefined;
-  try {
-    db = openCliDb();
-    await fn(db);
-  } catch (err) {
-    console.error(err instanceof UsageError || err instanceof KanbanError ? err.message : `error: ${(err as Error).message}`);
-    process.exitCode = 2;
-  } finally {
-    await db?.close();
-  }
-}
+/** `withDb` where the board's own refusals (KanbanError) are said as they are. */
+const onDb = (fn: (db: Db) => Promise<void>) => withDb(fn, [KanbanError]);
 
 /** Runs `fn` in one transaction on board `ref` (NAMESPACE/AGENT[/BOARD]); `create` makes the board when missing. */
 function onBoard(ref: string, fn: (sql: Sql, scope: KanbanScope) => Promise<void>, create = false): Promise<void> {
-  return withDb(async (db) => {
+  return onDb(async (db) => {
     const [namespace, agent, board, ...rest] = ref.split('/');
     if (!namespace || !agent || rest.length) throw new UsageError(`name the board as NAMESPACE/AGENT[/BOARD] (got "${ref}")`);
     await db.tx(async (sql) => fn(sql, adminScope(await namedBoard(sql, { namespace, agent, ...(board ? { board } : {}) }, create), actor())));
@@ -45,7 +33,7 @@ export const kanbanCommand = new Command('kanban')
 
 kanbanCommand.command('boards').description('Every board (or those of one namespace) with its open task count.')
   .argument('[namespace]', 'only this namespace')
-  .action((namespace?: string) => withDb(async (db) => {
+  .action((namespace?: string) => onDb(async (db) => {
     const boards = await listBoards(db.pool, namespace);
     if (!boards.length) console.log('No boards.');
     for (const b of boards) console.log(`${b.namespace}/${b.agent}/${b.name}  ${b.open} open${b.ownerUserId ? '  (a person\'s board)' : ''}`);

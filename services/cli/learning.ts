@@ -12,7 +12,7 @@ import { pgLearnedSkills, pgMemoryStore, skillMdText, type MemoryScope } from '.
 import { apiVersion } from '../../operator/api/common.js';
 import { objectNameFor } from '../../operator/skills/import.js';
 import { parseLearningCommand, reviewLearningWrite } from '../worker/learning-commands.js';
-import { UsageError, withAgent } from './agent-ref.js';
+import { UsageError, withAgent } from './cli-db.js';
 
 /** The store a command means: the agent's MEMORY, or the USER of `platform:id`. */
 async function scopeOf(db: Db, agentId: string, user: string | undefined): Promise<MemoryScope> {

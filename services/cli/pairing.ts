@@ -6,7 +6,7 @@ import { userInfo } from 'node:os';
 import { Command } from 'commander';
 import { listPairings, revokePairing, type AgentRecord, type Db } from '../core/index.js';
 import { decideAndNotify, decisionProblem } from '../gateway/pairing.js';
-import { UsageError, withAgent } from './agent-ref.js';
+import { UsageError, withAgent } from './cli-db.js';
 
 const when = (d: Date) => d.toISOString().replace('.000Z', 'Z');
 
