@@ -32,18 +32,20 @@ export interface AgentRefOptions {
   hint?: string;
 }
 
-/** `NAMESPACE/NAME`, or `NAME` when a default namespace is given. */
-function agentRef(ref: string, namespace: string | undefined): [string, string] {
+/** `NAMESPACE/NAME` as its two parts, or a bare `NAME` in `namespace` when one is given; undefined for anything else. */
+export function splitRef(ref: string, namespace?: string): [string, string] | undefined {
   const parts = ref.split('/');
   if (namespace !== undefined && parts.length === 1 && parts[0]) return [namespace, parts[0]];
   if (parts.length === 2 && parts[0] && parts[1]) return [parts[0], parts[1]];
-  throw new UsageError(`name the agent as ${namespace !== undefined ? 'NAME or ' : ''}NAMESPACE/NAME (got "${ref}")`);
+  return undefined;
 }
 
 /** `withDb` on the agent `ref` names (a usage error when there is none). */
 export function withAgent(ref: string, fn: (db: Db, agent: AgentRecord) => Promise<void>, opts: AgentRefOptions = {}): Promise<void> {
   return withDb(async (db) => {
-    const [namespace, name] = agentRef(ref, opts.namespace);
+    const split = splitRef(ref, opts.namespace);
+    if (!split) throw new UsageError(`name the agent as ${opts.namespace !== undefined ? 'NAME or ' : ''}NAMESPACE/NAME (got "${ref}")`);
+    const [namespace, name] = split;
     const agent = await findAgent(db.pool, namespace, name);
     if (!agent) throw new UsageError(`no agent ${namespace}/${name} in this database${opts.hint ? ` (${opts.hint})` : ''}`);
     await fn(db, agent);

@@ -5,14 +5,13 @@
 // tick — within HERMES_CRON_TICK_SECONDS; the hermes.dev/run-now annotation does the same.
 import { Command } from 'commander';
 import { cronHistory, listCronSchedules, requestRunNow, type CronRunView } from '../core/index.js';
-import { UsageError, withDb } from './cli-db.js';
+import { splitRef, UsageError, withDb } from './cli-db.js';
 
 /** `NAMESPACE/NAME`, or `NAME` in --namespace. */
 function cronRef(ref: string, namespace: string): [string, string] {
-  const parts = ref.split('/');
-  if (parts.length === 1 && parts[0]) return [namespace, parts[0]];
-  if (parts.length === 2 && parts[0] && parts[1]) return [parts[0], parts[1]];
-  throw new UsageError(`name the CronJob as NAMESPACE/NAME or NAME (got "${ref}")`);
+  const split = splitRef(ref, namespace);
+  if (!split) throw new UsageError(`name the CronJob as NAMESPACE/NAME or NAME (got "${ref}")`);
+  return split;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString().replace(/\.\d{3}Z$/, 'Z') : '-');

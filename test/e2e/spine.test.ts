@@ -46,8 +46,9 @@ async function readEvents(url: string): Promise<{ event: string; data: unknown }
   expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
   const events: { event: string; data: unknown }[] = [];
   for await (const { event, data } of sseFrames(res.body!)) {
-    if (event && data) events.push({ event, data: JSON.parse(data) });
-    if (events.some((e) => e.event === 'reply' || e.event === 'error')) break;
+    if (!event || !data) continue;
+    events.push({ event, data: JSON.parse(data) });
+    if (event === 'reply' || event === 'error') break;
   }
   return events;
 }

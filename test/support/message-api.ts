@@ -39,7 +39,7 @@ export function messageApi(gatewayUrl: () => string, headers: Record<string, str
           if (!event || !data) continue;
           events.push({ event, data: JSON.parse(data) as Record<string, unknown> });
           for (const w of waiters.filter((x) => x.test(event))) w.resolve();
-          if (events.some((e) => e.event === 'reply' || e.event === 'error')) break;
+          if (event === 'reply' || event === 'error') break;
         }
         return events;
       })();

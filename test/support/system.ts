@@ -1,7 +1,7 @@
 // Builds in-process pieces of the system (worker, agents) on a test database and prefix.
-import { admit, enqueueTurn, getAdmission, getObligationForAdmission, publishRevision, sha256, type Admission, type CompiledAgent, type Config, type Obligation, type Sql } from '../../services/core/index.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { admit, enqueueTurn, getAdmission, getObligationForAdmission, publishRevision, sha256, type Admission, type CompiledAgent, type Config, type Obligation, type Sql } from '../../services/core/index.js';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from './services.js';
 import { startFakeOpenAI, type FakeOpenAI, type ScriptFn } from './fake-openai.js';

@@ -2,7 +2,8 @@
 // graceful close that ends open streams and drops every subscription.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
-import { auth, openHarness, readSse, runFakeTurn, subscribed, type Harness, type SseEvent } from './harness.js';
+import { auth, openHarness, readSse, runFakeTurn, subscribed, type Harness } from './harness.js';
+import type { SseEvent } from '../../support/sse.js';
 
 let h: Harness;
 let gw: RunningGateway;

@@ -134,8 +134,6 @@ export async function runFakeTurn(h: Harness, admissionId: string, turn: FakeTur
   await publishTurnEvent(h.redis, prefix, admissionId, { type: 'changed' });
 }
 
-export type { SseEvent };
-
 /** Reads server-sent events from a fetch response until `done(events)` (checked at each frame) or the stream ends. */
 export async function readSse(res: Response, done: (events: SseEvent[]) => boolean = () => false): Promise<SseEvent[]> {
   const events: SseEvent[] = [];

@@ -3,7 +3,7 @@
 // run by the real worker against a fake model, and delivered through the ledger to the fake
 // connector with a client-credentials token from the fake token endpoint.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CompiledAgent } from '../../../services/core/index.js';
+import type { CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';

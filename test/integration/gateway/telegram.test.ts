@@ -3,7 +3,7 @@
 // driven by grammY over HTTP), admitted in Postgres, run by the real worker against a fake model,
 // and delivered through the delivery ledger back to the fake.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CompiledAgent } from '../../../services/core/index.js';
+import type { CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type GatewayDeps, type RunningGateway } from '../../../services/gateway/index.js';
 import { createContext } from '../../../services/gateway/context.js';
 import { startConnectors, type ConnectorSupervisor } from '../../../services/gateway/connectors/index.js';

@@ -3,7 +3,7 @@
 // callback receiver or stored and read with a signed GET; and the restricted toolset the model is
 // offered in webhook turns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CompiledAgent } from '../../../services/core/index.js';
+import type { CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
