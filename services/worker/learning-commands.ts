@@ -4,7 +4,11 @@
 // store as it is (it may fail then: the store changed since, and the decision says so), and
 // reaches new conversations; every decision is recorded with who and when.
 import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
-import { decideStagedWrite, isAgentAdmin, pgStaging, shortId, userIdentity, type StagedKind, type StagedWrite } from '../agent/index.js';
+// The modules themselves rather than the agent package's index: `hermes review` loads this file, and
+// the whole package (model SDKs, tools, MCP) would add ≈ 1.5 s to every start of the CLI.
+import { decideStagedWrite } from '../agent/learning/decide.js';
+import { pgStaging, shortId, type StagedKind, type StagedWrite } from '../agent/learning/staging.js';
+import { isAgentAdmin, userIdentity } from '../agent/recall/session-recall.js';
 
 const COMMAND = /^\/(memory|skills)\s+(pending|approve|reject|diff)(?:\s+([0-9a-f-]+))?\s*$/i;
 

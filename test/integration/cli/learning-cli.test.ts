@@ -24,9 +24,10 @@ let aliceId: string;
 let out: string;
 
 /**
- * Each test runs the CLI several times, each a new process that loads the learning commands'
- * modules (≈ 3 s on an idle 2-core machine, up to ≈ 7 s while the rest of the suite runs): a
- * hang guard of three minutes instead of the suite's one.
+ * Each test runs the CLI up to seven times, each a new process that loads the learning commands'
+ * modules (≈ 0.8 s on an idle 2-core machine, several times that while the rest of the suite
+ * runs): a hang guard of three minutes instead of the suite's one, so a loaded machine is not
+ * mistaken for a hang.
  */
 const slow = { timeout: 180_000 };
 
