@@ -8,6 +8,9 @@ import { availableParallelism } from 'node:os';
 import { serverUrls } from '../test/support/services.js';
 
 const progress = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+/** The slow-model run: how long the model takes, and each worker's turn slots. */
+const SLOW_MODEL_MS = 200;
+const SLOTS = 8;
 const cores = availableParallelism();
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
@@ -77,6 +80,32 @@ async function main(): Promise<void> {
   console.log(`    40 % is ${fmt(0.4 * ceiling, 0)} turns/s; at ${fmt(cpuTotal(one.c64), 2)} ms CPU per turn (all processes) ${cores} core(s) allow at most ${fmt(cpuBound(cpuTotal(one.c64)), 0)}`
     + (pgCpu ? `, Postgres' own ${fmt(pgCpu, 2)} ms alone at most ${fmt(cpuBound(pgCpu), 0)}` : ''));
   if (runs[1]) console.log(`  workers 1 → 2 at c=64: ${fmt(one.c64.perSecond, 1)} → ${fmt(runs[1].c64.perSecond, 1)} turns/s (${fmt(runs[1].c64.perSecond / one.c64.perSecond, 2)}×)`);
+  // Scaling out where the workers are the limit, not this machine's cores: a model that takes
+  // SLOW_MODEL_MS to answer and SLOTS turns per worker, so one worker's turn slots cap turns/s at
+  // SLOTS ÷ latency while the CPU stays far from busy. Skipped with BENCH_WORKERS (a quick look).
+  if (!process.env.BENCH_WORKERS) {
+    const slow: { workers: number; x: LoadResult }[] = [];
+    for (const workers of [1, 2]) {
+      progress(`system: ${workers} worker(s) of ${SLOTS} turns at once, a model that answers in ${SLOW_MODEL_MS} ms…`);
+      const system = await startSystem(redisUrl, workers, { modelLatencyMs: SLOW_MODEL_MS, turnConcurrency: SLOTS });
+      try {
+        await system.load(8, n(40));
+        slow.push({ workers, x: await system.load(64, n(600)) });
+      } finally {
+        await system.close();
+      }
+    }
+    console.log(`\nHermes with a slow model: the model answers in ${SLOW_MODEL_MS} ms, each worker runs ${SLOTS} turns at once (HERMES_TURN_CONCURRENCY)`);
+    console.log(`  ${'workers'.padEnd(8)} ${'conc.'.padEnd(6)} ${'turns/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'fail'.padStart(5)} ${'slots ÷ latency'.padStart(16)} ${'CPU ms/turn'.padStart(12)}`);
+    for (const { workers, x } of slow) {
+      const slotsBound = (workers * SLOTS * 1_000) / SLOW_MODEL_MS;
+      console.log(`  ${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${fmt(x.perSecond, 1).padStart(9)} ${fmt(x.p50Ms, 1).padStart(8)} ${fmt(x.p99Ms, 1).padStart(8)} ${String(x.failures).padStart(5)} ${fmt(slotsBound, 0).padStart(16)} ${fmt(cpuTotal(x), 2).padStart(12)}`);
+    }
+    const [a, b] = slow;
+    if (a && b) console.log(`  workers 1 → 2: ${fmt(a.x.perSecond, 1)} → ${fmt(b.x.perSecond, 1)} turns/s (${fmt(b.x.perSecond / a.x.perSecond, 2)}×)`);
+    if (slow.some(({ x }) => x.failures)) process.exitCode = 1;
+  }
+
   progress('agent loop: overhead and memory per turn…');
   printLoop(await loopOverhead(n(10_000)), await memoryPerTurn(n(1_000)));
   if (results.some(({ x }) => x.failures)) process.exitCode = 1;

@@ -53,17 +53,25 @@ async function waitReady(url: string): Promise<void> {
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
+export interface SystemOptions {
+  /** How long the fake model takes to answer (default 0: the CPU-bound case). */
+  modelLatencyMs?: number;
+  /** Turns each worker runs at once (HERMES_TURN_CONCURRENCY; default 64). */
+  turnConcurrency?: number;
+}
+
 /** A gateway and `workers` worker processes on a fresh database. */
-export async function startSystem(redisUrl: string, workers = 1): Promise<RunningSystem> {
+export async function startSystem(redisUrl: string, workers = 1, options: SystemOptions = {}): Promise<RunningSystem> {
   const database: TestDatabase = await createTestDatabase();
-  const model: FakeOpenAI = await startFakeOpenAI(() => ({ text: 'pong', chunks: 1 }));
+  const latency = options.modelLatencyMs ?? 0;
+  const model: FakeOpenAI = await startFakeOpenAI(() => ({ text: 'pong', chunks: 1, ...(latency > 0 ? { hold: new Promise<void>((r) => setTimeout(r, latency)) } : {}) }));
   const db = openDb(database.url);
   await publishRevision(db, { ...testAgent(model.baseURL), api: { enabled: true, keySha256: [sha256(apiKey)] } });
   await db.close();
   const port = await freePort();
   const env = {
     PATH: process.env.PATH, DATABASE_URL: database.url, REDIS_URL: redisUrl, HERMES_QUEUE_PREFIX: `bench-${randomUUID()}`,
-    HERMES_PORT: String(port), HERMES_HOST: '127.0.0.1', HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_TURN_CONCURRENCY: '64', HERMES_WORKER_PORT: '0',
+    HERMES_PORT: String(port), HERMES_HOST: '127.0.0.1', HERMES_LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sk-bench', HERMES_SECRETS_SOURCE: 'local', HERMES_SECRETS_ENV_ALLOW: 'OPENAI_API_KEY', HERMES_TURN_CONCURRENCY: String(options.turnConcurrency ?? 64), HERMES_WORKER_PORT: '0',
   };
   const procs = [child(['gateway'], env), ...Array.from({ length: workers }, () => child(['worker'], env))];
   const url = `http://127.0.0.1:${port}`;
