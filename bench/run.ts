@@ -13,6 +13,10 @@ const SLOW_MODEL_MS = 200;
 const SLOTS = 8;
 const cores = availableParallelism();
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+/** The columns every load table starts with: its header, and one load's cells. */
+const loadHeader = `${'workers'.padEnd(8)} ${'conc.'.padEnd(6)} ${'turns/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'fail'.padStart(5)}`;
+const loadCells = (workers: number, x: LoadResult) =>
+  `${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${fmt(x.perSecond, 1).padStart(9)} ${fmt(x.p50Ms, 1).padStart(8)} ${fmt(x.p99Ms, 1).padStart(8)} ${String(x.failures).padStart(5)}`;
 
 async function main(): Promise<void> {
   const { databaseUrl, redisUrl } = serverUrls();
@@ -50,10 +54,10 @@ async function main(): Promise<void> {
   console.log('\nRaw baselines (same run)');
   for (const [k, v] of rows) console.log(`  ${k.padEnd(44)} ${v.padStart(10)}`);
   console.log('\nHermes: OpenAI-compatible message → reply, zero-latency fake model');
-  console.log(`  ${'workers'.padEnd(8)} ${'conc.'.padEnd(6)} ${'turns/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'fail'.padStart(5)} ${'pg commits/turn'.padStart(16)} ${'redis cmds/turn'.padStart(16)}`);
+  console.log(`  ${loadHeader} ${'pg commits/turn'.padStart(16)} ${'redis cmds/turn'.padStart(16)}`);
   const results = runs.flatMap((r) => [r.c1, r.c64].filter((x): x is LoadResult => !!x).map((x) => ({ workers: r.workers, x })));
   for (const { workers, x } of results) {
-    console.log(`  ${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${fmt(x.perSecond, 1).padStart(9)} ${fmt(x.p50Ms, 1).padStart(8)} ${fmt(x.p99Ms, 1).padStart(8)} ${String(x.failures).padStart(5)} ${fmt(x.cost.commitsPerTurn, 1).padStart(16)} ${fmt(x.cost.redisCommandsPerTurn, 1).padStart(16)}`);
+    console.log(`  ${loadCells(workers, x)} ${fmt(x.cost.commitsPerTurn, 1).padStart(16)} ${fmt(x.cost.redisCommandsPerTurn, 1).padStart(16)}`);
   }
   console.log('\nCPU per turn by process (ms; idle use subtracted; all processes share this machine\'s cores)');
   const labels = [...new Set(results.flatMap(({ x }) => [...x.cost.cpuMsPerTurn.keys()]))];
@@ -96,10 +100,10 @@ async function main(): Promise<void> {
       }
     }
     console.log(`\nHermes with a slow model: the model answers in ${SLOW_MODEL_MS} ms, each worker runs ${SLOTS} turns at once (HERMES_TURN_CONCURRENCY)`);
-    console.log(`  ${'workers'.padEnd(8)} ${'conc.'.padEnd(6)} ${'turns/s'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'fail'.padStart(5)} ${'slots ÷ latency'.padStart(16)} ${'CPU ms/turn'.padStart(12)}`);
+    console.log(`  ${loadHeader} ${'slots ÷ latency'.padStart(16)} ${'CPU ms/turn'.padStart(12)}`);
     for (const { workers, x } of slow) {
       const slotsBound = (workers * SLOTS * 1_000) / SLOW_MODEL_MS;
-      console.log(`  ${String(workers).padEnd(8)} ${String(x.concurrency).padEnd(6)} ${fmt(x.perSecond, 1).padStart(9)} ${fmt(x.p50Ms, 1).padStart(8)} ${fmt(x.p99Ms, 1).padStart(8)} ${String(x.failures).padStart(5)} ${fmt(slotsBound, 0).padStart(16)} ${fmt(cpuTotal(x), 2).padStart(12)}`);
+      console.log(`  ${loadCells(workers, x)} ${fmt(slotsBound, 0).padStart(16)} ${fmt(cpuTotal(x), 2).padStart(12)}`);
     }
     const [a, b] = slow;
     if (a && b) console.log(`  workers 1 → 2: ${fmt(a.x.perSecond, 1)} → ${fmt(b.x.perSecond, 1)} turns/s (${fmt(b.x.perSecond / a.x.perSecond, 2)}×)`);

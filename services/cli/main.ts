@@ -1,9 +1,9 @@
 // The `hermes` CLI: one binary, one command per deployable (gateway, worker), plus migrate and
 // dev. Every command has --help; settings come from the environment (see `hermes --help`).
 // A command's module is loaded only when that command runs: the Postgres-only ones (cron,
-// agents, pairing, kanban, migrate) then start without loading the model SDKs, the Kubernetes
-// client or the HTTP server, in about a third of the time; `hermes --help` and `hermes help`
-// load them all.
+// agents, pairing, kanban, migrate, memory, skills, review) then start without loading the model
+// SDKs, the Kubernetes client or the HTTP server, in about a third of the time; `hermes --help`
+// and `hermes help` load them all.
 import { Command } from 'commander';
 import { ConfigError, describeSettings } from '../core/index.js';
 

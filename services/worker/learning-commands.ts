@@ -5,7 +5,7 @@
 // reaches new conversations; every decision is recorded with who and when.
 import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
 // The modules themselves rather than the agent package's index: `hermes review` loads this file, and
-// the whole package (model SDKs, tools, MCP) would add ≈ 1.5 s to every start of the CLI.
+// the whole package (model SDKs, tools, MCP) would add ≈ 1.5 s to each of its starts.
 import { decideStagedWrite } from '../agent/learning/decide.js';
 import { pgStaging, shortId, type StagedKind, type StagedWrite } from '../agent/learning/staging.js';
 import { isAgentAdmin, userIdentity } from '../agent/recall/session-recall.js';

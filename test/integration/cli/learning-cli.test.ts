@@ -23,14 +23,6 @@ let agentId: string;
 let aliceId: string;
 let out: string;
 
-/**
- * Each test runs the CLI up to seven times, each a new process that loads the learning commands'
- * modules (≈ 0.8 s on an idle 2-core machine, several times that while the rest of the suite
- * runs): a hang guard of three minutes instead of the suite's one, so a loaded machine is not
- * mistaken for a hang.
- */
-const slow = { timeout: 180_000 };
-
 function hermes(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH, DATABASE_URL: database.url, HERMES_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -56,7 +48,7 @@ afterAll(async () => {
   if (out) rmSync(out, { recursive: true, force: true });
 });
 
-describe('hermes memory', slow, () => {
+describe('hermes memory', () => {
   it('history, restore, forget; --purge leaves nothing to restore', async () => {
     const store = pgMemoryStore(db);
     const scope = { agentId, target: 'user' as const, userId: aliceId };
@@ -85,7 +77,7 @@ describe('hermes memory', slow, () => {
   });
 });
 
-describe('hermes skills (learned)', slow, () => {
+describe('hermes skills (learned)', () => {
   it('history, restore and export; the exported Skill supersedes the learned copy', async () => {
     const store = pgLearnedSkills(db);
     await store.change(agentId, 'deploy-check', null, () => skill('1. kubectl rollout status'));
@@ -110,7 +102,7 @@ describe('hermes skills (learned)', slow, () => {
   });
 });
 
-describe('hermes review', slow, () => {
+describe('hermes review', () => {
   it('lists and decides staged writes, recorded as the CLI user', async () => {
     const staged = await pgStaging(db).stage({ agentId, kind: 'memory', target: 'memory', userId: null, payload: { ops: [{ action: 'add', content: 'deploys on Fridays are frozen' }] }, diff: '+ deploys on Fridays are frozen', sessionId: null });
     const id = staged.id.slice(0, 8);
