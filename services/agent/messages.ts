@@ -33,6 +33,8 @@ export interface Usage {
   reasoningTokens: number;
   /** What the provider says the call cost in USD (OpenRouter's `usage.cost`), when it says so. */
   costUsd?: number;
+  /** Set when the provider sent no readable counts: the counts are estimated from the call's text. */
+  estimated?: true;
 }
 
 export const emptyUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
@@ -45,6 +47,7 @@ export function addUsage(a: Usage, b: Usage): Usage {
     cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
     reasoningTokens: a.reasoningTokens + b.reasoningTokens,
     ...(a.costUsd !== undefined || b.costUsd !== undefined ? { costUsd: (a.costUsd ?? 0) + (b.costUsd ?? 0) } : {}),
+    ...(a.estimated || b.estimated ? { estimated: true as const } : {}),
   };
 }
 

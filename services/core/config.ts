@@ -48,7 +48,7 @@ export const configSchema = z.object({
   HERMES_APPROVAL_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(500).describe('How often a command waiting for /approve or /deny re-reads its pending approval in Postgres (the decision, the deadline).'),
   HERMES_TURN_STALL_SECONDS: seconds(600, 'Liveness watchdog: a turn with no progress (stream chunk, model call, tool, stored message) for this long is ended (SPEC: 600 s).'),
   HERMES_TURN_WATCHDOG_POLL_SECONDS: seconds(15, 'How often the liveness watchdog checks a running turn (SPEC: 15 s).'),
-  HERMES_MODEL_TIMEOUT_SECONDS: seconds(600, 'Upper bound on one model request.'),
+  HERMES_MODEL_TIMEOUT_SECONDS: seconds(600, 'Upper bound on one model request, the whole streamed answer included (a stream that stalls ends sooner: 180 s without data, 900 s for a local server).'),
   HERMES_REPLY_WAIT_SECONDS: seconds(600, 'How long /v1/chat/completions waits for a turn before answering 504.'),
   HERMES_SHUTDOWN_GRACE_SECONDS: seconds(30, 'On SIGTERM, how long running turns may finish before being handed back.'),
   HERMES_DEV_API_KEY: z.string().min(8).optional().describe('hermes dev: the example agent API key (generated and printed when unset).'),

@@ -19,6 +19,18 @@ export function costCounter(metrics: Metrics): Counter<'agent' | 'model' | 'stat
   return c;
 }
 
+const estimatedCounters = new WeakMap<Metrics, Counter<'agent' | 'model'>>();
+
+/** hermes_model_usage_estimated_total{agent,model}: calls whose provider sent no readable token counts. */
+function estimatedCounter(metrics: Metrics): Counter<'agent' | 'model'> {
+  let c = estimatedCounters.get(metrics);
+  if (!c) {
+    c = new Counter({ name: 'hermes_model_usage_estimated_total', help: 'Model calls whose provider sent no readable token counts (none, or not whole numbers from 0 to 10 M): their tokens, and the cost from them, were estimated from the text (4 characters a token).', labelNames: ['agent', 'model'], registers: [metrics.registry] });
+    estimatedCounters.set(metrics, c);
+  }
+  return c;
+}
+
 interface SpendCapMetrics {
   used: Gauge<'agent' | 'scope' | 'period'>;
   refusals: Counter<'agent' | 'scope' | 'period'>;
@@ -58,9 +70,11 @@ export function usageRowOf({ adm, agent }: Pick<CallContext, 'adm' | 'agent'>, d
   const provider = route.pool.current();
   // The route's own price: a fallback model is priced by its own `pricing`, not the primary's.
   const cost = estimateCost({ provider: provider.name, model: route.model, local: provider.local ?? false, usage: done.usage, ...(route.price ? { price: route.price } : {}) });
+  const u = done.usage;
   return {
-    agentId: adm.agentId, profileKey: profileKey(agent), sessionId: adm.sessionId, userId: adm.userId, admissionId: adm.id,
-    provider: provider.name, model: route.model, ...done.usage, costUsd: cost.costUsd, costStatus: cost.status, task,
+    agentId: adm.agentId, profileKey: profileKey(agent), sessionId: adm.sessionId, userId: adm.userId, admissionId: adm.id, provider: provider.name, model: route.model,
+    inputTokens: u.inputTokens, outputTokens: u.outputTokens, cacheReadTokens: u.cacheReadTokens, cacheWriteTokens: u.cacheWriteTokens, reasoningTokens: u.reasoningTokens,
+    costUsd: cost.costUsd, costStatus: cost.status, task, ...(u.estimated ? { tokensEstimated: true as const } : {}),
   };
 }
 
@@ -80,6 +94,7 @@ function countCall({ metrics, agent }: CallContext, row: ModelCallUsageRow): voi
     metrics.tokens.inc({ ...labels, kind }, n);
   }
   costCounter(metrics).inc({ ...labels, status: row.costStatus }, row.costUsd ?? 0);
+  if (row.tokensEstimated) estimatedCounter(metrics).inc(labels);
 }
 
 const startOfDay = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));

@@ -18,7 +18,8 @@ export interface AnthropicRequestBody {
 export interface AnthropicScript {
   text?: string;
   toolUses?: { id?: string; name: string; input: Record<string, unknown> }[];
-  usage?: { input_tokens: number; output_tokens: number; cache_creation_input_tokens?: number; cache_read_input_tokens?: number };
+  /** The counts sent (anything, for a server that sends garbage); output_tokens goes out in message_delta. */
+  usage?: { input_tokens?: unknown; output_tokens?: unknown; cache_creation_input_tokens?: unknown; cache_read_input_tokens?: unknown };
   status?: number;
   errorType?: string;
   errorMessage?: string;

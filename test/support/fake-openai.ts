@@ -24,7 +24,10 @@ export interface Script {
   /** Answer 200 with exactly this body (a malformed response). */
   raw?: { contentType: string; body: string };
   headers?: Record<string, string>;
-  usage?: { prompt_tokens: number; completion_tokens: number; cost?: number };
+  /** The usage sent (anything, for a server that sends garbage); null: none at all. */
+  usage?: Record<string, unknown> | null;
+  /** Stream a one-character chunk every this many ms and never finish — a stream that never goes stale. */
+  dribbleMs?: number;
   /** Tool calls the model makes (streamed as tool_call deltas; finish_reason "tool_calls"). */
   toolCalls?: { id?: string; name: string; arguments: string }[];
   /** Stream this many text chunks, then destroy the connection (a stream that breaks). */
@@ -90,20 +93,31 @@ function split(text: string, n: number): string[] {
   return out;
 }
 
+/** `total_tokens` added when both counts are numbers (a garbage usage goes out as given). */
+function withTotal(u: Record<string, unknown>): Record<string, unknown> {
+  const { prompt_tokens: p, completion_tokens: c } = u;
+  return typeof p === 'number' && typeof c === 'number' && !('total_tokens' in u) ? { ...u, total_tokens: p + c } : u;
+}
+
 function answer(res: ServerResponse, body: ChatRequestBody, s: Script): void {
   const id = `chatcmpl-fake-${Math.random().toString(36).slice(2)}`;
   const created = Math.floor(Date.now() / 1000);
   const text = s.text ?? 'ok';
-  const usage = s.usage ?? { prompt_tokens: 10, completion_tokens: text.length };
+  const usage = s.usage === null ? undefined : withTotal(s.usage ?? { prompt_tokens: 10, completion_tokens: text.length });
   if (!body.stream) {
     res.writeHead(200, { 'content-type': 'application/json', ...s.headers });
-    res.end(JSON.stringify({ id, object: 'chat.completion', created, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } }));
+    res.end(JSON.stringify({ id, object: 'chat.completion', created, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], ...(usage ? { usage } : {}) }));
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...s.headers });
   const chunk = (delta: object, finish: string | null, extra: object = {}) =>
     res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`);
   chunk({ role: 'assistant', content: '' }, null);
+  if (s.dribbleMs !== undefined) {
+    const timer = setInterval(() => chunk({ content: '.' }, null), s.dribbleMs);
+    res.on('close', () => clearInterval(timer));
+    return;
+  }
   const pieces = s.toolCalls && s.text === undefined ? [] : split(text, s.chunks ?? 3);
   for (const [i, piece] of pieces.entries()) {
     if (s.breakAfterChunks !== undefined && i >= s.breakAfterChunks) { res.write(': broken\n\n', () => res.socket?.end()); return; }
@@ -116,7 +130,7 @@ function answer(res: ServerResponse, body: ChatRequestBody, s: Script): void {
     chunk({ tool_calls: [{ index, function: { arguments: call.arguments.slice(half) } }] }, null);
   }
   chunk({}, s.toolCalls?.length ? 'tool_calls' : 'stop');
-  res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`);
+  if (usage) res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [], usage })}\n\n`);
   res.end('data: [DONE]\n\n');
 }
 

@@ -2,12 +2,13 @@
 // static prefix (first system block), the end of the system prompt, and the last 2 messages.
 import Anthropic from '@anthropic-ai/sdk';
 import type { ChatMessage, ChatProvider, Completion, CompletionRequest, ToolCall, Usage } from '../messages.js';
-import { emptyUsage } from '../messages.js';
-import { isLocalURL, staleTimeoutMs, streamCompletion } from './stream-watchdog.js';
+import { estimatedUsage, optionalCount, tokenCount } from './usage-counts.js';
+import { isLocalURL, staleTimeoutMs, streamCompletion, type StreamLimits } from './stream-watchdog.js';
 
 export interface AnthropicProviderOptions {
   apiKey: string;
   baseURL?: string;
+  /** Bound on one whole request, the streamed answer included (HERMES_MODEL_TIMEOUT_SECONDS). */
   timeoutMs: number;
   staleMs?: number;
 }
@@ -63,17 +64,17 @@ export class AnthropicProvider implements ChatProvider {
   readonly name = 'anthropic';
   readonly local: boolean;
   private readonly client: Anthropic;
-  private readonly staleMs: number;
+  private readonly limits: StreamLimits;
 
   constructor(opts: AnthropicProviderOptions) {
     this.local = isLocalURL(opts.baseURL);
-    this.staleMs = opts.staleMs ?? staleTimeoutMs(this.local);
+    this.limits = { staleMs: opts.staleMs ?? staleTimeoutMs(this.local), totalMs: opts.timeoutMs };
     this.client = new Anthropic({ apiKey: opts.apiKey, ...(opts.baseURL ? { baseURL: opts.baseURL } : {}), maxRetries: 0, timeout: opts.timeoutMs });
   }
 
   complete(req: CompletionRequest): Promise<Completion> {
     const { system, messages } = toAnthropic(req.messages);
-    return streamCompletion(req, this.staleMs, (signal) => this.client.messages.create({
+    return streamCompletion(req, this.limits, (signal) => this.client.messages.create({
       model: req.model,
       max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS,
       messages,
@@ -81,18 +82,22 @@ export class AnthropicProvider implements ChatProvider {
       ...(system.length ? { system } : {}),
       ...(req.tools?.length ? { tools: req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters as Anthropic.Messages.Tool.InputSchema })) } : {}),
       ...(req.temperature !== undefined ? { temperature: Math.min(req.temperature, 1) } : {}),
-    }, { signal, ...(req.headers ? { headers: req.headers } : {}) }), new EventAccumulator(req.onDelta));
+    }, { signal, ...(req.headers ? { headers: req.headers } : {}) }), new EventAccumulator(req));
   }
 }
 
-/** Folds stream events into one completion: text (announced as it comes), thinking, tool_use, usage. */
+/** Folds stream events into one completion: text (announced as it comes), thinking, tool_use, usage (estimated when none is readable). */
 class EventAccumulator {
   private text = '';
   private reasoning = '';
   private finishReason = 'stop';
-  private readonly usage: Usage = emptyUsage();
+  /** Counts as read from message_start (and message_delta's output); undefined: not readable (yet). */
+  private inputTokens: number | undefined;
+  private outputTokens: number | undefined;
+  private cacheReadTokens = 0;
+  private cacheWriteTokens = 0;
   private readonly calls = new Map<number, ToolCall>();
-  constructor(private readonly onDelta?: (text: string) => void) {}
+  constructor(private readonly req: CompletionRequest) {}
 
   add(ev: Anthropic.Messages.RawMessageStreamEvent): void {
     switch (ev.type) {
@@ -103,34 +108,41 @@ class EventAccumulator {
       case 'content_block_delta': return this.delta(ev.index, ev.delta);
       case 'message_delta':
         if (ev.delta.stop_reason) this.finishReason = ev.delta.stop_reason;
-        if (typeof ev.usage?.output_tokens === 'number') this.usage.outputTokens = ev.usage.output_tokens;
+        if (ev.usage?.output_tokens !== undefined) this.outputTokens = tokenCount(ev.usage.output_tokens);
         return;
       default:
         return;
     }
   }
 
-  private start(u: Anthropic.Messages.Usage): void {
-    this.usage.inputTokens = u.input_tokens ?? 0;
-    this.usage.cacheReadTokens = u.cache_read_input_tokens ?? 0;
-    this.usage.cacheWriteTokens = u.cache_creation_input_tokens ?? 0;
-    this.usage.outputTokens = u.output_tokens ?? 0;
+  private start(u: Anthropic.Messages.Usage | undefined): void {
+    this.inputTokens = tokenCount(u?.input_tokens);
+    this.outputTokens = tokenCount(u?.output_tokens);
+    this.cacheReadTokens = optionalCount(u?.cache_read_input_tokens);
+    this.cacheWriteTokens = optionalCount(u?.cache_creation_input_tokens);
+  }
+
+  private usage(done: Omit<Completion, 'usage'>): Usage {
+    if (this.inputTokens === undefined || this.outputTokens === undefined) return estimatedUsage(this.req, done);
+    return { inputTokens: this.inputTokens, outputTokens: this.outputTokens, cacheReadTokens: this.cacheReadTokens, cacheWriteTokens: this.cacheWriteTokens, reasoningTokens: 0 };
   }
 
   private delta(index: number, d: Anthropic.Messages.RawContentBlockDelta): void {
     if (d.type === 'text_delta') {
+      if (typeof d.text !== 'string') return;
       this.text += d.text;
-      this.onDelta?.(d.text);
+      this.req.onDelta?.(d.text);
     } else if (d.type === 'input_json_delta') {
       const c = this.calls.get(index);
-      if (c) c.arguments += d.partial_json;
+      if (c && typeof d.partial_json === 'string') c.arguments += d.partial_json;
     } else if (d.type === 'thinking_delta') {
-      this.reasoning += d.thinking;
+      if (typeof d.thinking === 'string') this.reasoning += d.thinking;
     }
   }
 
   result(): Completion {
     const toolCalls = [...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => ({ ...c, arguments: c.arguments || '{}' }));
-    return { text: this.text, finishReason: this.finishReason, usage: this.usage, toolCalls, ...(this.reasoning ? { reasoning: this.reasoning } : {}) };
+    const done = { text: this.text, finishReason: this.finishReason, toolCalls, ...(this.reasoning ? { reasoning: this.reasoning } : {}) };
+    return { ...done, usage: this.usage(done) };
   }
 }

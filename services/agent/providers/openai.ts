@@ -3,12 +3,13 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ChatMessage, ChatProvider, Completion, CompletionRequest, ToolCall, Usage } from '../messages.js';
-import { emptyUsage } from '../messages.js';
-import { isLocalURL, staleTimeoutMs, streamCompletion } from './stream-watchdog.js';
+import { estimatedUsage, optionalCount, reportedCost, tokenCount } from './usage-counts.js';
+import { isLocalURL, staleTimeoutMs, streamCompletion, type StreamLimits } from './stream-watchdog.js';
 
 export interface OpenAIProviderOptions {
   apiKey: string;
   baseURL?: string;
+  /** Bound on one whole request, the streamed answer included (HERMES_MODEL_TIMEOUT_SECONDS). */
   timeoutMs: number;
   /** No stream data for this long → StreamError (default 180 s, 900 s for local servers). */
   staleMs?: number;
@@ -16,18 +17,21 @@ export interface OpenAIProviderOptions {
   name?: string;
 }
 
-/** Chat Completions usage; `cost` is OpenRouter's (and compatible gateways') reported charge in USD. */
-type OpenAIUsage = { prompt_tokens?: number; completion_tokens?: number; cost?: unknown; prompt_tokens_details?: { cached_tokens?: number } | null; completion_tokens_details?: { reasoning_tokens?: number } | null } | null | undefined;
+/** Chat Completions usage as sent (any server may send anything); `cost` is OpenRouter's (and compatible gateways') reported charge in USD. */
+type OpenAIUsage = { prompt_tokens?: unknown; completion_tokens?: unknown; cost?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null; completion_tokens_details?: { reasoning_tokens?: unknown } | null };
 
-function toUsage(u: OpenAIUsage): Usage {
-  const usage = emptyUsage();
-  if (!u) return usage;
-  usage.inputTokens = u.prompt_tokens ?? 0;
-  usage.outputTokens = u.completion_tokens ?? 0;
-  usage.cacheReadTokens = u.prompt_tokens_details?.cached_tokens ?? 0;
-  usage.reasoningTokens = u.completion_tokens_details?.reasoning_tokens ?? 0;
-  if (typeof u.cost === 'number' && Number.isFinite(u.cost) && u.cost >= 0) usage.costUsd = u.cost;
-  return usage;
+/** The call's usage, or undefined when its prompt and completion counts are not both readable. */
+function toUsage(u: OpenAIUsage): Usage | undefined {
+  const input = tokenCount(u.prompt_tokens);
+  const output = tokenCount(u.completion_tokens);
+  if (input === undefined || output === undefined) return undefined;
+  const cost = reportedCost(u.cost);
+  return {
+    inputTokens: input, outputTokens: output, cacheWriteTokens: 0,
+    cacheReadTokens: optionalCount(u.prompt_tokens_details?.cached_tokens),
+    reasoningTokens: optionalCount(u.completion_tokens_details?.reasoning_tokens),
+    ...(cost !== undefined ? { costUsd: cost } : {}),
+  };
 }
 
 export function toOpenAIMessages(messages: ChatMessage[]): ChatCompletionMessageParam[] {
@@ -53,12 +57,12 @@ export class OpenAIChatProvider implements ChatProvider {
   readonly name: string;
   readonly local: boolean;
   private readonly client: OpenAI;
-  private readonly staleMs: number;
+  private readonly limits: StreamLimits;
 
   constructor(opts: OpenAIProviderOptions) {
     this.name = opts.name ?? 'openai';
     this.local = isLocalURL(opts.baseURL);
-    this.staleMs = opts.staleMs ?? staleTimeoutMs(this.local);
+    this.limits = { staleMs: opts.staleMs ?? staleTimeoutMs(this.local), totalMs: opts.timeoutMs };
     this.client = new OpenAI({ apiKey: opts.apiKey, ...(opts.baseURL ? { baseURL: opts.baseURL } : {}), maxRetries: 0, timeout: opts.timeoutMs });
   }
 
@@ -66,7 +70,7 @@ export class OpenAIChatProvider implements ChatProvider {
     const tools: ChatCompletionTool[] | undefined = req.tools?.length
       ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
       : undefined;
-    return streamCompletion(req, this.staleMs, (signal) => this.client.chat.completions.create({
+    return streamCompletion(req, this.limits, (signal) => this.client.chat.completions.create({
       model: req.model,
       messages: toOpenAIMessages(req.messages),
       stream: true,
@@ -74,46 +78,54 @@ export class OpenAIChatProvider implements ChatProvider {
       ...(tools ? { tools } : {}),
       ...(req.maxOutputTokens ? { max_completion_tokens: req.maxOutputTokens } : {}),
       ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
-    }, { signal, ...(req.headers ? { headers: req.headers } : {}) }), new ChunkAccumulator(req.onDelta));
+    }, { signal, ...(req.headers ? { headers: req.headers } : {}) }), new ChunkAccumulator(req));
   }
 }
 
 type Delta = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string; reasoning?: string };
 
-/** Folds stream chunks into one completion: text (announced as it comes), reasoning, tool calls, usage. */
+/** Folds stream chunks into one completion: text (announced as it comes), reasoning, tool calls, usage (estimated when none is readable). */
 class ChunkAccumulator {
   private text = '';
   private reasoning = '';
   private finishReason = 'stop';
-  private usage = emptyUsage();
+  private usage: Usage | undefined;
   private readonly calls = new Map<number, ToolCall>();
-  constructor(private readonly onDelta?: (text: string) => void) {}
+  constructor(private readonly req: CompletionRequest) {}
 
   add(chunk: OpenAI.Chat.Completions.ChatCompletionChunk): void {
     const choice = chunk.choices?.[0];
-    if (chunk.usage) this.usage = toUsage(chunk.usage);
+    if (chunk.usage) this.usage = toUsage(chunk.usage as OpenAIUsage);
     if (!choice) return;
-    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason;
     const delta = choice.delta as Delta | undefined;
     if (!delta) return;
-    if (delta.content) {
+    // Fields of the wrong type (a server's bug) are left out rather than stringified into the answer.
+    if (typeof delta.content === 'string' && delta.content) {
       this.text += delta.content;
-      this.onDelta?.(delta.content);
+      this.req.onDelta?.(delta.content);
     }
-    this.reasoning += delta.reasoning_content ?? delta.reasoning ?? '';
-    for (const tc of (delta.tool_calls ?? []) as ToolDelta[]) this.addToolDelta(tc);
+    const reasoning: unknown = delta.reasoning_content ?? delta.reasoning;
+    if (typeof reasoning === 'string') this.reasoning += reasoning;
+    if (Array.isArray(delta.tool_calls)) for (const tc of delta.tool_calls as ToolDelta[]) this.addToolDelta(tc);
   }
 
   private addToolDelta(tc: ToolDelta): void {
-    const call = this.calls.get(tc.index) ?? { id: '', name: '', arguments: '' };
-    if (tc.id) call.id = tc.id;
-    call.name += tc.function?.name ?? '';
-    call.arguments += tc.function?.arguments ?? '';
-    this.calls.set(tc.index, call);
+    if (!tc || typeof tc !== 'object') return;
+    const index = typeof tc.index === 'number' ? tc.index : 0; // a server that leaves it out sends one call
+    const call = this.calls.get(index) ?? { id: '', name: '', arguments: '' };
+    if (typeof tc.id === 'string' && tc.id) call.id = tc.id;
+    if (typeof tc.function?.name === 'string') call.name += tc.function.name;
+    const args: unknown = tc.function?.arguments;
+    // Some OpenAI-compatible servers send the arguments as a JSON object instead of its text.
+    if (typeof args === 'string') call.arguments += args;
+    else if (args && typeof args === 'object') call.arguments += JSON.stringify(args);
+    this.calls.set(index, call);
   }
 
   result(): Completion {
     const toolCalls = [...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
-    return { text: this.text, finishReason: this.finishReason, usage: this.usage, toolCalls, ...(this.reasoning ? { reasoning: this.reasoning } : {}) };
+    const done = { text: this.text, finishReason: this.finishReason, toolCalls, ...(this.reasoning ? { reasoning: this.reasoning } : {}) };
+    return { ...done, usage: this.usage ?? estimatedUsage(this.req, done) };
   }
 }

@@ -1,7 +1,23 @@
 // Stale-stream detection: a stream that sends nothing for `staleMs` is aborted and reported as a
-// StreamError (retryable), so a provider that stalls mid-answer cannot hold a turn forever.
+// StreamError (retryable), so a provider that stalls mid-answer cannot hold a turn forever; and a
+// bound on the whole request (`totalMs`, HERMES_MODEL_TIMEOUT_SECONDS), so neither can one that
+// keeps sending a little. The SDKs' own timeout ends at the response headers.
 import { StreamError } from '../errors.js';
 import type { Completion, CompletionRequest } from '../messages.js';
+
+export interface StreamLimits {
+  /** Longest silence between two stream events. */
+  staleMs: number;
+  /** Longest whole request, from sending it to the last event. */
+  totalMs: number;
+}
+
+/** The whole request took longer than its bound: classified as a timeout (retried, then the ladder). */
+function requestTimeout(totalMs: number): Error {
+  const err = new Error(`model request timed out: no complete answer within ${Number((totalMs / 1000).toFixed(1))} s (HERMES_MODEL_TIMEOUT_SECONDS)`);
+  err.name = 'TimeoutError';
+  return err;
+}
 
 export interface Watchdog {
   /** Pass to the SDK: aborts on the caller's signal or when the stream goes stale. */
@@ -12,7 +28,8 @@ export interface Watchdog {
   wrap(err: unknown, responseStarted: boolean): unknown;
 }
 
-export function startWatchdog(caller: AbortSignal, staleMs: number): Watchdog {
+export function startWatchdog(caller: AbortSignal, { staleMs, totalMs }: StreamLimits): Watchdog {
+  // Aborted with the reason: a stale stream, or the whole request over its bound.
   const stale = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const arm = () => {
@@ -21,10 +38,12 @@ export function startWatchdog(caller: AbortSignal, staleMs: number): Watchdog {
     timer.unref();
   };
   arm();
+  const deadline = setTimeout(() => stale.abort(requestTimeout(totalMs)), totalMs);
+  deadline.unref();
   return {
     signal: AbortSignal.any([caller, stale.signal]),
     touch: arm,
-    stop: () => clearTimeout(timer),
+    stop: () => { clearTimeout(timer); clearTimeout(deadline); },
     wrap(err, responseStarted) {
       if (caller.aborted) return err;
       if (stale.signal.aborted) return stale.signal.reason;
@@ -60,8 +79,8 @@ export interface StreamAccumulator<E> {
  * to pass to the SDK; every event resets the watchdog and reports progress (`onChunk`) before the
  * accumulator folds it. Errors come out as the loop classifies them (see {@link Watchdog.wrap}).
  */
-export async function streamCompletion<E>(req: CompletionRequest, staleMs: number, open: (signal: AbortSignal) => Promise<AsyncIterable<E>>, acc: StreamAccumulator<E>): Promise<Completion> {
-  const dog = startWatchdog(req.signal, staleMs);
+export async function streamCompletion<E>(req: CompletionRequest, limits: StreamLimits, open: (signal: AbortSignal) => Promise<AsyncIterable<E>>, acc: StreamAccumulator<E>): Promise<Completion> {
+  const dog = startWatchdog(req.signal, limits);
   let started = false;
   try {
     const stream = await open(dog.signal);

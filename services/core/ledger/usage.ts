@@ -27,6 +27,8 @@ export interface ModelCallUsageRow {
   costUsd: number | null;
   costStatus: 'actual' | 'estimated' | 'unknown' | 'included';
   task: UsageTask;
+  /** The provider sent no readable token counts: these are estimated from the text (counted in Prometheus, not stored). */
+  tokensEstimated?: true;
 }
 
 export async function recordModelCall(sql: Sql, r: ModelCallUsageRow): Promise<void> {

@@ -36,6 +36,19 @@ describe('Anthropic adapter', () => {
     expect(req.body.system).toEqual([{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }]);
   });
 
+  it('prices a call whose counts are unreadable on counts estimated from its text, and takes no discount from a garbage cache count', async () => {
+    // 400 characters of user text: ceil((400 + 8) / 4) = 102 input tokens; 40 of answer: 10.
+    const ask = () => provider.complete({ model: 'claude-test', messages: [{ role: 'user', content: 'q'.repeat(400) }], signal: signal() });
+    for (const usage of [{ input_tokens: -500, output_tokens: 7 }, { input_tokens: 40, output_tokens: 'seven' }, { output_tokens: 7 }]) {
+      fake.setScript(() => ({ text: 'a'.repeat(40), usage }));
+      const out = await ask();
+      expect(out.text).toBe('a'.repeat(40));
+      expect(out.usage).toEqual({ inputTokens: 102, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, estimated: true });
+    }
+    fake.setScript(() => ({ text: 'ok', usage: { input_tokens: 40, output_tokens: 7, cache_read_input_tokens: 'lots', cache_creation_input_tokens: -3 } }));
+    expect((await ask()).usage).toEqual({ inputTokens: 40, outputTokens: 7, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
+  });
+
   it('parses tool_use blocks and sends tool results back as tool_result blocks, with at most 4 cache breakpoints', async () => {
     fake.setScript(() => ({ toolUses: [{ id: 'toolu_1', name: 'get_time', input: { timezone: 'UTC' } }] }));
     const out = await provider.complete({ model: 'claude-test', messages: [{ role: 'user', content: 'time?' }], tools: [toolSpec(getTimeTool)], signal: signal() });

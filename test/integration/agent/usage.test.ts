@@ -8,8 +8,15 @@ import { estimateCost, emptyUsage, SUMMARY_INSTRUCTION } from '../../../services
 import { lastUser, withoutSessionFacts, type ChatRequestBody } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 
-// Messages starting "routed" come back with a provider-reported charge, as OpenRouter's usage.cost.
-const sys = useAgentSystem((b) => ({ text: `echo: ${lastUser(b)}`, usage: { prompt_tokens: 1_000_000, completion_tokens: 100_000, ...(lastUser(b).startsWith('routed') ? { cost: 0.4321 } : {}) } }));
+// Messages starting "routed" come back with a provider-reported charge, as OpenRouter's usage.cost;
+// "garbage" with counts that are not counts, "silent" with no usage at all.
+const usageFor = (text: string): Record<string, unknown> | null => {
+  if (text.startsWith('garbage')) return { prompt_tokens: -1_000_000, completion_tokens: 'many' };
+  if (text.startsWith('negative')) return { prompt_tokens: -1_000_000, completion_tokens: 10 };
+  if (text.startsWith('silent')) return null;
+  return { prompt_tokens: 1_000_000, completion_tokens: 100_000, ...(text.startsWith('routed') ? { cost: 0.4321 } : {}) };
+};
+const sys = useAgentSystem((b) => ({ text: `echo: ${lastUser(b)}`, usage: usageFor(lastUser(b)) }));
 
 /** The test model at $2 / $10 per million input / output tokens: a call of the fake's usage costs $3. */
 const priced = () => ({ provider: 'openai' as const, model: 'gpt-test', baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } });
@@ -64,6 +71,49 @@ describe('usage and spend', () => {
     expect((await say(agentId, key, 'routed three')).reply).toMatch(/daily spend cap is reached \(\$3\.86 of \$3\.50 used\)/);
     const metrics = await sys.rt.metrics.registry.metrics();
     expect(metrics).toMatch(/hermes_model_cost_usd_total\{agent="default\/routed",model="gpt-test",status="actual"[^}]*\} 0\.8642/);
+  });
+
+  it('answers a model whose token counts are garbage or missing, prices the call on counts estimated from its text, and the cap counts them', async () => {
+    const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
+      agent: { namespace: 'default', name: 'garbled' },
+      model: priced(),
+      spendCaps: { agent: { dailyUsd: 0.000_001 } },
+    });
+    const key = 'agent:default/garbled:api:dm:u1';
+    // Text where a count belongs: the answer still comes (it used to fail the turn in Prometheus' counter).
+    const first = await say(agentId, key, 'garbage one');
+    expect([first.a.outcome, first.reply]).toEqual(['completed', 'echo: garbage one']);
+    const { rows } = await sys.rt.db.pool.query<{ input_tokens: number; output_tokens: number; cost_usd: string; cost_status: string }>(
+      `SELECT input_tokens, output_tokens, cost_usd, cost_status FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [agentId],
+    );
+    expect(rows).toHaveLength(1);
+    const [row] = rows;
+    // The answer's 17 characters are 5 tokens; the request (system prompt and message) some hundreds.
+    expect(row).toMatchObject({ output_tokens: 5, cost_status: 'estimated' });
+    expect(row!.input_tokens).toBeGreaterThan(10);
+    expect(row!.input_tokens).toBeLessThan(100_000);
+    expect(Number(row!.cost_usd)).toBeGreaterThan(0);
+    // The cap counted the estimate: the next call is refused, where a negative count would have
+    // lowered the spend and a missing one cost nothing.
+    expect((await say(agentId, key, 'negative two')).reply).toMatch(/daily spend cap is reached/);
+    const metrics = await sys.rt.metrics.registry.metrics();
+    expect(metrics).toMatch(/hermes_model_usage_estimated_total\{agent="default\/garbled",model="gpt-test"[^}]*\} 1/);
+  });
+
+  it('never lowers the spend on negative counts or charges nothing on missing ones', async () => {
+    const agentId = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'unreported' }, model: priced() });
+    const key = 'agent:default/unreported:api:dm:u1';
+    const said = ['negative one', 'silent two'];
+    for (const m of said) expect((await say(agentId, key, m)).a.outcome).toBe('completed');
+    const { rows } = await sys.rt.db.pool.query<{ input_tokens: number; output_tokens: number; cost_usd: string }>(
+      `SELECT input_tokens, output_tokens, cost_usd FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [agentId],
+    );
+    expect(rows).toHaveLength(2);
+    for (const [i, r] of rows.entries()) {
+      expect(r.input_tokens).toBeGreaterThan(10);
+      expect(r.output_tokens).toBe(Math.ceil(`echo: ${said[i]}`.length / 4)); // 4 characters a token
+      expect(Number(r.cost_usd)).toBeGreaterThan(0);
+    }
   });
 
   it('refuses before calling the model once the daily cap is reached, with a clear message', async () => {
