@@ -3,7 +3,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { ChatMessage, ChatProvider, Completion, CompletionRequest, ToolCall, Usage } from '../messages.js';
 import { estimatedUsage, optionalCount, tokenCount } from './usage-counts.js';
-import { isLocalURL, staleTimeoutMs, streamCompletion, type StreamLimits } from './stream-watchdog.js';
+import { isLocalURL, opened, staleTimeoutMs, streamCompletion, type StreamLimits } from './stream-watchdog.js';
 
 export interface AnthropicProviderOptions {
   apiKey: string;
@@ -74,7 +74,7 @@ export class AnthropicProvider implements ChatProvider {
 
   complete(req: CompletionRequest): Promise<Completion> {
     const { system, messages } = toAnthropic(req.messages);
-    return streamCompletion(req, this.limits, (signal) => this.client.messages.create({
+    return streamCompletion(req, this.limits, (signal) => opened(this.client.messages.create({
       model: req.model,
       max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS,
       messages,
@@ -82,7 +82,7 @@ export class AnthropicProvider implements ChatProvider {
       ...(system.length ? { system } : {}),
       ...(req.tools?.length ? { tools: req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters as Anthropic.Messages.Tool.InputSchema })) } : {}),
       ...(req.temperature !== undefined ? { temperature: Math.min(req.temperature, 1) } : {}),
-    }, { signal, ...(req.headers ? { headers: req.headers } : {}) }), new EventAccumulator(req));
+    }, { signal, ...(req.headers ? { headers: req.headers } : {}) })), new EventAccumulator(req));
   }
 }
 

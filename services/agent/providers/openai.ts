@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ChatMessage, ChatProvider, Completion, CompletionRequest, ToolCall, Usage } from '../messages.js';
 import { estimatedUsage, optionalCount, reportedCost, tokenCount } from './usage-counts.js';
-import { isLocalURL, staleTimeoutMs, streamCompletion, type StreamLimits } from './stream-watchdog.js';
+import { isLocalURL, opened, staleTimeoutMs, streamCompletion, type StreamLimits } from './stream-watchdog.js';
 
 export interface OpenAIProviderOptions {
   apiKey: string;
@@ -70,7 +70,7 @@ export class OpenAIChatProvider implements ChatProvider {
     const tools: ChatCompletionTool[] | undefined = req.tools?.length
       ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
       : undefined;
-    return streamCompletion(req, this.limits, (signal) => this.client.chat.completions.create({
+    return streamCompletion(req, this.limits, (signal) => opened(this.client.chat.completions.create({
       model: req.model,
       messages: toOpenAIMessages(req.messages),
       stream: true,
@@ -78,7 +78,7 @@ export class OpenAIChatProvider implements ChatProvider {
       ...(tools ? { tools } : {}),
       ...(req.maxOutputTokens ? { max_completion_tokens: req.maxOutputTokens } : {}),
       ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
-    }, { signal, ...(req.headers ? { headers: req.headers } : {}) }), new ChunkAccumulator(req));
+    }, { signal, ...(req.headers ? { headers: req.headers } : {}) })), new ChunkAccumulator(req));
   }
 }
 

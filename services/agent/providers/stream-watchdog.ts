@@ -47,6 +47,7 @@ export function startWatchdog(caller: AbortSignal, { staleMs, totalMs }: StreamL
     wrap(err, responseStarted) {
       if (caller.aborted) return err;
       if (stale.signal.aborted) return stale.signal.reason;
+      if (err instanceof StreamError) return err;
       const e = err as { status?: unknown };
       if (responseStarted && typeof e?.status !== 'number') return new StreamError(`stream broke: ${(err as Error)?.message ?? String(err)}`);
       return err;
@@ -74,24 +75,41 @@ export interface StreamAccumulator<E> {
   result(): Completion;
 }
 
+/** A streaming response as the SDK opened it: its events, and its content type (for the message when it has none). */
+export interface OpenedStream<E> {
+  events: AsyncIterable<E>;
+  contentType: string | null;
+}
+
+/** The SDKs' request promise (both have `withResponse`) as an {@link OpenedStream}. */
+export async function opened<E>(request: { withResponse(): Promise<{ data: AsyncIterable<E>; response: Response }> }): Promise<OpenedStream<E>> {
+  const { data, response } = await request.withResponse();
+  return { events: data, contentType: response.headers.get('content-type') };
+}
+
 /**
  * Runs one streaming request under the stale-stream watchdog: `open` starts it with the signal
  * to pass to the SDK; every event resets the watchdog and reports progress (`onChunk`) before the
  * accumulator folds it. Errors come out as the loop classifies them (see {@link Watchdog.wrap}).
+ * A response without a single event (an HTML page from a wrong base URL or a proxy, an empty
+ * stream) is a StreamError saying what came, not an empty answer.
  */
-export async function streamCompletion<E>(req: CompletionRequest, limits: StreamLimits, open: (signal: AbortSignal) => Promise<AsyncIterable<E>>, acc: StreamAccumulator<E>): Promise<Completion> {
+export async function streamCompletion<E>(req: CompletionRequest, limits: StreamLimits, open: (signal: AbortSignal) => Promise<OpenedStream<E>>, acc: StreamAccumulator<E>): Promise<Completion> {
   const dog = startWatchdog(req.signal, limits);
   let started = false;
   try {
-    const stream = await open(dog.signal);
+    const { events, contentType } = await open(dog.signal);
     started = true;
-    for await (const event of stream) {
+    let seen = 0;
+    for await (const event of events) {
+      seen++;
       dog.touch();
       req.onChunk?.();
       acc.add(event);
     }
     // The SDKs end an aborted stream quietly: a stop or a stale stream must not pass as an answer.
     if (dog.signal.aborted) throw new Error('stream aborted');
+    if (seen === 0) throw new StreamError(`the response carried no stream events (content-type ${contentType ?? 'none'}); is the base URL the provider's API?`);
     return acc.result();
   } catch (err) {
     throw dog.wrap(err, started);

@@ -58,6 +58,18 @@ describe('fields of the wrong type', () => {
   });
 });
 
+describe('a response that is not a stream', () => {
+  it.each([
+    ['an HTML page', { contentType: 'text/html', body: '<html><body>Sign in to continue</body></html>' }, 'text/html'],
+    ['an empty stream', { contentType: 'text/event-stream', body: 'data: [DONE]\n\n' }, 'text/event-stream'],
+  ])('%s is a stream error saying what came, not an empty answer', async (_, raw, type) => {
+    fake.setScript(() => ({ raw }));
+    const err = await provider().complete(request()).then(() => undefined, (e: unknown) => e);
+    expect((err as Error).message).toBe(`the response carried no stream events (content-type ${type}); is the base URL the provider's API?`);
+    expect(classifyError(err)).toMatchObject({ reason: 'stream', retryable: true });
+  });
+});
+
 describe('the whole request is bounded', () => {
   it('ends a stream that keeps sending a little past the request timeout, as a timeout, closing the connection', async () => {
     fake.setScript(() => ({ dribbleMs: 20 }));
