@@ -20,7 +20,7 @@ function requestTimeout(totalMs: number): Error {
 }
 
 export interface Watchdog {
-  /** Pass to the SDK: aborts on the caller's signal or when the stream goes stale. */
+  /** Pass to the SDK: aborts on the caller's signal, when the stream goes stale, or when the request runs past its bound. */
   signal: AbortSignal;
   touch(): void;
   stop(): void;
@@ -29,24 +29,24 @@ export interface Watchdog {
 }
 
 export function startWatchdog(caller: AbortSignal, { staleMs, totalMs }: StreamLimits): Watchdog {
-  // Aborted with the reason: a stale stream, or the whole request over its bound.
-  const stale = new AbortController();
+  // Aborted with its reason: a stale stream, or the whole request over its bound.
+  const cut = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const arm = () => {
     clearTimeout(timer);
-    timer = setTimeout(() => stale.abort(new StreamError(`stream stale: no data for ${Math.round(staleMs / 1000)} s`, true)), staleMs);
+    timer = setTimeout(() => cut.abort(new StreamError(`stream stale: no data for ${Math.round(staleMs / 1000)} s`, true)), staleMs);
     timer.unref();
   };
   arm();
-  const deadline = setTimeout(() => stale.abort(requestTimeout(totalMs)), totalMs);
+  const deadline = setTimeout(() => cut.abort(requestTimeout(totalMs)), totalMs);
   deadline.unref();
   return {
-    signal: AbortSignal.any([caller, stale.signal]),
+    signal: AbortSignal.any([caller, cut.signal]),
     touch: arm,
     stop: () => { clearTimeout(timer); clearTimeout(deadline); },
     wrap(err, responseStarted) {
       if (caller.aborted) return err;
-      if (stale.signal.aborted) return stale.signal.reason;
+      if (cut.signal.aborted) return cut.signal.reason;
       if (err instanceof StreamError) return err;
       const e = err as { status?: unknown };
       if (responseStarted && typeof e?.status !== 'number') return new StreamError(`stream broke: ${(err as Error)?.message ?? String(err)}`);
