@@ -8,6 +8,7 @@ export interface Metrics {
   turnSeconds: Histogram<'agent'>;
   modelCalls: Counter<'agent' | 'model' | 'outcome'>;
   tokens: Counter<'agent' | 'model' | 'kind'>;
+  usageEstimated: Counter<'agent' | 'model'>;
   deliveries: Counter<'platform' | 'outcome'>;
   ledgerWriteFailures: Counter<'operation'>;
   leaseLosses: Counter;
@@ -35,6 +36,7 @@ export function createMetrics(component: string): Metrics {
     turnSeconds: new Histogram({ name: 'hermes_turn_duration_seconds', help: 'Wall time of a turn, claim to terminal.', labelNames: ['agent'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180, 600], registers: r }),
     modelCalls: new Counter({ name: 'hermes_model_calls_total', help: 'Model API calls by outcome.', labelNames: ['agent', 'model', 'outcome'], registers: r }),
     tokens: new Counter({ name: 'hermes_model_tokens_total', help: 'Tokens by kind (input, output, cache_read, cache_write, reasoning).', labelNames: ['agent', 'model', 'kind'], registers: r }),
+    usageEstimated: new Counter({ name: 'hermes_model_usage_estimated_total', help: 'Model calls whose provider sent no readable token counts (none, or not whole numbers from 0 to 10 M): their tokens, and the cost from them, were estimated from the text (4 characters a token).', labelNames: ['agent', 'model'], registers: r }),
     deliveries: new Counter({ name: 'hermes_deliveries_total', help: 'Delivery attempts by outcome.', labelNames: ['platform', 'outcome'], registers: r }),
     ledgerWriteFailures: new Counter({ name: 'hermes_ledger_write_failures_total', help: 'Ledger writes that failed (alert on any).', labelNames: ['operation'], registers: r }),
     leaseLosses: new Counter({ name: 'hermes_lease_losses_total', help: 'Turns whose session lease was lost before they could finish (recovery settles them as unknown).', registers: r }),

@@ -19,18 +19,6 @@ export function costCounter(metrics: Metrics): Counter<'agent' | 'model' | 'stat
   return c;
 }
 
-const estimatedCounters = new WeakMap<Metrics, Counter<'agent' | 'model'>>();
-
-/** hermes_model_usage_estimated_total{agent,model}: calls whose provider sent no readable token counts. */
-function estimatedCounter(metrics: Metrics): Counter<'agent' | 'model'> {
-  let c = estimatedCounters.get(metrics);
-  if (!c) {
-    c = new Counter({ name: 'hermes_model_usage_estimated_total', help: 'Model calls whose provider sent no readable token counts (none, or not whole numbers from 0 to 10 M): their tokens, and the cost from them, were estimated from the text (4 characters a token).', labelNames: ['agent', 'model'], registers: [metrics.registry] });
-    estimatedCounters.set(metrics, c);
-  }
-  return c;
-}
-
 interface SpendCapMetrics {
   used: Gauge<'agent' | 'scope' | 'period'>;
   refusals: Counter<'agent' | 'scope' | 'period'>;
@@ -94,7 +82,7 @@ function countCall({ metrics, agent }: CallContext, row: ModelCallUsageRow): voi
     metrics.tokens.inc({ ...labels, kind }, n);
   }
   costCounter(metrics).inc({ ...labels, status: row.costStatus }, row.costUsd ?? 0);
-  if (row.tokensEstimated) estimatedCounter(metrics).inc(labels);
+  if (row.tokensEstimated) metrics.usageEstimated.inc(labels);
 }
 
 const startOfDay = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));

@@ -45,8 +45,8 @@ describe('fields of the wrong type', () => {
     fake.setScript(() => sse(
       { choices: [{ index: 0, delta: { role: 'assistant', content: 12345 }, finish_reason: null }] },
       { choices: [{ index: 0, delta: { content: 'fine', reasoning_content: { no: 1 } }, finish_reason: null }] },
-      { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_time', arguments: { timezone: 'UTC' } } }] }, finish_reason: 7 }] },
-      { choices: [{ index: 0, delta: { tool_calls: 'not a list' }, finish_reason: 'tool_calls' }] },
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_time', arguments: { timezone: 'UTC' } } }] }, finish_reason: 'tool_calls' }] },
+      { choices: [{ index: 0, delta: { tool_calls: 'not a list' }, finish_reason: 7 }] },
     ));
     const deltas: string[] = [];
     const out = await provider().complete({ ...request(), onDelta: (t) => deltas.push(t) });

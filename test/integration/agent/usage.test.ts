@@ -22,6 +22,17 @@ const sys = useAgentSystem((b) => ({ text: `echo: ${lastUser(b)}`, usage: usageF
 const priced = () => ({ provider: 'openai' as const, model: 'gpt-test', baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' }, pricing: { inputPerMTok: 2, outputPerMTok: 10 } });
 const say = (agentId: string, key: string, content: string) => runTurn(sys.rt, { agentId, sessionKey: key, content, userId: key });
 
+type CallRow = { input_tokens: number; output_tokens: number; cost_usd: string; cost_status: string };
+const callRows = async (agentId: string) =>
+  (await sys.rt.db.pool.query<CallRow>(`SELECT input_tokens, output_tokens, cost_usd, cost_status FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [agentId])).rows;
+/** A call priced on counts estimated from its text: the reply at 4 characters a token, a request (system prompt and message) of some hundreds, a cost above 0. */
+function expectEstimated(row: CallRow | undefined, reply: string): void {
+  expect(row).toMatchObject({ output_tokens: Math.ceil(reply.length / 4), cost_status: 'estimated' });
+  expect(row!.input_tokens).toBeGreaterThan(10);
+  expect(row!.input_tokens).toBeLessThan(100_000);
+  expect(Number(row!.cost_usd)).toBeGreaterThan(0);
+}
+
 describe('usage and spend', () => {
   it('records each call with its estimated cost, answers /usage without the model, and counts by agent and model', async () => {
     const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
@@ -83,16 +94,9 @@ describe('usage and spend', () => {
     // Text where a count belongs: the answer still comes (it used to fail the turn in Prometheus' counter).
     const first = await say(agentId, key, 'garbage one');
     expect([first.a.outcome, first.reply]).toEqual(['completed', 'echo: garbage one']);
-    const { rows } = await sys.rt.db.pool.query<{ input_tokens: number; output_tokens: number; cost_usd: string; cost_status: string }>(
-      `SELECT input_tokens, output_tokens, cost_usd, cost_status FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [agentId],
-    );
+    const rows = await callRows(agentId);
     expect(rows).toHaveLength(1);
-    const [row] = rows;
-    // The answer's 17 characters are 5 tokens; the request (system prompt and message) some hundreds.
-    expect(row).toMatchObject({ output_tokens: 5, cost_status: 'estimated' });
-    expect(row!.input_tokens).toBeGreaterThan(10);
-    expect(row!.input_tokens).toBeLessThan(100_000);
-    expect(Number(row!.cost_usd)).toBeGreaterThan(0);
+    expectEstimated(rows[0], 'echo: garbage one');
     // The cap counted the estimate: the next call is refused, where a negative count would have
     // lowered the spend and a missing one cost nothing.
     expect((await say(agentId, key, 'negative two')).reply).toMatch(/daily spend cap is reached/);
@@ -105,15 +109,9 @@ describe('usage and spend', () => {
     const key = 'agent:default/unreported:api:dm:u1';
     const said = ['negative one', 'silent two'];
     for (const m of said) expect((await say(agentId, key, m)).a.outcome).toBe('completed');
-    const { rows } = await sys.rt.db.pool.query<{ input_tokens: number; output_tokens: number; cost_usd: string }>(
-      `SELECT input_tokens, output_tokens, cost_usd FROM model_call_usage WHERE agent_id = $1 ORDER BY id`, [agentId],
-    );
+    const rows = await callRows(agentId);
     expect(rows).toHaveLength(2);
-    for (const [i, r] of rows.entries()) {
-      expect(r.input_tokens).toBeGreaterThan(10);
-      expect(r.output_tokens).toBe(Math.ceil(`echo: ${said[i]}`.length / 4)); // 4 characters a token
-      expect(Number(r.cost_usd)).toBeGreaterThan(0);
-    }
+    for (const [i, r] of rows.entries()) expectEstimated(r, `echo: ${said[i]}`);
   });
 
   it('refuses before calling the model once the daily cap is reached, with a clear message', async () => {
