@@ -1,8 +1,9 @@
 // The contract every chat platform implements (ARCHITECTURE §7, issue 11). Inbound, in order:
 //   verify (signature / secret token, on the raw bytes) → normalise to one InboundEvent →
 //   authorise → session key → admission (the gateway's generic part, gateway/platform-admission.ts).
-// Outbound, for the delivery worker: send (split to the platform's limit), edit, and a typed
-// RateLimited error that the ledger turns into `not_before` without spending an attempt.
+// Outbound, for the delivery worker: send (split to the platform's limit), edit, a typed
+// RateLimited error that the ledger turns into `not_before` without spending an attempt, and a
+// typed Undeliverable error (the chat is gone or closed to the bot) that it abandons at once.
 // One module per platform (slack/, telegram/); Discord and Teams add theirs beside them.
 import type { CompiledAgent, SecretRef } from '../core/index.js';
 
@@ -105,6 +106,20 @@ export class RateLimited extends Error {
   override name = 'RateLimited';
   constructor(readonly retryAfterSeconds: number, detail = '') {
     super(`the platform rate-limited the send; retry after ${retryAfterSeconds} s${detail ? ` (${detail})` : ''}`);
+  }
+}
+
+/**
+ * Thrown by a sender when the platform refused the reply for good: the conversation is gone or
+ * closed to the bot (a deleted or archived channel, a bot removed from it, a user who blocked it,
+ * a callback URL that no longer exists). No retry can deliver it, so the ledger abandons the
+ * obligation at once instead of spending its remaining attempts over minutes. Refusals an operator
+ * can mend while the retries run (a revoked token, a missing scope, an outage) are not this.
+ */
+export class Undeliverable extends Error {
+  override name = 'Undeliverable';
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`the platform refused the reply for good: ${detail}`, options);
   }
 }
 

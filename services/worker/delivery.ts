@@ -1,10 +1,11 @@
 // Delivers final replies recorded as obligations. One adapter per platform sends (chat platforms:
 // platform-delivery.ts); the ledger records attempting before the send and delivered only after
 // it succeeded; a platform rate limit (RateLimited) defers the row to `not_before` without spending
-// an attempt. `api` replies are read by the caller from the gateway, so their obligations are
+// an attempt; a refusal for good (Undeliverable: the chat is gone or closed to the bot) abandons the
+// row at once instead of spending its remaining attempts. `api` replies are read by the caller from the gateway, so their obligations are
 // delivered when written (core ledger/deliveries.ts pulledPlatforms).
 import type { Redis } from 'ioredis';
-import { RateLimited, splitMessage } from '../platforms/index.js';
+import { RateLimited, Undeliverable, splitMessage } from '../platforms/index.js';
 import {
   claimDelivery, deferDelivery, duplicateMarker, isSilentReply, isStoreUnavailable, markDelivered, markFailed, recordPiecesSent, takeProgressMessage,
   type Config, type Db, type Instance, type Judge, type Logger, type Metrics, type Obligation,
@@ -155,12 +156,13 @@ export async function deliver(deps: DeliveryDeps, obligationId: string): Promise
   } catch (err) {
     if (err instanceof RateLimited) return defer(deps, ob, err, log);
     // If even this write fails, the attempt deadline makes the row claimable again (as a possible duplicate).
+    // No attempts left to spend (0) on a refusal for good: the row is abandoned now.
     const state = await retried(() => markFailed(db.pool, ob.id, instance, (err as Error).message, {
-      maxAttempts: config.HERMES_DELIVERY_MAX_ATTEMPTS, maxAgeSeconds: config.HERMES_DELIVERY_MAX_AGE_SECONDS, retryAfterSeconds: retryAfterSeconds(ob.attempts),
+      maxAttempts: err instanceof Undeliverable ? 0 : config.HERMES_DELIVERY_MAX_ATTEMPTS, maxAgeSeconds: config.HERMES_DELIVERY_MAX_AGE_SECONDS, retryAfterSeconds: retryAfterSeconds(ob.attempts),
       uncertain: err instanceof UnrecordedPiece,
     })).catch((e: unknown) => { deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_failed' }); throw e; });
     deps.metrics.deliveries.inc({ platform: ob.platform, outcome: state ?? 'lost' });
-    log.warn({ err, state }, 'Delivery attempt failed');
+    log.warn({ err, state }, err instanceof Undeliverable ? 'Delivery refused for good by the platform; abandoned without further attempts' : 'Delivery attempt failed');
     if (state === 'abandoned') await removeProgress(deps, ob, log);
     return state === 'abandoned' ? 'abandoned' : 'failed';
   }

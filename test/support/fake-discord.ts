@@ -25,6 +25,8 @@ export interface FakeDiscord {
   /** Typing indicators triggered as the bot (`POST /channels/:id/typing`), in order. */
   typing(): DiscordCall[];
   rateLimitNext(times: number, retryAfterSeconds: number): void;
+  /** Posts into these channels answer this error (Discord's JSON error: `{message, code}`). */
+  refusedChannels: Map<string, { status: number; code: number; message: string }>;
   /** Channel types for GET /channels/:id (default 0, a text channel). */
   channels: Map<string, { type: number; parent_id?: string }>;
   /** Every IDENTIFY / RESUME seen, in order. */
@@ -58,6 +60,7 @@ export async function startFakeDiscord(botToken: string): Promise<FakeDiscord> {
   const botUserId = '900000000000000001';
   const applicationId = '900000000000000002';
   const channels = new Map<string, { type: number; parent_id?: string }>();
+  const refusedChannels: FakeDiscord['refusedChannels'] = new Map();
   const gatewayLog: FakeDiscord['gatewayLog'] = [];
   const clients = new Set<GatewayClient>();
   /** Dispatches per session, so a RESUME replays what came after the client's seq. */
@@ -103,6 +106,8 @@ export async function startFakeDiscord(botToken: string): Promise<FakeDiscord> {
       if (channel && channel[2] && req.method === 'POST') {
         const content = String(body.content ?? '');
         if (!content || content.length > 2_000) { answer(400, { message: 'Invalid Form Body', code: 50035 }); return; }
+        const refusal = refusedChannels.get(channel[1]!);
+        if (refusal) { answer(refusal.status, { message: refusal.message, code: refusal.code }); return; }
         answer(200, { id: snowflake(), channel_id: channel[1], content });
         return;
       }
@@ -156,7 +161,7 @@ export async function startFakeDiscord(botToken: string): Promise<FakeDiscord> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v10`;
   return {
-    apiUrl: base, botUserId, applicationId, calls, channels, gatewayLog,
+    apiUrl: base, botUserId, applicationId, calls, channels, refusedChannels, gatewayLog,
     messages: () => calls.filter((c) => c.status === 200 && c.method !== 'GET' && (/\/messages$/.test(c.path) || /^\/webhooks\//.test(c.path))),
     typing: () => calls.filter((c) => c.status === 204 && /^\/channels\/\d+\/typing$/.test(c.path)),
     rateLimitNext: (times, retryAfterSeconds) => { limited = { times, retryAfter: retryAfterSeconds }; },

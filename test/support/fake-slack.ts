@@ -35,6 +35,8 @@ export interface FakeSlack {
   failNext(times: number, status: number, skip?: number): void;
   /** The next `times` calls are recorded (status 0) and never answered: a send whose fate the client cannot know. */
   hangNext(times: number): void;
+  /** chat.postMessage into these channels answers `{ok: false, error}` (an archived channel: `is_archived`). */
+  refused: Map<string, string>;
   /** Socket Mode (only with an app token given to startFakeSlack). */
   socket: FakeSocketMode;
   close(): Promise<void>;
@@ -138,6 +140,7 @@ export async function startFakeSlack(botToken: string, appToken?: string): Promi
   let limited = { times: 0, retryAfter: 1, skip: 0 };
   let failing = { times: 0, status: 503, skip: 0 };
   let hanging = 0;
+  const refused = new Map<string, string>();
   let ts = 1_700_000_000;
   const server: Server = createServer((req, res) => {
     void (async () => {
@@ -176,6 +179,7 @@ export async function startFakeSlack(botToken: string, appToken?: string): Promi
       } else if (token !== botToken) answer(200, { ok: false, error: 'invalid_auth' });
       else if (method === 'chat.postMessage') {
         if (!args.channel || !args.text) answer(200, { ok: false, error: args.channel ? 'no_text' : 'channel_not_found' });
+        else if (refused.has(args.channel)) answer(200, { ok: false, error: refused.get(args.channel) });
         else answer(200, { ok: true, channel: args.channel, ts: `${ts++}.000100`, message: { text: args.text } });
       } else if (method === 'chat.update') answer(200, { ok: true, channel: args.channel, ts: args.ts, text: args.text });
       else if (method === 'chat.delete') answer(200, { ok: true, channel: args.channel, ts: args.ts });
@@ -201,6 +205,7 @@ export async function startFakeSlack(botToken: string, appToken?: string): Promi
     posts: () => calls.filter((c) => c.method === 'chat.postMessage' && c.ok),
     rateLimitNext: (times, retryAfterSeconds, skip = 0) => { limited = { times, retryAfter: retryAfterSeconds, skip }; },
     failNext: (times, status, skip = 0) => { failing = { times, status, skip }; },
+    refused,
     hangNext: (times) => { hanging = times; },
     socket,
     close: () => new Promise((r) => { socket.closeAll(); wss.close(); server.closeAllConnections(); server.close(() => r()); }),

@@ -54,6 +54,8 @@ export interface FakeTeams {
   posts(): ConnectorCall[];
   /** Successful `typing` activities, in order. */
   typing(): ConnectorCall[];
+  /** Activities posted to these conversations answer this status and JSON body (a bot removed from the chat). */
+  refusedConversations: Map<string, { status: number; body: unknown }>;
   /** Token requests: how many, and how many were refused. */
   tokenRequests: { granted: number; refused: number };
   /** Metadata and JWKS fetches. */
@@ -82,6 +84,7 @@ export async function startFakeTeams(app: TeamsApp): Promise<FakeTeams> {
   const [main, unlisted, stranger] = await Promise.all([keyPair('main-key'), keyPair('rotated-key'), keyPair('main-key')]);
   const published: JWK[] = [main.jwk];
   const calls: ConnectorCall[] = [];
+  const refusedConversations: FakeTeams['refusedConversations'] = new Map();
   const issued = new Set<string>();
   const tokenRequests = { granted: 0, refused: 0 };
   let fetches = 0;
@@ -133,6 +136,11 @@ export async function startFakeTeams(app: TeamsApp): Promise<FakeTeams> {
           calls.push(call(401));
           return json(res, 401, { message: 'Authorization has been denied for this request.' });
         }
+        const refusal = refusedConversations.get(decodeURIComponent(conn[1]!));
+        if (refusal) {
+          calls.push(call(refusal.status));
+          return json(res, refusal.status, refusal.body);
+        }
         calls.push(call(200));
         return json(res, req.method === 'POST' ? 201 : 200, { id: conn[2] ? decodeURIComponent(conn[2]) : `1:${randomUUID()}` });
       }
@@ -148,6 +156,7 @@ export async function startFakeTeams(app: TeamsApp): Promise<FakeTeams> {
     loginUrl: url,
     connectorUrl: url,
     calls,
+    refusedConversations,
     posts: () => calls.filter((c) => c.method === 'POST' && c.status === 200 && c.body.type !== 'typing'),
     typing: () => calls.filter((c) => c.method === 'POST' && c.status === 200 && c.body.type === 'typing'),
     tokenRequests,

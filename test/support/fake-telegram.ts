@@ -39,6 +39,8 @@ export interface FakeTelegram {
   rateLimitNext(times: number, retryAfterSeconds: number, skip?: number): void;
   /** The next `times` calls of `method` answer HTTP `status` before doing anything. */
   failNext(method: string, times: number, status: number): void;
+  /** sendMessage into these chats (by String(chat_id)) answers this Bot API error: a blocked bot, a group that became a supergroup. */
+  refusedChats: Map<string, { code: number; description: string; parameters?: Record<string, unknown> }>;
   close(): Promise<void>;
 }
 
@@ -62,6 +64,7 @@ export async function startFakeTelegram(botToken: string, username = 'hermes_tes
   let webhook = '';
   let limited = { times: 0, retryAfter: 1, skip: 0 };
   const failing = new Map<string, { times: number; status: number }>();
+  const refusedChats: FakeTelegram['refusedChats'] = new Map();
   let poller: { res: ServerResponse; finish: (status: number, body: Record<string, unknown>) => void; wake: () => void } | undefined;
 
   const server: Server = createServer((req, res) => {
@@ -105,6 +108,8 @@ export async function startFakeTelegram(botToken: string, username = 'hermes_tes
         case 'sendMessage': {
           const text = String(args.text ?? '');
           if (!args.chat_id) return error(400, 'Bad Request: chat not found');
+          const refusal = refusedChats.get(String(args.chat_id));
+          if (refusal) return error(refusal.code, refusal.description, refusal.parameters);
           if (!text.trim()) return error(400, 'Bad Request: message text is empty');
           if (text.length > 4_096) return error(400, 'Bad Request: message is too long');
           return answer(200, { ok: true, result: { message_id: messageId++, date: Math.floor(Date.now() / 1000), chat: { id: args.chat_id, type: 'private' }, text } });
@@ -162,6 +167,7 @@ export async function startFakeTelegram(botToken: string, username = 'hermes_tes
     webhookUrl: () => webhook,
     rateLimitNext: (times, retryAfterSeconds, skip = 0) => { limited = { times, retryAfter: retryAfterSeconds, skip }; },
     failNext: (method, times, status) => { failing.set(method, { times, status }); },
+    refusedChats,
     close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
 }

@@ -6,10 +6,11 @@
 // to the user's message (message_reference). Pieces are at most 2 000 characters; mentions in the
 // model's text never ping anyone (allowed_mentions: none). While a turn runs, the bot shows
 // "typing…" in the channel (POST /channels/{id}/typing, about 10 s) — not for `/ask`, whose
-// deferred "thinking…" already shows it.
+// deferred "thinking…" already shows it. A refusal that names the channel as gone or closed to the
+// bot (DISCORD_GONE) is Undeliverable: the ledger gives up at once.
 import { z } from 'zod';
-import { RateLimited, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
-import { DiscordRest } from './rest.js';
+import { RateLimited, Undeliverable, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
+import { DiscordApiError, DiscordRest } from './rest.js';
 
 /** Discord's limit on a message's content. */
 export const DISCORD_MAX_MESSAGE_CHARS = 2_000;
@@ -38,6 +39,15 @@ export interface DiscordSenderOptions {
   /** @defaultValue Date.now */
   now?: () => number;
 }
+
+/**
+ * Discord's JSON error codes that say the channel is gone or closed to the bot: Unknown Channel,
+ * Unknown User, Unknown Webhook (an expired interaction), Missing Access, Cannot send messages to
+ * this user, Missing Permissions, an archived thread. A 401 (a bad token) stays retryable.
+ */
+export const DISCORD_GONE: ReadonlySet<number> = new Set([10003, 10013, 10015, 50001, 50007, 50013, 50083]);
+
+const asUndeliverable = (err: unknown) => (err instanceof DiscordApiError && err.code !== undefined && DISCORD_GONE.has(err.code) ? new Undeliverable(err.message, { cause: err }) : undefined);
 
 const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve, reject) => {
   const t = setTimeout(resolve, ms);
@@ -84,7 +94,7 @@ export class DiscordSender implements PlatformSender {
           sent.push({ id: String(res.id) });
           break;
         } catch (err) {
-          if (!(err instanceof RateLimited)) throw err;
+          if (!(err instanceof RateLimited)) throw asUndeliverable(err) ?? err;
           if (sent.length === 0 || err.retryAfterSeconds > MAX_PIECE_WAIT_SECONDS) throw err;
           await sleep(err.retryAfterSeconds * 1_000, signal);
         }

@@ -1,10 +1,11 @@
 // Replies to Slack through the official Web API client (`@slack/web-api`): chat.postMessage into
 // the conversation (and its thread), chat.update for edits. The client's own retries and its
 // rate-limit waits are off: the delivery ledger retries, and a 429 becomes RateLimited so the
-// ledger waits Retry-After (`not_before`) without spending an attempt.
-import { WebClient, type FetchFunction } from '@slack/web-api';
+// ledger waits Retry-After (`not_before`) without spending an attempt. A refusal that names the
+// conversation as gone or closed to the bot (SLACK_GONE) is Undeliverable: the ledger gives up at once.
+import { ErrorCode, WebClient, type FetchFunction } from '@slack/web-api';
 import { z } from 'zod';
-import { RateLimited, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
+import { RateLimited, Undeliverable, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
 
 /**
  * Slack truncates `text` past 40 000 characters and advises far less; 4 000 keeps each piece one
@@ -31,6 +32,24 @@ const rateLimitCode = 'slack_webapi_rate_limited_error';
 function asRateLimited(err: unknown): RateLimited | undefined {
   const e = err as { code?: string; retryAfter?: number };
   return e?.code === rateLimitCode ? new RateLimited(Math.max(1, Math.ceil(e.retryAfter ?? 1))) : undefined;
+}
+
+/**
+ * chat.postMessage errors that say the conversation is gone or closed to the bot (Slack's method
+ * documentation): a deleted or archived channel, a bot no longer in it, a DM the workspace or user
+ * turned off, a thread that takes no replies. Token and scope errors (`invalid_auth`,
+ * `token_revoked`, `missing_scope`, …) are not here: an operator can mend those while the ledger
+ * retries.
+ */
+export const SLACK_GONE: ReadonlySet<string> = new Set([
+  'channel_not_found', 'is_archived', 'not_in_channel', 'messages_tab_disabled', 'cannot_reply_to_message',
+  'restricted_action', 'restricted_action_read_only_channel', 'restricted_action_thread_only_channel', 'restricted_action_non_threadable_channel',
+]);
+
+function asUndeliverable(err: unknown): Undeliverable | undefined {
+  const e = err as { code?: string; data?: { error?: unknown } };
+  const error = e?.code === ErrorCode.PlatformError ? e.data?.error : undefined;
+  return typeof error === 'string' && SLACK_GONE.has(error) ? new Undeliverable(`Slack answered ${error}`, { cause: err }) : undefined;
 }
 
 const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve, reject) => {
@@ -74,7 +93,7 @@ export class SlackSender implements PlatformSender {
           break;
         } catch (err) {
           const limited = asRateLimited(err);
-          if (!limited) throw err;
+          if (!limited) throw asUndeliverable(err) ?? err;
           if (sent.length === 0 || limited.retryAfterSeconds > MAX_PIECE_WAIT_SECONDS) throw limited;
           await sleep(limited.retryAfterSeconds * 1_000, signal);
         }

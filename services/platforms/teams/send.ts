@@ -14,10 +14,11 @@
 // proxy, or a test server); then the activity's serviceUrl is not used at all.
 //
 // A 429 is RateLimited with the connector's Retry-After (the ledger waits, no attempt spent); a
-// 401/403 drops the cached token so the next attempt gets a fresh one.
+// 401/403 drops the cached token so the next attempt gets a fresh one; a conversation that is gone
+// or closed to the bot (a 403 or 404 naming one of TEAMS_GONE) is Undeliverable: the ledger gives up at once.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { RateLimited, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
+import { RateLimited, Undeliverable, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
 
 /**
  * Teams refuses a message over about 28 KB (the whole activity, UTF-8). 8 000 UTF-16 units are at
@@ -98,6 +99,12 @@ export function retryAfterSeconds(header: string | null, nowMs = Date.now()): nu
   return Number.isNaN(at) ? 1 : Math.max(1, Math.ceil((at - nowMs) / 1_000));
 }
 
+/**
+ * Bot Framework error codes (of a 403 or 404) that say the conversation is gone or closed to the
+ * bot. A bare 404 or 403 may be a wrong connector URL or a token problem an operator can mend: retried.
+ */
+const TEAMS_GONE = /ConversationNotFound|BotNotInConversationRoster|ConversationBlockedByUser|BotDisabledByAdmin/;
+
 const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve, reject) => {
   const t = setTimeout(resolve, ms);
   signal.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason as Error); }, { once: true });
@@ -125,7 +132,10 @@ export class TeamsSender implements PlatformSender {
     if (res.status === 429) throw new RateLimited(retryAfterSeconds(res.headers.get('retry-after')), 'Teams connector');
     const text = await res.text();
     if (res.status === 401 || res.status === 403) this.opts.tokens.forget(this.opts.credentials);
-    if (!res.ok) throw new Error(`the Teams connector answered HTTP ${res.status} to ${method} ${new URL(url).pathname}: ${text.slice(0, 200)}`);
+    if (!res.ok) {
+      const message = `the Teams connector answered HTTP ${res.status} to ${method} ${new URL(url).pathname}: ${text.slice(0, 200)}`;
+      throw (res.status === 403 || res.status === 404) && TEAMS_GONE.test(text) ? new Undeliverable(message) : new Error(message);
+    }
     try {
       return text ? (JSON.parse(text) as Record<string, unknown>) : {};
     } catch {

@@ -4,7 +4,7 @@
 // poller retry) and leaves the token out of its error messages.
 import { createHash } from 'node:crypto';
 import { Api, GrammyError } from 'grammy';
-import { RateLimited } from '../adapter.js';
+import { RateLimited, Undeliverable } from '../adapter.js';
 import type { BotIdentity } from './updates.js';
 
 export interface TelegramApiOptions {
@@ -30,6 +30,25 @@ export function telegramApi(opts: TelegramApiOptions): Api {
 export function asRateLimited(err: unknown): RateLimited | undefined {
   if (!(err instanceof GrammyError) || err.error_code !== 429) return undefined;
   return new RateLimited(Math.max(1, Math.ceil(err.parameters.retry_after ?? 1)), err.description);
+}
+
+/**
+ * Bot API refusals that say the chat is gone or closed to the bot: every 403 (the bot was blocked,
+ * kicked, or may not write first; the user was deleted) and the 400s that name a missing chat or
+ * topic, or a bot without the right to write. A 401 (a revoked token) stays retryable: an operator
+ * can mend it while the ledger retries.
+ */
+const CLOSED_CHAT = /chat not found|message thread not found|TOPIC_(CLOSED|DELETED)|have no rights to send|not enough rights to send|CHAT_WRITE_FORBIDDEN|CHAT_RESTRICTED/i;
+
+export function asUndeliverable(err: unknown): Undeliverable | undefined {
+  if (!(err instanceof GrammyError)) return undefined;
+  const gone = err.error_code === 403 || (err.error_code === 400 && CLOSED_CHAT.test(err.description));
+  return gone ? new Undeliverable(`Telegram answered ${err.error_code}: ${err.description}`, { cause: err }) : undefined;
+}
+
+/** The supergroup a group became (Telegram's 400 with `parameters.migrate_to_chat_id`): its replies go there. */
+export function migratedChat(err: unknown): number | undefined {
+  return err instanceof GrammyError && err.error_code === 400 ? err.parameters.migrate_to_chat_id : undefined;
 }
 
 /** The bot's numeric id: the part of the token before `:` (public: it is the bot's user id). */

@@ -2,11 +2,13 @@
 // topic, replying to the message it answers), editMessageText for edits, sendChatAction `typing`
 // while a turn runs. Plain text, no parse_mode: a model's Markdown is not always valid
 // MarkdownV2, and Telegram refuses the whole message when it is not. A 429
-// (`parameters.retry_after`) becomes RateLimited so the ledger waits without spending an attempt.
+// (`parameters.retry_after`) becomes RateLimited so the ledger waits without spending an attempt; a
+// chat that is gone or closed to the bot (blocked, kicked, deleted) is Undeliverable, and a group
+// that became a supergroup gets its reply in the supergroup.
 import { GrammyError } from 'grammy';
 import { z } from 'zod';
 import { splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
-import { asRateLimited, grammySignal, telegramApi } from './api.js';
+import { asRateLimited, asUndeliverable, grammySignal, migratedChat, telegramApi } from './api.js';
 
 /** Telegram's limit for one message's text. */
 export const TELEGRAM_MAX_MESSAGE_CHARS = 4_096;
@@ -53,16 +55,20 @@ export class TelegramSender implements PlatformSender {
     if (!text.trim()) return [];
     const api = telegramApi(this.opts);
     const sent: SentMessage[] = [];
+    let chatId = t.chatId;
     for (const piece of splitMessage(text, this.maxMessageChars)) {
-      const quote = sent.length === 0 && t.replyTo !== undefined ? { reply_parameters: { message_id: t.replyTo, allow_sending_without_reply: true } } : {};
       for (;;) {
+        // The quoted message's id means nothing in the supergroup a group became.
+        const quote = sent.length === 0 && t.replyTo !== undefined && chatId === t.chatId ? { reply_parameters: { message_id: t.replyTo, allow_sending_without_reply: true } } : {};
         try {
-          const res = await api.sendMessage(t.chatId, piece, { ...(t.threadId !== undefined ? { message_thread_id: t.threadId } : {}), ...quote, link_preview_options: { is_disabled: true } }, grammySignal(signal));
+          const res = await api.sendMessage(chatId, piece, { ...(t.threadId !== undefined ? { message_thread_id: t.threadId } : {}), ...quote, link_preview_options: { is_disabled: true } }, grammySignal(signal));
           sent.push({ id: String(res.message_id) });
           break;
         } catch (err) {
+          const moved = migratedChat(err);
+          if (moved !== undefined && moved !== chatId) { chatId = moved; continue; }
           const limited = asRateLimited(err);
-          if (!limited) throw err;
+          if (!limited) throw asUndeliverable(err) ?? err;
           if (sent.length === 0 || limited.retryAfterSeconds > MAX_PIECE_WAIT_SECONDS) throw limited;
           await sleep(limited.retryAfterSeconds * 1_000, signal);
         }

@@ -4,9 +4,10 @@
 // signed with the platform's WEBHOOK_SECRET exactly as inbound requests are (X-Hermes-Timestamp,
 // X-Hermes-Signature), with `Idempotency-Key: <obligation id>` so the receiver can drop a re-send
 // (a re-send after a crash also starts with the ledger's duplicate marker). Redirects are refused.
-// A 429 is RateLimited (Retry-After honoured, no attempt spent); other non-2xx answers fail the attempt.
+// A 429 is RateLimited (Retry-After honoured, no attempt spent); a 410 (the receiver says the
+// endpoint is gone for good) is Undeliverable; other non-2xx answers fail the attempt.
 import { z } from 'zod';
-import { RateLimited } from '../adapter.js';
+import { RateLimited, Undeliverable } from '../adapter.js';
 import { retryAfterSeconds } from '../teams/send.js';
 import { signWebhook } from './verify.js';
 
@@ -44,5 +45,6 @@ export async function postWebhookReply(opts: WebhookCallbackOptions, reply: Webh
   });
   await res.body?.cancel();
   if (res.status === 429) throw new RateLimited(retryAfterSeconds(res.headers.get('retry-after'), now), 'webhook callback');
+  if (res.status === 410) throw new Undeliverable(`the webhook callback ${new URL(opts.url).origin} answered HTTP ${res.status}`);
   if (!res.ok) throw new Error(`the webhook callback ${new URL(opts.url).origin} answered HTTP ${res.status}`);
 }

@@ -127,6 +127,7 @@ async function deliveryDeps() {
   return { config: rt.config, db: rt.db, redis: rt.redis, instance, log: rt.log, metrics: createMetrics('worker'), adapters: platformAdapters({ config: rt.config, agents: rt.agents, secrets }) };
 }
 
+const lastError = async (admissionId: string) => (await rt.db.pool.query<{ last_error: string | null }>(`SELECT last_error FROM delivery_obligations WHERE admission_id = $1`, [admissionId])).rows[0]?.last_error;
 const dueNow = (id: string) => rt.db.pool.query(`UPDATE delivery_obligations SET not_before = now() WHERE id = $1`, [id]);
 const sentTo = (channel: string) => fake.calls.filter((c) => c.method === 'chat.postMessage' && c.args.channel === channel);
 const long = `${'a'.repeat(3_990)} ${'b'.repeat(3_990)} ${'c'.repeat(100)}`;
@@ -173,6 +174,64 @@ describe('platform delivery', () => {
     expect(outcomes).toEqual(['failed', 'failed', 'abandoned']);
     expect((await getObligationForAdmission(rt.db.pool, admissionId))!.state).toBe('abandoned');
     expect(await deliver(deps, obligationId)).toBe('skipped');
+  });
+
+  it('a refusal for good (an archived channel) abandons the reply at once; a refusal an operator can mend (an outage) is retried', async () => {
+    const deps = await deliveryDeps();
+    fake.refused.set('CARCHIVED', 'is_archived');
+    const gone = await owed('CARCHIVED', 'to an archived channel');
+    const outage = await owed('COUTAGE', 'through an outage');
+    fake.failNext(1, 503);
+    expect(await deliver(deps, outage.obligationId)).toBe('failed');
+    expect(await deliver(deps, gone.obligationId)).toBe('abandoned');
+    const ob = (await getObligationForAdmission(rt.db.pool, gone.admissionId))!;
+    expect([ob.state, ob.attempts]).toEqual(['abandoned', 1]);
+    expect(await lastError(gone.admissionId)).toMatch(/refused the reply for good: Slack answered is_archived/);
+    await dueNow(gone.obligationId);
+    expect(await deliver(deps, gone.obligationId)).toBe('skipped');
+    expect(sentTo('CARCHIVED')).toHaveLength(1);
+    await dueNow(outage.obligationId);
+    expect(await deliver(deps, outage.obligationId)).toBe('delivered');
+    const counted = (await deps.metrics.deliveries.get()).values.filter((v) => v.labels.platform === 'slack').map((v) => [v.labels.outcome, v.value]);
+    expect(counted.sort()).toEqual([['abandoned', 1], ['delivered', 1], ['failed', 1]]);
+  });
+
+  it('Telegram, Discord, Teams: a chat closed to the bot is abandoned on the first attempt; a group that became a supergroup gets its reply there', async () => {
+    const deps = { ...(await deliveryDeps()), adapters: platformAdapters({ config: rt.config, agents: rt.agents, secrets: staticSecrets(typingSecrets) }) };
+    const owedOn = async (platform: string, replyTarget: Record<string, unknown>) => {
+      const a = await admitAnswered(rt.db, {
+        agentId: typingAgentId, platform, sessionKey: `agent:default/typing:${platform}:dm:refused-${++n}`, user: { platformUserId: 'alice' }, eventId: `refused-${n}`,
+        content: 'question', replyTarget,
+      }, 'an answer');
+      return { admissionId: a.admissionId, obligationId: a.obligationId! };
+    };
+    const settled = async (o: { admissionId: string; obligationId: string }) => {
+      const outcome = await deliver(deps, o.obligationId);
+      const ob = (await getObligationForAdmission(rt.db.pool, o.admissionId))!;
+      return [outcome, ob.state, ob.attempts, await lastError(o.admissionId)];
+    };
+    tg.refusedChats.set('4242', { code: 403, description: 'Forbidden: bot was blocked by the user' });
+    expect(await settled(await owedOn('telegram', { kind: 'telegram', chatId: 4242 }))).toEqual(['abandoned', 'abandoned', 1, expect.stringMatching(/Telegram answered 403: Forbidden: bot was blocked by the user/)]);
+    tg.refusedChats.set('-4343', { code: 400, description: 'Bad Request: group chat was upgraded to a supergroup chat', parameters: { migrate_to_chat_id: -1_004_343 } });
+    expect(await settled(await owedOn('telegram', { kind: 'telegram', chatId: -4343, replyTo: 12 }))).toEqual(['delivered', 'delivered', 1, null]);
+    const moved = tg.calls.filter((c) => c.method === 'sendMessage' && c.ok && c.args.chat_id === -1_004_343);
+    expect(moved.map((c) => [c.args.text, c.args.reply_parameters])).toEqual([['an answer', undefined]]); // the old group's message id is not quoted there
+    // A 400 that names nothing gone (an outage-like refusal) is an ordinary failure.
+    tg.failNext('sendMessage', 1, 502);
+    expect((await settled(await owedOn('telegram', { kind: 'telegram', chatId: 4444 })))[1]).toBe('failed');
+
+    const dm = snowflake();
+    dc.refusedChannels.set(dm, { status: 403, code: 50007, message: 'Cannot send messages to this user' });
+    expect(await settled(await owedOn('discord', { kind: 'discord', channelId: dm }))).toEqual(['abandoned', 'abandoned', 1, expect.stringMatching(/Discord answered 403 \(code 50007\)/)]);
+    const locked = snowflake();
+    dc.refusedChannels.set(locked, { status: 401, code: 0, message: '401: Unauthorized' });
+    expect((await settled(await owedOn('discord', { kind: 'discord', channelId: locked })))[1]).toBe('failed');
+
+    const teamsTarget = (conversationId: string) => ({ kind: 'teams', serviceUrl: teamsFake.connectorUrl, conversationId });
+    teamsFake.refusedConversations.set('a:removed', { status: 403, body: { error: { code: 'BotNotInConversationRoster', message: 'The bot is not part of the conversation roster.' } } });
+    expect(await settled(await owedOn('teams', teamsTarget('a:removed')))).toEqual(['abandoned', 'abandoned', 1, expect.stringMatching(/HTTP 403 .*BotNotInConversationRoster/)]);
+    teamsFake.refusedConversations.set('a:forbidden', { status: 403, body: { error: { code: 'Forbidden', message: 'token audience' } } });
+    expect((await settled(await owedOn('teams', teamsTarget('a:forbidden'))))[1]).toBe('failed');
   });
 
   it('a worker process killed while its send hangs: the re-send by another worker carries the marker, nothing is sent twice unmarked', async () => {
