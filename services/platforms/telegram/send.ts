@@ -39,6 +39,15 @@ const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve, r
   signal.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason as Error); }, { once: true });
 });
 
+/**
+ * sendMessage's options for a piece into `chatId`: the forum topic, and on the first piece the
+ * quote of the message it answers — not in the supergroup a group became, where that id means nothing.
+ */
+function messageOptions(t: TelegramTarget, chatId: TelegramTarget['chatId'], first: boolean) {
+  const quote = first && t.replyTo !== undefined && chatId === t.chatId ? { reply_parameters: { message_id: t.replyTo, allow_sending_without_reply: true } } : {};
+  return { ...(t.threadId !== undefined ? { message_thread_id: t.threadId } : {}), ...quote, link_preview_options: { is_disabled: true } };
+}
+
 export class TelegramSender implements PlatformSender {
   readonly maxMessageChars = TELEGRAM_MAX_MESSAGE_CHARS;
   constructor(private readonly opts: TelegramSenderOptions) {}
@@ -58,15 +67,14 @@ export class TelegramSender implements PlatformSender {
     let chatId = t.chatId;
     for (const piece of splitMessage(text, this.maxMessageChars)) {
       for (;;) {
-        // The quoted message's id means nothing in the supergroup a group became.
-        const quote = sent.length === 0 && t.replyTo !== undefined && chatId === t.chatId ? { reply_parameters: { message_id: t.replyTo, allow_sending_without_reply: true } } : {};
         try {
-          const res = await api.sendMessage(chatId, piece, { ...(t.threadId !== undefined ? { message_thread_id: t.threadId } : {}), ...quote, link_preview_options: { is_disabled: true } }, grammySignal(signal));
+          const res = await api.sendMessage(chatId, piece, messageOptions(t, chatId, sent.length === 0), grammySignal(signal));
           sent.push({ id: String(res.message_id) });
           break;
         } catch (err) {
+          // Followed once: a server that keeps naming another chat does not keep us sending.
           const moved = migratedChat(err);
-          if (moved !== undefined && moved !== chatId) { chatId = moved; continue; }
+          if (moved !== undefined && chatId === t.chatId && moved !== chatId) { chatId = moved; continue; }
           const limited = asRateLimited(err);
           if (!limited) throw asUndeliverable(err) ?? err;
           if (sent.length === 0 || limited.retryAfterSeconds > MAX_PIECE_WAIT_SECONDS) throw limited;

@@ -1,7 +1,8 @@
 // The Telegram sender against the fake Bot API over HTTP (the real grammY client): topics and
-// quotes, edits, a rate limit on the first and on a later piece, a refused token, the deadline.
+// quotes, edits, a rate limit on the first and on a later piece, a refused token, the deadline, a
+// group that became a supergroup.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RateLimited, telegram } from '../../../services/platforms/index.js';
+import { RateLimited, Undeliverable, telegram } from '../../../services/platforms/index.js';
 import { startFakeTelegram, type FakeTelegram } from '../../support/fake-telegram.js';
 
 let fake: FakeTelegram;
@@ -22,6 +23,16 @@ describe('TelegramSender', () => {
       ['sendMessage', 'working…', 9, 77], ['editMessageText', 'done', undefined, undefined],
     ]);
     expect(to(-1)[1]!.args.message_id).toBe(Number(sent!.id));
+  });
+
+  it('follows a group into the supergroup it became, once: a server that names yet another chat ends the send', async () => {
+    const upgraded = (to: number) => ({ code: 400, description: 'Bad Request: group chat was upgraded to a supergroup chat', parameters: { migrate_to_chat_id: to } });
+    fake.refusedChats.set('-31', upgraded(-1_000_031));
+    fake.refusedChats.set('-1000031', upgraded(-31)); // and back again
+    const err = await sender().send({ kind: 'telegram', chatId: -31 }, 'hello', never()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err).not.toBeInstanceOf(Undeliverable);
+    expect([...to(-31), ...to(-1_000_031)].map((c) => [c.args.chat_id, c.status])).toEqual([[-31, 400], [-1_000_031, 400]]);
   });
 
   it('sends nothing for a blank reply', async () => {
