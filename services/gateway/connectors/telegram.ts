@@ -17,6 +17,7 @@
 // retry_after.
 import type { FastifyBaseLogger } from 'fastify';
 import { GrammyError } from 'grammy';
+import { ZodError } from 'zod';
 import { HermesError, pause, type AgentRecord } from '../../core/index.js';
 import { telegram, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
@@ -46,10 +47,12 @@ async function admitBatch(ctx: GatewayContext, agent: AgentRecord, settings: Pla
       via.log.debug({ updateId: update.update_id, ...outcome }, 'Telegram update (polling)');
     } catch (err) {
       // Postgres down, secrets unreadable: stop here, keep the offset; the update is fetched again.
-      if (!(err instanceof HermesError && err.status < 500) && !(err instanceof Error && err.name === 'ZodError')) throw err;
+      // A shape we refuse (zod's ZodError is not an Error) is dropped: fetched again, it would stop the bot for good.
+      if (!(err instanceof HermesError && err.status < 500) && !(err instanceof ZodError)) throw err;
       via.log.warn({ updateId: raw.update_id, reason: err.message }, 'Dropped a Telegram update the gateway refuses');
     }
-    next = raw.update_id + 1;
+    // An update_id that is not a count cannot move the offset (only a broken Bot API sends one).
+    if (Number.isSafeInteger(raw.update_id)) next = Math.max(next ?? 0, raw.update_id + 1);
   }
   return next;
 }

@@ -284,4 +284,23 @@ describe('Telegram long polling', () => {
       await ctxB.close();
     }
   });
+
+  it('an update of a shape the gateway refuses is dropped and confirmed, not fetched again for ever: the updates after it are answered', async () => {
+    const ctx = createContext(deps);
+    const sup = startConnectors(ctx, [telegramPolling], { refreshMs: 200, leader: { pingMs: 200, pingTimeoutMs: 1_000, initialBackoffMs: 100, maxBackoffMs: 300 } });
+    try {
+      await eventually(() => sup.leading().length === 1, 'the replica polls');
+      // Telegram serves an unconfirmed update again on every getUpdates: a poller that failed on it would never get past it.
+      const bad = pollTg.push({ message: { message_id: 'not a number', chat: { id: 3004, type: 'private' }, date: 1, text: 'poison' } });
+      const good = pollTg.push(telegramMessage({ chat: { id: 3004, type: 'private' }, from: { id: 3004 }, text: 'after the poison' }));
+      await delivered(pollTg, 'answer to: after the poison');
+      await eventually(() => pollTg.pending() === 0, 'both confirmed');
+      expect(pollTg.served.filter((id) => id === bad.update_id)).toHaveLength(1);
+      const { rows } = await rt.db.pool.query<{ event_id: string }>(`SELECT event_id FROM inbound_events WHERE event_id = ANY($1)`, [[`222222:${bad.update_id}`, `222222:${good.update_id}`]]);
+      expect(rows.map((r) => r.event_id)).toEqual([`222222:${good.update_id}`]);
+    } finally {
+      await sup.stop();
+      await ctx.close();
+    }
+  });
 });
