@@ -12,33 +12,31 @@ export interface PlatformDeliveryDeps {
   secrets: SecretResolver;
 }
 
-/** The reply cannot be sent as configured (no such platform, no bot token): a failed attempt, retried like any other. */
-export class Undeliverable extends Error {
-  override name = 'Undeliverable';
+/**
+ * The reply cannot be sent as configured (no such platform, no bot token): a failed attempt,
+ * retried like any other (an operator may mend the Agent or its Secret meanwhile) — unlike the
+ * platforms' Undeliverable, a platform's refusal for good.
+ */
+export class NotConfigured extends Error {
+  override name = 'NotConfigured';
 }
 
 /** The agent's current settings for `platform` and the bot token under `tokenKey` of its Secret. */
 async function platformToken(deps: PlatformDeliveryDeps, ob: Pick<Obligation, 'agentId'>, platform: string, tokenKey: string): Promise<{ settings: PlatformSettings; token: string }> {
   const agent = await deps.agents.getById(ob.agentId);
   const settings = agent ? platformOf(agent.compiled, platform) : undefined;
-  if (!agent || !settings) throw new Undeliverable(`agent ${ob.agentId} has no ${platform} platform any more`);
+  if (!agent || !settings) throw new NotConfigured(`agent ${ob.agentId} has no ${platform} platform any more`);
   const namespace = agent.compiled.agent.namespace;
   const ref = { name: settings.credentialsSecret, key: tokenKey };
   const token = await deps.secrets.resolve(namespace, ref);
-  if (!token) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
+  if (!token) throw new NotConfigured(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
   return { settings, token };
 }
 
 export function slackDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
   /** The agent's Slack sender: its current settings and bot token (by reference). */
   async function senderFor(agentId: string): Promise<slack.SlackSender> {
-    const agent = await deps.agents.getById(agentId);
-    const settings = agent ? platformOf(agent.compiled, 'slack') : undefined;
-    if (!agent || !settings) throw new Undeliverable(`agent ${agentId} has no slack platform any more`);
-    const namespace = agent.compiled.agent.namespace;
-    const ref = { name: settings.credentialsSecret, key: slack.SLACK_KEYS.botToken };
-    const token = await deps.secrets.resolve(namespace, ref);
-    if (!token) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
+    const { settings, token } = await platformToken(deps, { agentId }, 'slack', slack.SLACK_KEYS.botToken);
     return new slack.SlackSender({ token, apiUrl: slack.slackApiUrl(settings, deps.config.HERMES_SLACK_API_URL) });
   }
   const target = (t: unknown) => t as { kind: string };
@@ -74,18 +72,18 @@ export function typingProgress(typing: (ref: ProgressRef, signal: AbortSignal) =
   };
 }
 
-/** The agent's settings for `type` and its namespace, or Undeliverable. */
+/** The agent's settings for `type` and its namespace, or NotConfigured. */
 async function settingsFor(deps: PlatformDeliveryDeps, ob: Pick<Obligation, 'agentId'>, type: string): Promise<{ settings: PlatformSettings; namespace: string }> {
   const agent = await deps.agents.getById(ob.agentId);
   const settings = agent ? platformOf(agent.compiled, type) : undefined;
-  if (!agent || !settings) throw new Undeliverable(`agent ${ob.agentId} has no ${type} platform any more`);
+  if (!agent || !settings) throw new NotConfigured(`agent ${ob.agentId} has no ${type} platform any more`);
   return { settings, namespace: agent.compiled.agent.namespace };
 }
 
 async function secretOf(deps: PlatformDeliveryDeps, namespace: string, settings: PlatformSettings, key: string, required: boolean): Promise<string | undefined> {
   const ref = { name: settings.credentialsSecret, key };
   const value = await deps.secrets.resolve(namespace, ref);
-  if (!value && required) throw new Undeliverable(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
+  if (!value && required) throw new NotConfigured(`Secret "${ref.name}" key "${ref.key}" in namespace ${namespace} was not found (read from ${deps.secrets.source})`);
   return value || undefined;
 }
 

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type { Obligation } from '../../core/index.js';
 import type { DeliveryAdapter } from '../delivery.js';
-import { Undeliverable } from '../platform-delivery.js';
+import { NotConfigured } from '../platform-delivery.js';
 
 const cronTargetSchema = z.object({
   kind: z.literal('cron'),
@@ -19,11 +19,11 @@ export function cronDelivery(adapters: () => ReadonlyMap<string, DeliveryAdapter
   return {
     async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
       const parsed = cronTargetSchema.safeParse(ob.target);
-      if (!parsed.success) throw new Undeliverable(`cron obligation ${ob.id} has no CronJob delivery target`);
+      if (!parsed.success) throw new NotConfigured(`cron obligation ${ob.id} has no CronJob delivery target`);
       const { platform, target } = parsed.data.deliver;
       if (platform === 'local') return;
       const adapter = platform === 'cron' ? undefined : adapters().get(platform);
-      if (!adapter) throw new Undeliverable(`CronJob ${parsed.data.cronJob} delivers to "${platform}", which this worker cannot send to`);
+      if (!adapter) throw new NotConfigured(`CronJob ${parsed.data.cronJob} delivers to "${platform}", which this worker cannot send to`);
       await adapter.send({ ...ob, platform, target }, text, signal);
     },
   };
