@@ -1,9 +1,10 @@
 // Delivers final replies recorded as obligations. One adapter per platform sends (chat platforms:
 // platform-delivery.ts); the ledger records attempting before the send and delivered only after
 // it succeeded; a platform rate limit (RateLimited) defers the row to `not_before` without spending
-// an attempt; a refusal for good (Undeliverable: the chat is gone or closed to the bot) abandons the
-// row at once instead of spending its remaining attempts. `api` replies are read by the caller from the gateway, so their obligations are
-// delivered when written (core ledger/deliveries.ts pulledPlatforms).
+// an attempt; a refusal for good (Undeliverable: the chat is gone or closed to the bot) abandons
+// the row at once instead of spending its remaining attempts. `api` replies are read by the caller
+// from the gateway, so their obligations are delivered when written (core ledger/deliveries.ts
+// pulledPlatforms).
 import type { Redis } from 'ioredis';
 import { RateLimited, Undeliverable, splitMessage } from '../platforms/index.js';
 import {
