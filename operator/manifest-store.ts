@@ -1,11 +1,11 @@
 // File mode (`hermes dev`): the Skill and CronJob manifests of a folder written to Postgres by the
 // same store functions the operator's controllers use, so `make dev` offers the skills and fires
 // the CronJobs. Checked the way the controllers check them; a problem names the manifest.
-import { parseDeliver, type Db } from '../services/core/index.js';
+import { parseDeliver, unpublishAgentsExcept, type Db } from '../services/core/index.js';
 import type { Agent } from './api/agent.js';
 import type { CompiledSkillRef } from './compile.js';
 import { selectSkills } from './controllers/agent-skills.js';
-import { cronHash, findSchedule, upsertSchedule } from './cron/store.js';
+import { cronHash, deleteSchedulesExcept, findSchedule, upsertSchedule } from './cron/store.js';
 import { nextRun } from './cron/schedule.js';
 import type { ManifestSet } from './manifests.js';
 import { publishSkill } from './skills/store.js';
@@ -46,4 +46,19 @@ export async function storeManifestCronJobs(db: Db, set: Pick<ManifestSet, 'cron
     out.push(key);
   }
   return out;
+}
+
+/**
+ * What an earlier `hermes dev` published and this folder no longer declares, turned off so a
+ * folder runs exactly what it declares: its agents stop being served (their sessions and memory
+ * kept, back on once a folder declares them again) and its CronJobs are deleted with their run
+ * history. `set` undefined (`--k8s`: the operator publishes) turns off everything `hermes dev`
+ * published. Agents the operator published are never touched.
+ */
+export async function turnOffUndeclared(db: Db, set: Pick<ManifestSet, 'agents' | 'cronJobs'> | undefined): Promise<{ agents: string[]; cronJobs: string[] }> {
+  const key = (o: { metadata: { namespace: string; name: string } }) => `${o.metadata.namespace}/${o.metadata.name}`;
+  // Schedules first: they are found through their agent's publisher, which turning it off keeps.
+  const cronJobs = await deleteSchedulesExcept(db, 'hermes-dev', set?.cronJobs.map(key) ?? []);
+  const agents = await unpublishAgentsExcept(db, 'hermes-dev', set?.agents.map(key) ?? []);
+  return { agents, cronJobs };
 }

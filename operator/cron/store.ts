@@ -1,6 +1,6 @@
 // Compiled CronJobs in Postgres (cron_schedules). The operator owns the definition; the scheduler
 // owns next_run_at/last_run_at once running, so an unchanged definition never moves next_run_at.
-import { canonicalJson, sha256, type Db } from '../../services/core/index.js';
+import { canonicalJson, sha256, type Db, type Publisher } from '../../services/core/index.js';
 import type { CronJob } from '../api/cronjob.js';
 
 export interface ScheduleRow { nextRunAt: Date | null; lastRunAt: Date | null; lastStatus: string | null; hash: string }
@@ -29,4 +29,19 @@ export async function upsertSchedule(db: Db, job: CronJob, nextRunAt: Date): Pro
 export async function deleteSchedule(db: Db, namespace: string, name: string): Promise<number> {
   const { rowCount } = await db.pool.query('DELETE FROM cron_schedules WHERE namespace = $1 AND name = $2', [namespace, name]);
   return rowCount ?? 0;
+}
+
+/**
+ * Deletes the schedules (and their run history) of the agents `publisher` published, except the
+ * CronJobs in `keep` (`namespace/name`); returns the keys deleted. A schedule of an agent someone
+ * else published, or of no agent yet, is left alone.
+ */
+export async function deleteSchedulesExcept(db: Db, publisher: Publisher, keep: readonly string[]): Promise<string[]> {
+  const { rows } = await db.pool.query<{ key: string }>(
+    `DELETE FROM cron_schedules c USING agents a
+     WHERE a.namespace = c.namespace AND a.name = c.agent_name AND a.published_by = $1 AND NOT (c.namespace || '/' || c.name = ANY($2::text[]))
+     RETURNING c.namespace || '/' || c.name AS key`,
+    [publisher, keep],
+  );
+  return rows.map((r) => r.key).sort();
 }

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError, DEV_SECRET_ENV, findAgent, publishRevision, registerInstance, sandboxPodSelector, sha256, type Config } from '../core/index.js';
-import { CompileError, compileAgent, loadManifests, manifestSkillsOf, publishBundledSkillsAtStart, publishManifestSkills, staticConfigMaps, storeManifestCronJobs, type ManifestSet, type Profile } from '../../operator/index.js';
+import { CompileError, compileAgent, loadManifests, manifestSkillsOf, publishBundledSkillsAtStart, publishManifestSkills, staticConfigMaps, storeManifestCronJobs, turnOffUndeclared, type ManifestSet, type Profile } from '../../operator/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
@@ -61,12 +61,18 @@ async function loadAgents(rt: Runtime, set: ManifestSet, dir: string, apiKey: st
     const compiled = await compileAgent(agent, profile, sources, manifestSkillsOf(agent, set)).catch((err: Error) => {
       throw err instanceof CompileError ? userFacing(`Agent ${agent.metadata.namespace}/${agent.metadata.name}: ${err.message}`) : err;
     });
-    await publishRevision(rt.db, compiled);
+    await publishRevision(rt.db, compiled, 'hermes-dev');
     const name = `${agent.metadata.namespace}/${agent.metadata.name}`;
     names.push(name);
     if (!compiled.api.enabled || !compiled.api.keySha256.includes(sha256(apiKey))) keyless.push(name);
   }
   return { agents: names, keyless };
+}
+
+/** Names what an earlier run published and is now off: `which` says which of its things (those a folder no longer declares, or all with --k8s). */
+function sayTurnedOff(off: { agents: string[]; cronJobs: string[] }, which: string): void {
+  if (off.agents.length) say(`hermes dev: turned off agents an earlier run published ${which} (their sessions and memory are kept): ${off.agents.join(', ')}`);
+  if (off.cronJobs.length) say(`hermes dev: deleted CronJobs an earlier run stored ${which}: ${off.cronJobs.join(', ')}`);
 }
 
 /** K8S mode: the manifests go into the dev kube-apiserver and the operator compiles them. */
@@ -160,14 +166,19 @@ export const devCommand = new Command('dev')
       const problem = modelProblem(rt.config, set.profiles);
       if (problem) throw userFacing(problem);
       const setup = devSecretSetup(rt.config, apiKey, set);
-      if (opts.k8s) ({ agents, operator, secrets } = await loadAgentsK8s(rt, dir, setup));
-      else {
+      if (opts.k8s) {
+        // The cluster's objects are what runs: what a file-mode run published goes off first.
+        sayTurnedOff(await turnOffUndeclared(rt.db, undefined), 'from a folder (with --k8s the operator publishes what the cluster declares)');
+        ({ agents, operator, secrets } = await loadAgentsK8s(rt, dir, setup));
+      } else {
         secrets = await openSecrets(rt.config, { ...setup, defaultSource: 'local' });
         // Skills first (the agents select them), CronJobs after their agents (the scheduler in the worker fires them).
         const skills = await publishManifestSkills(rt.db, set);
         ({ agents, keyless } = await loadAgents(rt, set, dir, apiKey, secrets));
         const cronJobs = await storeManifestCronJobs(rt.db, set).catch((err: Error) => { throw userFacing(err.message); });
         if (skills.length || cronJobs.length) say(`hermes dev: skills ${skills.join(', ') || '(none)'}; CronJobs ${cronJobs.join(', ') || '(none)'}`);
+        // Only once the folder loaded: a folder that fails to load leaves the last run's agents as they were.
+        sayTurnedOff(await turnOffUndeclared(rt.db, set), `that ${dir} does not declare`);
       }
     } catch (err) {
       if ((err as { userFacing?: boolean }).userFacing || err instanceof ConfigError) {

@@ -63,15 +63,18 @@ export function canonicalJson(v: unknown): string {
 
 export const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
+/** Who publishes revisions: the operator from Agent resources, `hermes dev` from a folder of manifests. */
+export type Publisher = 'operator' | 'hermes-dev';
+
 /** Stores `compiled` as the agent's current revision (idempotent); NOTIFY when it changed. */
-export async function publishRevision(db: Db, compiled: CompiledAgent): Promise<{ agentId: string; revisionId: string; changed: boolean }> {
+export async function publishRevision(db: Db, compiled: CompiledAgent, publisher: Publisher = 'operator'): Promise<{ agentId: string; revisionId: string; changed: boolean }> {
   const valid = compiledAgentSchema.parse(compiled);
   const hash = sha256(canonicalJson(valid));
   return db.tx(async (sql) => {
     const { rows: [agent] } = await sql.query<{ id: string; current_revision_id: string | null }>(
-      `INSERT INTO agents (id, namespace, name, updated_at) VALUES (gen_random_uuid(), $1, $2, now())
-       ON CONFLICT (namespace, name) DO UPDATE SET namespace = EXCLUDED.namespace RETURNING id, current_revision_id`,
-      [valid.agent.namespace, valid.agent.name],
+      `INSERT INTO agents (id, namespace, name, published_by, updated_at) VALUES (gen_random_uuid(), $1, $2, $3, now())
+       ON CONFLICT (namespace, name) DO UPDATE SET published_by = EXCLUDED.published_by RETURNING id, current_revision_id`,
+      [valid.agent.namespace, valid.agent.name, publisher],
     );
     const { rows: [rev] } = await sql.query<{ id: string }>(
       `WITH ins AS (INSERT INTO config_revisions (id, agent_id, hash, compiled) VALUES (gen_random_uuid(), $1, $2, $3)
@@ -86,6 +89,23 @@ export async function publishRevision(db: Db, compiled: CompiledAgent): Promise<
     }
     return { agentId: agent!.id, revisionId: rev!.id, changed };
   });
+}
+
+/**
+ * Turns off the agents `publisher` published that are not in `keep` (`namespace/name`): no
+ * revision is live, so gateways and workers stop serving them (NOTIFY), while their sessions,
+ * memory and history stay for the day a revision is published again. Returns the keys turned off.
+ */
+export async function unpublishAgentsExcept(db: Db, publisher: Publisher, keep: readonly string[]): Promise<string[]> {
+  const { rows } = await db.pool.query<{ key: string }>(
+    `WITH off AS (
+       UPDATE agents SET current_revision_id = NULL, updated_at = now()
+       WHERE published_by = $1 AND current_revision_id IS NOT NULL AND NOT (namespace || '/' || name = ANY($2::text[]))
+       RETURNING id, namespace || '/' || name AS key)
+     SELECT key, pg_notify($3, id::text) FROM off ORDER BY key`,
+    [publisher, keep, configChannel],
+  );
+  return rows.map((r) => r.key);
 }
 
 const selectAgent = `SELECT a.id AS "agentId", r.id AS "revisionId", r.hash, r.compiled, a.stopped_at AS "stoppedAt", a.stopped_reason AS "stoppedReason"

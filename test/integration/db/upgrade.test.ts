@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { applyMigrations, diffDatabaseToSchema, migrationsDir } from '../../../prisma/migrate.js';
-import { admit, openDb, publishRevision, type Db } from '../../../services/core/index.js';
+import { admit, canonicalJson, openDb, sha256, type CompiledAgent, type Db } from '../../../services/core/index.js';
 import { createTestDatabase, type TestDatabase } from '../../support/services.js';
 import { testAgent } from '../../support/system.js';
 
@@ -44,6 +44,19 @@ async function oldAdmit(db: Db, a: { agentId: string; platform: string; sessionK
   return { admissionId: rows[0]!.o_admission, sessionId: rows[0]!.o_session };
 }
 
+/** An agent and its revision as the previous release's publishRevision wrote them (today's writes published_by). */
+async function oldPublish(db: Db, compiled: CompiledAgent): Promise<string> {
+  return db.tx(async (sql) => {
+    const { rows: [agent] } = await sql.query<{ id: string }>(
+      `INSERT INTO agents (id, namespace, name, updated_at) VALUES (gen_random_uuid(), $1, $2, now()) RETURNING id`, [compiled.agent.namespace, compiled.agent.name]);
+    const { rows: [rev] } = await sql.query<{ id: string }>(
+      `INSERT INTO config_revisions (id, agent_id, hash, compiled) VALUES (gen_random_uuid(), $1, $2, $3) RETURNING id`,
+      [agent!.id, sha256(canonicalJson(compiled)), JSON.stringify(compiled)]);
+    await sql.query(`UPDATE agents SET current_revision_id = $2 WHERE id = $1`, [agent!.id, rev!.id]);
+    return agent!.id;
+  });
+}
+
 describe('upgrading from the previous release', () => {
   it('keeps its data, ends at schema.prisma, and passes the ledger suite', async () => {
     const prev = previousMigrations();
@@ -54,7 +67,7 @@ describe('upgrading from the previous release', () => {
 
     // Data written on the old schema through the ledger's API.
     let db = openDb(database.url);
-    const { agentId } = await publishRevision(db, testAgent('http://127.0.0.1:1/v1'));
+    const agentId = await oldPublish(db, testAgent('http://127.0.0.1:1/v1'));
     const first = await oldAdmit(db, { agentId, platform: 'slack', sessionKey: 'C1:T1', eventId: 'Ev-old-1', user: 'U1', content: 'hello from the old release' });
     await oldAdmit(db, { agentId, platform: 'api', sessionKey: 'k2', user: 'U2', content: 'second' });
     const before = (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM admissions')).rows[0]!.n;
