@@ -26,11 +26,16 @@ export interface ManifestSet {
   skipped: { file: string; kind: string; name: string }[];
 }
 
+/** A folder of manifests that cannot be used as it is; the message names the file and what is wrong. */
+export class ManifestError extends Error {
+  override readonly name = 'ManifestError';
+}
+
 function parseDoc<T>(schema: z.ZodType<T>, doc: unknown, where: string): T {
   const r = schema.safeParse(doc);
   if (r.success) return r.data;
   const issues = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-  throw new Error(`${where}: invalid manifest: ${issues}`);
+  throw new ManifestError(`${where}: invalid manifest: ${issues}`);
 }
 
 const configMapDocSchema = z.object({
@@ -57,7 +62,11 @@ function parseSecret(doc: unknown, where: string): ManifestSet['secrets'][number
 }
 
 async function yamlFiles(dir: string): Promise<string[]> {
-  if (!(await stat(dir)).isDirectory()) return [dir];
+  const found = await stat(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new ManifestError(`${dir}: no such folder or file of manifests`);
+    throw err;
+  });
+  if (!found.isDirectory()) return [dir];
   const out: string[] = [];
   for (const e of await readdir(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
@@ -69,26 +78,41 @@ async function yamlFiles(dir: string): Promise<string[]> {
 
 type Doc = { kind?: string; apiVersion?: string; metadata?: { name?: string } };
 
-function addDoc(set: ManifestSet, doc: Doc, file: string, where: string): void {
-  if (doc.apiVersion === 'v1' && doc.kind === 'ConfigMap') set.configMaps.push(parseConfigMap(doc, where));
-  else if (doc.apiVersion === 'v1' && doc.kind === 'Secret') set.secrets.push(parseSecret(doc, where));
+/** `kind namespace/name` of every object added so far, with where it was declared. */
+type Seen = Map<string, string>;
+
+/** Refuses a second object of one kind and name: the later one would silently replace the first. */
+function once<T extends { metadata: { namespace: string; name: string } } | { namespace: string; name: string }>(seen: Seen, kind: string, where: string, obj: T): T {
+  const { namespace, name } = 'metadata' in obj ? obj.metadata : obj;
+  const key = `${kind} ${namespace}/${name}`;
+  const first = seen.get(key);
+  if (first) throw new ManifestError(`${where}: ${key} is declared twice (first in ${first}); keep one`);
+  seen.set(key, where);
+  return obj;
+}
+
+function addDoc(set: ManifestSet, seen: Seen, doc: Doc, file: string, where: string): void {
+  const kind = doc.kind ?? '?';
+  if (doc.apiVersion === 'v1' && kind === 'ConfigMap') set.configMaps.push(once(seen, kind, where, parseConfigMap(doc, where)));
+  else if (doc.apiVersion === 'v1' && kind === 'Secret') set.secrets.push(once(seen, kind, where, parseSecret(doc, where)));
   else if (doc.apiVersion !== 'hermes.dev/v1alpha1') return; // the rest belongs to Kubernetes
-  else if (doc.kind === 'Agent') set.agents.push(parseDoc(agentSchema, doc, where));
-  else if (doc.kind === 'Profile') set.profiles.push(parseDoc(profileSchema, doc, where));
-  else if (doc.kind === 'Skill') set.skills.push(parseDoc(skillSchema, doc, where));
-  else if (doc.kind === 'CronJob') set.cronJobs.push(parseDoc(cronJobSchema, doc, where));
-  else set.skipped.push({ file, kind: doc.kind ?? '?', name: doc.metadata?.name ?? '?' });
+  else if (kind === 'Agent') set.agents.push(once(seen, kind, where, parseDoc(agentSchema, doc, where)));
+  else if (kind === 'Profile') set.profiles.push(once(seen, kind, where, parseDoc(profileSchema, doc, where)));
+  else if (kind === 'Skill') set.skills.push(once(seen, kind, where, parseDoc(skillSchema, doc, where)));
+  else if (kind === 'CronJob') set.cronJobs.push(once(seen, kind, where, parseDoc(cronJobSchema, doc, where)));
+  else set.skipped.push({ file, kind, name: doc.metadata?.name ?? '?' });
 }
 
 /** Every manifest in `dir` (recursively) — or in one file, when `dir` is a file. */
 export async function loadManifests(dir: string): Promise<ManifestSet> {
   const set: ManifestSet = { agents: [], profiles: [], configMaps: [], secrets: [], skills: [], cronJobs: [], skipped: [] };
+  const seen: Seen = new Map();
   for (const file of await yamlFiles(dir)) {
     const docs = parseAllDocuments(await readFile(file, 'utf8'));
     for (const [i, d] of (Array.isArray(docs) ? docs : [docs]).entries()) {
-      if (d.errors.length) throw new Error(`${file}: YAML error: ${d.errors[0]!.message}`);
+      if (d.errors.length) throw new ManifestError(`${file}: YAML error: ${d.errors[0]!.message}`);
       const doc = d.toJSON() as Doc | null;
-      if (doc) addDoc(set, doc, file, `${file} (document ${i + 1})`);
+      if (doc) addDoc(set, seen, doc, file, `${file} (document ${i + 1})`);
     }
   }
   return set;

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError, DEV_SECRET_ENV, findAgent, publishRevision, registerInstance, sandboxPodSelector, sha256, type Config } from '../core/index.js';
-import { CompileError, compileAgent, loadManifests, manifestSkillsOf, publishBundledSkillsAtStart, publishManifestSkills, staticConfigMaps, storeManifestCronJobs, turnOffUndeclared, type ManifestSet, type Profile } from '../../operator/index.js';
+import { CompileError, ManifestError, compileAgent, loadManifests, manifestSkillsOf, publishBundledSkillsAtStart, publishManifestSkills, staticConfigMaps, storeManifestCronJobs, turnOffUndeclared, type ManifestSet, type Profile } from '../../operator/index.js';
 import type { SecretResolver } from '../agent/index.js';
 import { startWorker } from '../worker/index.js';
 import { startGatewayOn } from './gateway.js';
@@ -181,7 +181,7 @@ export const devCommand = new Command('dev')
         sayTurnedOff(await turnOffUndeclared(rt.db, set), `that ${dir} does not declare`);
       }
     } catch (err) {
-      if ((err as { userFacing?: boolean }).userFacing || err instanceof ConfigError) {
+      if ((err as { userFacing?: boolean }).userFacing || err instanceof ConfigError || err instanceof ManifestError) {
         say(`\n${(err as Error).message}`);
         await rt.close();
         process.exit(2);

@@ -137,20 +137,25 @@ describe('hermes dev on a database an earlier run used with another folder', () 
     expect(await sessionsOf('alpha')).toBe(1);
   }, 180_000);
 
-  it('a folder that fails to load turns nothing off', async () => {
-    const broken = folder('broken', [agent('delta')]);
+  it('a folder that fails to load turns nothing off, and says why without a stack trace', async () => {
     // What an earlier hermes dev run published: a run with a good folder would turn it off.
     await publishRevision(db, testAgent(model.baseURL, { agent: { namespace: 'default', name: 'epsilon' } }), 'hermes-dev');
-    const port = await freePort();
-    const dev = spawn(process.execPath, [join(repoRoot, 'bin/hermes.js'), 'dev', '-m', broken, '-p', String(port)], {
-      cwd: dir,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: database.url, REDIS_URL: serverUrls().redisUrl, OPENAI_BASE_URL: model.baseURL, HERMES_DEV_API_KEY: KEY, HERMES_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    dev.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    expect(await new Promise<number | null>((resolve) => dev.once('exit', resolve))).toBe(2);
-    expect(stderr).toContain('Profile "default" not found');
+    const failing = async (manifests: string) => {
+      const dev = spawn(process.execPath, [join(repoRoot, 'bin/hermes.js'), 'dev', '-m', manifests, '-p', String(await freePort())], {
+        cwd: dir,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: database.url, REDIS_URL: serverUrls().redisUrl, OPENAI_BASE_URL: model.baseURL, HERMES_DEV_API_KEY: KEY, HERMES_LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      dev.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+      const code = await new Promise<number | null>((resolve) => dev.once('exit', resolve));
+      expect(stderr).not.toMatch(/^\s+at /m);
+      return { code, stderr };
+    };
+    expect(await failing(folder('no-profile', [agent('delta')]))).toMatchObject({ code: 2, stderr: expect.stringContaining('Profile "default" not found') });
+    const twice = folder('twice', [profile, agent('delta'), agent('delta')]);
+    expect(await failing(twice)).toMatchObject({ code: 2, stderr: expect.stringContaining(`${join(twice, 'all.yaml')} (document 3): Agent default/delta is declared twice`) });
+    expect(await failing(join(dir, 'no-such-folder'))).toMatchObject({ code: 2, stderr: expect.stringContaining('no such folder or file of manifests') });
     const { rows } = await db.pool.query(`SELECT current_revision_id FROM agents WHERE name = 'epsilon'`);
     expect(rows[0].current_revision_id).not.toBeNull();
   }, 60_000);
