@@ -19,9 +19,24 @@ export interface ApiMessage {
   conversation?: string;
   /** Dedupe id (body `eventId` or the `Idempotency-Key` header), scoped to the API key. */
   eventId?: string;
+  /** Another route's own dedupe namespace for `eventId` (see dedupeId). */
+  scope?: DedupeScope;
+  /** The identity of an existing turn the caller may read (`ownedApiTurn` checked it): act in its session, not as the caller. */
+  actAs?: ApiUser;
   callerHistory?: CallerMessage[];
   trace: TraceCarrier;
 }
+
+/** Routes whose dedupe ids live apart from the message API's. */
+export type DedupeScope = 'chat' | 'responses' | 'runs' | 'run-stop';
+
+/**
+ * The stored dedupe id of a caller's `eventId`: `<keyId>:<eventId>` for the message API (as
+ * ever), `<scope>:<keyId>:<eventId>` for another route. A key id is 12 hex digits and no scope
+ * word is, so a message's eventId can never name another route's admission (nor one route's id
+ * another's), whatever characters it holds.
+ */
+export const dedupeId = (keyId: string, eventId: string, scope?: DedupeScope) => (scope ? `${scope}:${keyId}:${eventId}` : `${keyId}:${eventId}`);
 
 export interface ApiAdmission {
   admissionId: string;
@@ -61,6 +76,17 @@ export function apiUser(agent: AgentRecord, caller: Caller, requested?: string):
   return own;
 }
 
+/**
+ * The identity an API turn was admitted as (its `callerId`), for continuing or stopping it in its
+ * own session: a trusted backend acting on another key's turn reaches that turn's session, not a
+ * session of its own with the same conversation name.
+ */
+export function turnUser(turn: { callerId: string | null; keyId: string }): ApiUser {
+  const identity = turn.callerId ?? `k:${turn.keyId}`;
+  if (identity.startsWith('k:')) return { identity, userId: identity };
+  return { identity, userId: identity.replace(/%3A/g, ':').replace(/%25/g, '%') };
+}
+
 /** `agent:<ns>/<name>:api:dm:<identity>[:<conversation>]`. */
 export function apiSessionKey(agent: AgentRecord, user: ApiUser, conversation?: string): string {
   const { namespace, name } = agent.compiled.agent;
@@ -79,14 +105,14 @@ export function admittedBy(admission: Pick<AdmissionStatus, 'platform' | 'caller
 
 export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, caller: Caller, msg: ApiMessage, log: FastifyBaseLogger): Promise<ApiAdmission> {
   // Before anything is written: a user this key may not name is a 403.
-  const user = apiUser(agent, caller, msg.userId);
+  const user = msg.actAs ?? apiUser(agent, caller, msg.userId);
   const perms = permissionsFor(agent.compiled, { platform: 'api', userId: user.userId });
   const admitted = await admitInbound(ctx, agent, {
     agentId: agent.agentId,
     platform: 'api',
     sessionKey: apiSessionKey(agent, user, msg.conversation),
     user: { platformUserId: user.identity, ...(msg.userName ? { displayName: msg.userName } : {}) },
-    ...(msg.eventId !== undefined ? { eventId: `${caller.keyId}:${msg.eventId}` } : {}),
+    ...(msg.eventId !== undefined ? { eventId: dedupeId(caller.keyId, msg.eventId, msg.scope) } : {}),
     content: msg.content,
     ...(msg.callerHistory ? { callerHistory: msg.callerHistory } : {}),
     replyTarget: { kind: 'api' },

@@ -12,7 +12,7 @@ import {
   HermesError, admitIn, permissionsFor, apiTurnByIdempotencyKey, getAdmissionStatus, getApiTurn, insertApiTurn,
   type AgentRecord, type ApiTurn, type ApiTurnKind, type CallerMessage, type ErrorCode, type TraceCarrier,
 } from '../core/index.js';
-import { admittedBy, apiSessionKey, apiUser, enqueueSoon } from './admission.js';
+import { admittedBy, apiSessionKey, apiUser, dedupeId, enqueueSoon, turnUser, type ApiUser } from './admission.js';
 import { recordApprovalDecision, recordClarifyAnswer, signalRunningTurn } from './inbound.js';
 import { agentName, authorizeAgent, usableAgents, type Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
@@ -36,12 +36,16 @@ export async function resolveAgent(ctx: GatewayContext, caller: Caller, model: s
   return authorizeAgent(ctx.deps.agents, caller, namespace, name);
 }
 
+/** Deeper than this, a request body is refused: no request of these APIs nests near it, and the walk below recurses. */
+const MAX_DEPTH = 64;
+
 /** JSON with object keys sorted at every level: equal requests hash equally whatever their key order. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+function canonical(v: unknown, depth = 0): string {
+  if (depth > MAX_DEPTH) throw new HermesError('HERMES_BAD_REQUEST', `body: nested more than ${MAX_DEPTH} levels deep.`);
+  if (Array.isArray(v)) return `[${v.map((x) => canonical(x, depth + 1)).join(',')}]`;
   if (v && typeof v === 'object') {
     const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x, depth + 1)}`).join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';
 }
@@ -70,6 +74,23 @@ export async function ownedApiTurn(ctx: GatewayContext, caller: Caller, kind: Ap
   return { turn, agent };
 }
 
+/**
+ * What continuing the caller's stored response `previousId` means: its agent, conversation, user and
+ * identity (so the new turn joins that turn's session, whoever of those allowed to continue it
+ * asks). `model` and `user`, when sent, must agree with it.
+ */
+export async function continueTurn(ctx: GatewayContext, caller: Caller, previousId: string, sent: { model?: string | undefined; user?: string | undefined }): Promise<{ agent: AgentRecord; turn: ApiTurn; actAs: ApiUser }> {
+  const { turn, agent } = await ownedApiTurn(ctx, caller, 'response', previousId);
+  if (!turn.store) throw new HermesError('HERMES_RESPONSE_NOT_FOUND', `"${turn.id}" was created with store: false and cannot be continued.`);
+  if (sent.model !== undefined && (await resolveAgent(ctx, caller, sent.model)).agentId !== agent.agentId) {
+    throw new HermesError('HERMES_BAD_REQUEST', `body.model: previous_response_id "${turn.id}" belongs to model "${turn.model}".`);
+  }
+  if (sent.user !== undefined && sent.user !== (turn.apiUser ?? undefined)) {
+    throw new HermesError('HERMES_BAD_REQUEST', `body.user: previous_response_id "${turn.id}" belongs to another user.`);
+  }
+  return { agent, turn, actAs: turnUser(turn) };
+}
+
 export interface ApiTurnSpec {
   kind: ApiTurnKind;
   agent: AgentRecord;
@@ -77,6 +98,8 @@ export interface ApiTurnSpec {
   content: string;
   /** Caller-chosen user id (body `user`): the session key's user, as on the message API. */
   apiUser?: string;
+  /** The identity of the turn this one continues (continueTurn): its session's, not the caller's. */
+  actAs?: ApiUser;
   /** The session key's conversation sub-key. */
   conversation: string;
   callerHistory?: CallerMessage[];
@@ -97,12 +120,18 @@ export interface StartedApiTurn {
   queued: boolean;
 }
 
-/** The earlier turn of this Idempotency-Key, if any; 409 when it was made by a different request. */
+/**
+ * The earlier turn of this Idempotency-Key, if any; 409 when it was made by a different request,
+ * 404 when it was deleted since (a replay reads it, and a deleted response is not read).
+ */
 export async function replayOf(ctx: GatewayContext, caller: Caller, kind: ApiTurnKind, key: string | undefined, hash: string): Promise<ApiTurn | undefined> {
   if (key === undefined) return undefined;
   const earlier = await apiTurnByIdempotencyKey(ctx.deps.db.pool, caller.keyId, kind, key);
-  if (earlier && earlier.requestHash !== hash) throw conflict(key);
-  return earlier;
+  if (!earlier) return undefined;
+  if (earlier.requestHash !== hash) throw conflict(key);
+  if (earlier.deletedAt) throw new HermesError(notFoundCode[kind], `Idempotency-Key "${key}" made "${earlier.id}", which has been deleted.`);
+  // Read as any id is: the key must still reach its agent.
+  return (await ownedApiTurn(ctx, caller, kind, earlier.id)).turn;
 }
 
 const conflict = (key: string) => new HermesError('HERMES_IDEMPOTENCY_CONFLICT', `Idempotency-Key "${key}" names an earlier request with a different body.`);
@@ -122,7 +151,7 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
   if (earlier) return replayed(ctx, earlier);
   const id = newApiTurnId(s.kind);
   // Before anything is written: a user this key may not name is a 403.
-  const user = apiUser(s.agent, s.caller, s.apiUser);
+  const user = s.actAs ?? apiUser(s.agent, s.caller, s.apiUser);
   let result: { turn: ApiTurn; inserted: boolean; duplicate: boolean; clarifyWaiting?: boolean };
   try {
     result = await ctx.deps.db.tx(async (sql) => {
@@ -132,7 +161,7 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
         sessionKey: apiSessionKey(s.agent, user, s.conversation),
         user: { platformUserId: user.identity },
         // Scoped to the key and the route, apart from the message API's eventIds.
-        ...(s.idempotencyKey !== undefined ? { eventId: `${s.caller.keyId}:${s.kind}s:${s.idempotencyKey}` } : {}),
+        ...(s.idempotencyKey !== undefined ? { eventId: dedupeId(s.caller.keyId, s.idempotencyKey, s.kind === 'response' ? 'responses' : 'runs') } : {}),
         content: s.content,
         ...(s.callerHistory?.length ? { callerHistory: s.callerHistory } : {}),
         replyTarget: { kind: 'api' },
@@ -167,7 +196,8 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
   return { turn: result.turn, replayed: false, queued: true };
 }
 
-async function replayed(ctx: GatewayContext, turn: ApiTurn): Promise<StartedApiTurn> {
+/** An Idempotency-Key replay of `turn` (replayOf found it): nothing is admitted. */
+export async function replayed(ctx: GatewayContext, turn: ApiTurn): Promise<StartedApiTurn> {
   const status = await getAdmissionStatus(ctx.deps.db.pool, turn.admissionId);
   ctx.deps.metrics.admissions.inc({ agent: turn.model, outcome: 'duplicate' });
   return { turn, replayed: true, queued: status?.state === 'queued' };

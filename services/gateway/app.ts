@@ -25,6 +25,7 @@ import { registerTeamsRoutes } from './routes/teams.js';
 import { registerWebhookRoutes } from './routes/webhook.js';
 import { registerTelegramRoutes } from './routes/telegram.js';
 import { registerTracing } from './tracing.js';
+import { refuseRepeatedHeaders } from './validation.js';
 
 export interface AppOptions {
   /** The long-lived platform connections a listening gateway campaigns for. @defaultValue platformConnectors */
@@ -38,6 +39,14 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
     bodyLimit: config.HERMES_MAX_BODY_BYTES,
     requestIdHeader: 'x-request-id',
     return503OnClosing: true,
+    // Path parameters as long as our own checks allow (ids up to 256, names up to 253 characters,
+    // percent-encoded): the router's default of 100 answered longer ones with its own 414.
+    routerOptions: { maxParamLength: 2_048 },
+    // A path the router cannot decode (`%ED%A0%80`) or a parameter past that length: our JSON error, not fastify's.
+    frameworkErrors: (err, request, reply) => sendApiError(reply, request, toApiError(
+      new HermesError('HERMES_BAD_REQUEST', err.code === 'FST_ERR_BAD_URL' ? 'The request path is not valid percent-encoded UTF-8.'
+        : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A part of the request path is longer than 2048 characters.' : `The request path was refused (${err.code}).`),
+      request, config.HERMES_MAX_BODY_BYTES)),
   }) as unknown as FastifyInstance;
   const ctx = createContext(deps);
 
@@ -57,6 +66,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
     sendApiError(reply, request, toApiError(new HermesError('HERMES_ROUTE_NOT_FOUND', `${request.method} ${request.url.split('?')[0]} is not a route of the Hermes gateway.`), request, config.HERMES_MAX_BODY_BYTES)));
 
   registerClientGone(app);
+  refuseRepeatedHeaders(app);
   registerTracing(app);
   registerRequestMetrics(app, deps.metrics);
   registerHealthRoutes(app, ctx);

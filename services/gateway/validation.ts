@@ -2,6 +2,7 @@
 // (`body.content: Too small…`) so a caller can fix the request. Every text field is checked for
 // what Postgres cannot store (NUL, lone UTF-16 surrogates) before anything reads it, so such a
 // request is a 400 naming the field, never a 500 — also before the key is checked.
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { HermesError } from '../core/index.js';
 import { describeIssues } from './errors.js';
@@ -31,6 +32,23 @@ export const singleLine = z.string()
 export const identifier = singleLine.min(1).max(256);
 
 export const agentParams = z.object({ namespace: singleLine.min(1).max(253), name: singleLine.min(1).max(253) });
+
+/** Headers that name one thing; Node joins a repeated one into "a, b", so they are counted in the raw headers. */
+const singleHeaders = new Set(['idempotency-key', 'x-hermes-session-id']);
+
+/** Refuses a request that repeats one of `singleHeaders` (400), before any route reads it. */
+export function refuseRepeatedHeaders(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    const raw = request.raw.rawHeaders;
+    const seen = new Set<string>();
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      if (!singleHeaders.has(name)) continue;
+      if (seen.has(name)) throw new HermesError('HERMES_BAD_REQUEST', `Send the ${raw[i]} header once.`);
+      seen.add(name);
+    }
+  });
+}
 
 /** One value of an optional header (a repeated header is refused rather than guessed). */
 export function headerValue(value: string | string[] | undefined, name: string): string | undefined {

@@ -29,7 +29,7 @@ export const responseBody = (maxInstructions: number) => z.object({
   store: z.boolean().nullish(),
   background: z.boolean().nullish(),
   user: identifier.optional(),
-  metadata: z.record(z.string().max(64), z.string().max(512)).nullish(),
+  metadata: z.record(singleLine.max(64), freeText.max(512)).nullish(),
 });
 export type ResponseBody = z.infer<ReturnType<typeof responseBody>>;
 

@@ -21,7 +21,10 @@ export function registerAdmissionEventRoutes(app: FastifyInstance, ctx: GatewayC
     const release = ctx.waits.acquire(target.caller.keyId);
     try {
       if (request.clientGone.aborted) throw new HermesError('HERMES_CLIENT_CLOSED_REQUEST');
-      const follower = await ctx.waiter.follow(id);
+      // An id that does not exist gets the same 404 as another key's: nothing tells them apart.
+      const follower = await ctx.waiter.follow(id).catch((err: unknown) => {
+        throw err instanceof HermesError && err.code === 'HERMES_ADMISSION_NOT_FOUND' ? notFound(id, namespace, name) : err;
+      });
       try {
         if (!belongsTo(follower.first, target)) throw notFound(id, namespace, name);
         const sse = openSse(request, reply, { heartbeatMs: ctx.deps.tuning?.heartbeatMs });

@@ -6,7 +6,7 @@
 // A completion takes one of the key's HERMES_MAX_WAITS_PER_KEY slots for as long as it waits
 // (429 before anything is admitted when none is free); a client that hangs up at any moment
 // leaves nothing following the turn, which still runs and records its reply.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HermesError, injectTraceContext } from '../../core/index.js';
 import { admitApiMessage, enqueueSoon } from '../admission.js';
@@ -49,10 +49,11 @@ async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, rep
   const eventId = pickEventId(undefined, request.headers['idempotency-key']);
   const release = ctx.waits.acquire(caller.keyId);
   try {
-    const conversation = named ?? `chat-${randomUUID()}`;
+    // Without a named session, a retry (same Idempotency-Key) gets the same session id as the first request.
+    const conversation = named ?? `chat-${eventId === undefined ? randomUUID() : createHash('sha256').update(`${caller.keyId}:${eventId}`).digest('hex').slice(0, 32)}`;
     const trace = injectTraceContext(request.otelContext);
     const admitted = await admitApiMessage(ctx, agent, caller, {
-      content, userId: body.user, conversation, trace, eventId,
+      content, userId: body.user, conversation, trace, ...(eventId !== undefined ? { eventId, scope: 'chat' as const } : {}),
       ...(named === undefined && history.length > 0 ? { callerHistory: history } : {}),
     }, request.log);
     request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted chat completion');

@@ -12,7 +12,8 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { HermesError, deleteApiTurn, injectTraceContext, type AgentRecord, type ApiTurn, type CallerMessage } from '../../core/index.js';
-import { enqueueStarted, ownedApiTurn, requestHash, resolveAgent, startApiTurn, type ApiTurnSpec, type StartedApiTurn } from '../api-turns.js';
+import { continueTurn, enqueueStarted, ownedApiTurn, replayed, replayOf, requestHash, resolveAgent, startApiTurn, type ApiTurnSpec, type StartedApiTurn } from '../api-turns.js';
+import type { ApiUser } from '../admission.js';
 import { callerFrom, type Caller } from '../auth.js';
 import { waitSignal, type GatewayContext } from '../context.js';
 import { streamResponse } from '../openai/response-stream.js';
@@ -23,7 +24,7 @@ import { headerValue, parseInput, singleLine } from '../validation.js';
 const idParams = z.object({ id: singleLine.min(1).max(256) });
 const links = (id: string) => ({ self: `/v1/responses/${id}` });
 
-interface Continuation { agent: AgentRecord; conversation: string; apiUser?: string; previous?: ApiTurn }
+interface Continuation { agent: AgentRecord; conversation: string; apiUser?: string; actAs?: ApiUser; previous?: ApiTurn }
 
 /** The agent, conversation and user of the new turn: those of `previous_response_id`, else of the request. */
 async function continuation(ctx: GatewayContext, caller: Caller, body: ResponseBody): Promise<Continuation> {
@@ -33,15 +34,8 @@ async function continuation(ctx: GatewayContext, caller: Caller, body: ResponseB
     return { agent, conversation: named ?? `resp-${randomUUID()}`, ...(body.user !== undefined ? { apiUser: body.user } : {}) };
   }
   if (named !== undefined) throw new HermesError('HERMES_BAD_REQUEST', 'Send previous_response_id or conversation, not both.');
-  const { turn, agent } = await ownedApiTurn(ctx, caller, 'response', body.previous_response_id);
-  if (!turn.store) throw new HermesError('HERMES_RESPONSE_NOT_FOUND', `"${turn.id}" was created with store: false and cannot be continued.`);
-  if (body.model !== undefined && (await resolveAgent(ctx, caller, body.model)).agentId !== agent.agentId) {
-    throw new HermesError('HERMES_BAD_REQUEST', `body.model: previous_response_id "${turn.id}" belongs to model "${turn.model}".`);
-  }
-  if (body.user !== undefined && body.user !== (turn.apiUser ?? undefined)) {
-    throw new HermesError('HERMES_BAD_REQUEST', `body.user: previous_response_id "${turn.id}" belongs to another user of this key.`);
-  }
-  return { agent, conversation: turn.conversation, ...(turn.apiUser !== null ? { apiUser: turn.apiUser } : {}), previous: turn };
+  const { turn, agent, actAs } = await continueTurn(ctx, caller, body.previous_response_id, { model: body.model, user: body.user });
+  return { agent, conversation: turn.conversation, ...(turn.apiUser !== null ? { apiUser: turn.apiUser } : {}), actAs, previous: turn };
 }
 
 async function answer(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply, started: StartedApiTurn, o: { stream: boolean; fresh: boolean }) {
@@ -86,6 +80,7 @@ function responseSpec(request: FastifyRequest, caller: Caller, body: ResponseBod
     kind: 'response', agent: c.agent, caller, content: input.content, conversation: c.conversation, store: body.store !== false,
     requestHash: requestHash('response', request.body), trace: injectTraceContext(request.otelContext),
     ...(c.apiUser !== undefined ? { apiUser: c.apiUser } : {}),
+    ...(c.actAs ? { actAs: c.actAs } : {}),
     ...(input.callerHistory.length ? { callerHistory: input.callerHistory } : {}),
     ...(c.previous ? { previousId: c.previous.id } : {}),
     ...(body.instructions ? { instructions: body.instructions } : {}),
@@ -100,14 +95,16 @@ async function createResponse(ctx: GatewayContext, request: FastifyRequest, repl
   const idempotencyKey = headerValue(request.headers['idempotency-key'], 'Idempotency-Key');
   const { content, history } = splitInput(body.input, ctx.deps.config.HERMES_MAX_MESSAGE_CHARS);
   checkModes(body);
-  const c = await continuation(ctx, caller, body);
-  const continued = c.previous !== undefined || body.conversation != null;
+  // A replay answers the turn this key made before, whatever became of what it continued.
+  const earlier = await replayOf(ctx, caller, 'response', idempotencyKey, requestHash('response', request.body));
+  const c = earlier ? undefined : await continuation(ctx, caller, body);
+  const continued = c?.previous !== undefined || body.conversation != null;
   const background = body.background === true;
   // A background response holds no wait slot: nothing waits for it here.
   const release = background ? () => undefined : ctx.waits.acquire(caller.keyId);
   try {
     const callerHistory = turnHistory(body.instructions, history, continued);
-    const started = await startApiTurn(ctx, request.log, responseSpec(request, caller, body, c, { content, callerHistory, idempotencyKey }));
+    const started = earlier ? await replayed(ctx, earlier) : await startApiTurn(ctx, request.log, responseSpec(request, caller, body, c!, { content, callerHistory, idempotencyKey }));
     if (!background) return await answer(ctx, request, reply, started, { stream: body.stream === true, fresh: !continued && !started.replayed });
     await enqueueStarted(ctx, request.log, started, injectTraceContext(request.otelContext));
     const view = await readTurnView(ctx.deps.db, started.turn.admissionId);

@@ -13,9 +13,9 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { HermesError, approvalPendingMessage, injectTraceContext, pendingApprovalsOf, type ApiTurn } from '../../core/index.js';
-import { admitApiMessage, enqueueSoon } from '../admission.js';
-import { enqueueStarted, ownedApiTurn, requestHash, resolveAgent, startApiTurn } from '../api-turns.js';
+import { HermesError, approvalPendingMessage, injectTraceContext, pendingApprovalsOf, type ApiTurn, type TraceCarrier } from '../../core/index.js';
+import { admitApiMessage, enqueueSoon, turnUser } from '../admission.js';
+import { continueTurn, enqueueStarted, ownedApiTurn, replayed, replayOf, requestHash, resolveAgent, startApiTurn } from '../api-turns.js';
 import { callerFrom, type Caller } from '../auth.js';
 import { waitSignal, type GatewayContext } from '../context.js';
 import { openAiErrorBody, toApiError } from '../errors.js';
@@ -64,15 +64,11 @@ function runObject(turn: ApiTurn, view: TurnView | undefined) {
 async function runConversation(ctx: GatewayContext, caller: Caller, body: RunBody) {
   if (body.previous_response_id) {
     if (body.session_id) throw new HermesError('HERMES_BAD_REQUEST', 'Send previous_response_id or session_id, not both.');
-    const { turn, agent } = await ownedApiTurn(ctx, caller, 'response', body.previous_response_id);
-    if (!turn.store) throw new HermesError('HERMES_RESPONSE_NOT_FOUND', `"${turn.id}" was created with store: false and cannot be continued.`);
-    if (body.model !== undefined && (await resolveAgent(ctx, caller, body.model)).agentId !== agent.agentId) {
-      throw new HermesError('HERMES_BAD_REQUEST', `body.model: previous_response_id "${turn.id}" belongs to model "${turn.model}".`);
-    }
-    return { agent, conversation: turn.conversation, apiUser: turn.apiUser ?? undefined, previousId: turn.id, continued: true };
+    const { turn, agent, actAs } = await continueTurn(ctx, caller, body.previous_response_id, { model: body.model, user: body.user });
+    return { agent, conversation: turn.conversation, apiUser: turn.apiUser ?? undefined, actAs, previousId: turn.id, continued: true };
   }
   const agent = await resolveAgent(ctx, caller, body.model);
-  return { agent, conversation: body.session_id ?? `run-${randomUUID()}`, apiUser: body.user, previousId: undefined, continued: body.session_id != null };
+  return { agent, conversation: body.session_id ?? `run-${randomUUID()}`, apiUser: body.user, actAs: undefined, previousId: undefined, continued: body.session_id != null };
 }
 
 async function startRun(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply) {
@@ -81,19 +77,11 @@ async function startRun(ctx: GatewayContext, request: FastifyRequest, reply: Fas
   const body = parseInput(runBody(maxChars), request.body, 'body');
   const idempotencyKey = headerValue(request.headers['idempotency-key'], 'Idempotency-Key');
   const input = splitInput(body.input, maxChars);
-  const c = await runConversation(ctx, caller, body);
-  const history = body.conversation_history?.map((m) => ({ role: m.role === 'developer' ? 'system' as const : m.role, content: m.content })) ?? input.history;
-  const callerHistory = turnHistory(body.instructions, history, c.continued);
   const trace = injectTraceContext(request.otelContext);
-  const started = await startApiTurn(ctx, request.log, {
-    kind: 'run', agent: c.agent, caller, content: input.content, conversation: c.conversation, store: true,
-    requestHash: requestHash('run', request.body), trace,
-    ...(c.apiUser !== undefined ? { apiUser: c.apiUser } : {}),
-    ...(callerHistory.length ? { callerHistory } : {}),
-    ...(c.previousId !== undefined ? { previousId: c.previousId } : {}),
-    ...(body.instructions ? { instructions: body.instructions } : {}),
-    ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
-  });
+  const hash = requestHash('run', request.body);
+  // A replay answers the run this key made before, whatever became of what it continued.
+  const earlier = await replayOf(ctx, caller, 'run', idempotencyKey, hash);
+  const started = earlier ? await replayed(ctx, earlier) : await admitRun(ctx, request, { caller, body, input, hash, trace, idempotencyKey });
   await enqueueStarted(ctx, request.log, started, trace);
   let status: string = 'started';
   if (started.replayed) {
@@ -102,6 +90,23 @@ async function startRun(ctx: GatewayContext, request: FastifyRequest, reply: Fas
     status = view ? runState(view).status : 'interrupted';
   }
   return reply.code(202).send({ run_id: started.turn.id, status, replayed: started.replayed });
+}
+
+async function admitRun(ctx: GatewayContext, request: FastifyRequest, r: { caller: Caller; body: RunBody; input: ReturnType<typeof splitInput>; hash: string; trace: TraceCarrier; idempotencyKey: string | undefined }) {
+  const { caller, body, input, trace, idempotencyKey } = r;
+  const c = await runConversation(ctx, caller, body);
+  const history = body.conversation_history?.map((m) => ({ role: m.role === 'developer' ? 'system' as const : m.role, content: m.content })) ?? input.history;
+  const callerHistory = turnHistory(body.instructions, history, c.continued);
+  return startApiTurn(ctx, request.log, {
+    kind: 'run', agent: c.agent, caller, content: input.content, conversation: c.conversation, store: true,
+    requestHash: r.hash, trace,
+    ...(c.apiUser !== undefined ? { apiUser: c.apiUser } : {}),
+    ...(c.actAs ? { actAs: c.actAs } : {}),
+    ...(callerHistory.length ? { callerHistory } : {}),
+    ...(c.previousId !== undefined ? { previousId: c.previousId } : {}),
+    ...(body.instructions ? { instructions: body.instructions } : {}),
+    ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+  });
 }
 
 async function ownedRun(ctx: GatewayContext, request: FastifyRequest) {
@@ -134,7 +139,8 @@ async function followRun(ctx: GatewayContext, request: FastifyRequest, reply: Fa
           signal: wait.signal,
           onApproval: approval,
           onDelta: (delta) => send('message.delta', { delta }),
-          onState: (a) => send('run.status', { status: a.state === 'queued' ? 'queued' : a.state === 'started' ? 'running' : a.state }),
+          // Only the run's own statuses: the end (terminal, unknown) is the run.<status> event below.
+          onState: (a) => { if (a.state === 'queued' || a.state === 'started') send('run.status', { status: a.state === 'queued' ? 'queued' : 'running' }); },
         });
         const { status, ...rest } = runState(viewOfEnd(end));
         send(`run.${status}`, rest);
@@ -158,10 +164,10 @@ async function stopRun(ctx: GatewayContext, request: FastifyRequest) {
   const view = await readTurnView(ctx.deps.db, turn.admissionId);
   if (!view || view.end) return runObject(turn, view);
   const trace = injectTraceContext(request.otelContext);
-  // The message API's /stop: a signal to the session's running turn, and an admission answered after it.
+  // The message API's /stop: a signal to the session's running turn, and an admission answered
+  // after it — in the run's own session, as the identity that started it (a trusted backend may stop any run).
   const stop = await admitApiMessage(ctx, agent, caller, {
-    content: '/stop', conversation: turn.conversation, eventId: `run-stop:${turn.id}`, trace,
-    ...(turn.apiUser !== null ? { userId: turn.apiUser } : {}),
+    content: '/stop', conversation: turn.conversation, eventId: turn.id, scope: 'run-stop', actAs: turnUser(turn), trace,
   }, request.log);
   if (stop.state === 'queued') await enqueueSoon(ctx, request.log, stop, trace);
   request.log.info({ run: turn.id, admissionId: turn.admissionId, stopAdmission: stop.admissionId, duplicate: stop.duplicate }, 'Run stop requested');
