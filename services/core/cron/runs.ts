@@ -223,7 +223,7 @@ export async function cronHistory(sql: Sql, namespace: string, name: string, lim
   const { rows: found } = await sql.query<{ id: string }>(`SELECT id FROM cron_schedules WHERE namespace = $1 AND name = $2`, [namespace, name]);
   if (!found[0]) return undefined;
   const { rows } = await sql.query<CronRunView>(
-    `SELECT r.id, r.slot, r.trigger, r.state, COALESCE(r.outcome, a.state::text) AS outcome, r.reason, r.admission_id AS "admissionId",
+    `SELECT r.id, r.slot, r.trigger, r.state, COALESCE(r.outcome, a.outcome::text, a.state::text) AS outcome, r.reason, r.admission_id AS "admissionId",
        COALESCE(r.started_at, a.started_at) AS "startedAt", COALESCE(r.finished_at, a.finished_at) AS "finishedAt",
        COALESCE(r.obligation_id, d.id) AS "obligationId", COALESCE(d.state::text, r.delivery_state) AS "deliveryState",
        r.input_tokens AS "inputTokens", r.output_tokens AS "outputTokens", r.cost_usd::text AS "costUsd"

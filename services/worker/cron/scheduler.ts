@@ -197,6 +197,9 @@ export interface SchedulerOptions {
   onTick?: (report: TickReport) => void;
 }
 
+/** The pause when a CronJob is still due right after a tick: a failing row must not spin the leader. */
+const STILL_DUE_PAUSE_MS = 1_000;
+
 /** The leader name every worker campaigns for. */
 export const CRON_LEADER = 'hermes-cron-scheduler';
 
@@ -210,14 +213,17 @@ export function startCronScheduler(deps: CronDeps, opts: SchedulerOptions): Lead
     lead: async (signal) => {
       while (!signal.aborted) {
         try {
-          opts.onTick?.(await cronTick(deps, { ...opts.tick, now: now() }));
+          // Ticked first, reported after: `onTick?.(await cronTick())` would skip the tick itself when nobody listens.
+          const report = await cronTick(deps, { ...opts.tick, now: now() });
+          opts.onTick?.(report);
         } catch (err) {
           deps.log.error({ err }, 'Cron scheduler tick failed; trying again next tick');
         }
         const due = await nextDueAt(deps.db.pool).catch(() => undefined);
-        // Wake at the next slot (a few ms after it), never later than one tick.
+        // Wake at the next slot (a few ms after it), never later than one tick. Still due right
+        // after a tick (more due than one tick writes, or a row that failed): again in a second, not at once.
         const until = due ? due.getTime() - now().getTime() + 5 : tickMs;
-        await wait(Math.max(0, Math.min(tickMs, until)), signal);
+        await wait(Math.min(tickMs, until > 5 ? until : STILL_DUE_PAUSE_MS), signal);
       }
     },
   });
