@@ -44,7 +44,8 @@ export function webhookEvent(body: WebhookBody, idempotencyKey: string | undefin
   }
   const text = body.text.trim();
   if (!text) return { ok: false, detail: '"text" is blank.' };
-  const eventId = idempotencyKey ?? body.id ?? `sig:${createHash('sha256').update(signature).digest('hex')}`;
+  // The signature as verified (hex in any case is accepted): an exact replay re-cased is still the same request.
+  const eventId = idempotencyKey ?? body.id ?? `sig:${createHash('sha256').update(signature.toLowerCase()).digest('hex')}`;
   const target: WebhookTarget = { kind: 'webhook', user: body.user, eventId, ...(body.conversation !== undefined ? { conversation: body.conversation } : {}) };
   return {
     ok: true,

@@ -1,6 +1,8 @@
 // Replies of the signed webhook platform. The callback URL comes from the Agent spec (the
 // platform's callbackUrl), never from a request. Each reply is one POST of
 //   { "type": "reply", "event_id", "admission_id", "user", "conversation"?, "text" }
+// and a CronJob's result (`deliver: webhook`) one POST of
+//   { "type": "cron", "cron_job": "<namespace>/<name>", "admission_id", "text" }
 // signed with the platform's WEBHOOK_SECRET exactly as inbound requests are (X-Hermes-Timestamp,
 // X-Hermes-Signature), with `Idempotency-Key: <obligation id>` so the receiver can drop a re-send
 // (a re-send after a crash also starts with the ledger's duplicate marker). Redirects are refused.
@@ -12,6 +14,18 @@ import { retryAfterSeconds } from '../teams/send.js';
 import { signWebhook } from './verify.js';
 
 export const webhookTargetSchema = z.object({ kind: z.literal('webhook'), user: z.string(), conversation: z.string().optional(), eventId: z.string() });
+/** A CronJob's `deliver: webhook` (services/core/cron/deliver.ts): no request to answer, the CronJob named instead. */
+const cronTargetSchema = z.object({ kind: z.literal('webhook'), cronJob: z.string() });
+
+/** The callback's JSON for a reply to a request, or for a CronJob's result. */
+function callbackBody(reply: WebhookReply): string {
+  const cron = cronTargetSchema.safeParse(reply.target);
+  if (cron.success) return JSON.stringify({ type: 'cron', cron_job: cron.data.cronJob, admission_id: reply.admissionId, text: reply.text });
+  const t = webhookTargetSchema.parse(reply.target);
+  return JSON.stringify({
+    type: 'reply', event_id: t.eventId, admission_id: reply.admissionId, user: t.user, ...(t.conversation !== undefined ? { conversation: t.conversation } : {}), text: reply.text,
+  });
+}
 
 export interface WebhookReply {
   /** The delivery obligation's id: the Idempotency-Key of the callback. */
@@ -31,10 +45,7 @@ export interface WebhookCallbackOptions {
 
 /** POSTs one reply to the callback URL; throws RateLimited or an Error naming the status. */
 export async function postWebhookReply(opts: WebhookCallbackOptions, reply: WebhookReply, signal: AbortSignal): Promise<void> {
-  const t = webhookTargetSchema.parse(reply.target);
-  const body = JSON.stringify({
-    type: 'reply', event_id: t.eventId, admission_id: reply.admissionId, user: t.user, ...(t.conversation !== undefined ? { conversation: t.conversation } : {}), text: reply.text,
-  });
+  const body = callbackBody(reply);
   const now = (opts.now ?? Date.now)();
   const res = await fetch(opts.url, {
     method: 'POST',

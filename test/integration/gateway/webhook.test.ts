@@ -121,6 +121,9 @@ describe('signed webhook conversations', () => {
     const a = await accepted(await post(raw, headers));
     const b = await accepted(await post(raw, headers));
     expect(b).toEqual({ outcome: 'duplicate', admissionId: a.admissionId });
+    // Re-cased, the signature still verifies (hex in any case): it is still the same request.
+    const recased = { ...headers, 'x-hermes-signature': headers['x-hermes-signature']!.toUpperCase() };
+    expect(await accepted(await post(raw, recased))).toEqual({ outcome: 'duplicate', admissionId: a.admissionId });
     await callbackWith('answer to: replayed');
     await callbackWith('answer to: deploy done');
     expect(model.requests.filter((r) => lastUser(r.body) === 'replayed')).toHaveLength(1);
