@@ -3,7 +3,7 @@
 // only after this returns (the admission, or the refusal, is committed); the model is never awaited.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admitAnswered, enqueueDelivery, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
+  HermesError, admitAnswered, enqueueDelivery, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
 } from '../core/index.js';
 import { allowedWithoutPairing, authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
 import { enqueueSoon } from './admission.js';
@@ -70,8 +70,20 @@ export interface Via { trace: TraceCarrier; log: FastifyBaseLogger }
 export const threadIsOurs = (ctx: GatewayContext, agent: AgentRecord, event: InboundEvent) =>
   hasSessionKey(ctx.deps.db.pool, agent.agentId, platformSessionKey(agent.compiled.agent, event));
 
-export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, event: InboundEvent, via: Via): Promise<PlatformAdmission> {
+/**
+ * What Postgres can store of a platform's event: a NUL in an id (no platform sends one) is a 400
+ * before anything is read or written; in a display name it is replaced, as in message text.
+ */
+function storableEvent(event: InboundEvent): InboundEvent {
+  for (const [what, v] of [['user id', event.user.id], ['chat id', event.chat.id], ['event id', event.eventId]] as const) {
+    if (v.includes('\u0000')) throw new HermesError('HERMES_BAD_REQUEST', `The event's ${what} holds a NUL (U+0000) character.`);
+  }
+  return event.user.name?.includes('\u0000') ? { ...event, user: { ...event.user, name: event.user.name.replaceAll('\u0000', '\uFFFD') } } : event;
+}
+
+export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, received: InboundEvent, via: Via): Promise<PlatformAdmission> {
   const { trace, log } = via;
+  const event = storableEvent(received);
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
   const auth = await authorised(ctx, agent, settings, event);
   if (!auth.allowed) {

@@ -7,7 +7,8 @@ import { HermesError } from '../core/index.js';
 import type { PlatformSettings } from '../platforms/index.js';
 import type { GatewayContext } from './context.js';
 
-export async function readPlatformSecret(ctx: GatewayContext, request: FastifyRequest, namespace: string, settings: PlatformSettings, key: string): Promise<string | undefined> {
+export async function readPlatformSecret(ctx: GatewayContext, request: FastifyRequest, namespace: string, settings: PlatformSettings, wanted: string | { key: string; optional: true }): Promise<string | undefined> {
+  const { key, optional } = typeof wanted === 'string' ? { key: wanted, optional: false } : wanted;
   const { secrets } = ctx.deps;
   if (!secrets) throw new HermesError('HERMES_PLATFORM_SECRETS_UNAVAILABLE', 'This gateway was started without a secret source (HERMES_SECRETS_SOURCE).');
   const ref = { name: settings.credentialsSecret, key };
@@ -18,7 +19,7 @@ export async function readPlatformSecret(ctx: GatewayContext, request: FastifyRe
     request.log.warn({ err, namespace, secret: ref.name, key }, `Could not read the ${settings.type} platform secret`);
     throw new HermesError('HERMES_PLATFORM_SECRETS_UNAVAILABLE');
   }
-  if (!value) request.log.warn({ namespace, secret: ref.name, key }, `The ${settings.type} platform secret key is missing: requests to this agent cannot be verified`);
+  if (!value && !optional) request.log.warn({ namespace, secret: ref.name, key }, `The ${settings.type} platform secret key is missing: requests to this agent cannot be verified`);
   return value || undefined;
 }
 

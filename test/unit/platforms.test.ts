@@ -91,6 +91,14 @@ describe('Slack envelopes', () => {
     expect(text('wow!stop')).toBe('wow!stop');
   });
 
+  it('in a thread, a message mentioning us is left to its app_mention; one mentioning a user whose id starts with ours is a follow-up', () => {
+    const inThread = (text: string) => slack.normaliseSlack(envelope({ type: 'message', user: 'U1', text, channel: 'C1', ts: '20.2', thread_ts: '20.1' }), settings({})).kind;
+    expect(inThread('<@UBOT> and again')).toBe('ignore');
+    expect(inThread('<@UBOT|hermes> and again')).toBe('ignore');
+    expect(inThread('ask <@UBOTANIST> about this')).toBe('follow-up');
+    expect(inThread('plain follow-up')).toBe('follow-up');
+  });
+
   it('ignores what is not a person talking to us', () => {
     const s = settings({ groupPolicy: 'off' });
     expect(slack.normaliseSlack(envelope({ type: 'app_mention', user: 'U1', text: '<@UBOT> hi', channel: 'C1', ts: '1.1' }), s).kind).toBe('ignore');

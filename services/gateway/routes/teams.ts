@@ -86,6 +86,14 @@ export function registerTeamsRoutes(app: FastifyInstance, ctx: GatewayContext): 
       const activity = parseActivity(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
       const bound = teams.checkActivityClaims(verified, activity);
       if (!bound.ok) throw notVerified(request, namespace, name, bound.reason);
+      // A bot of one tenant (TEAMS_TENANT_ID) answers only that tenant: allowAll means its people, not
+      // those of another tenant where the app was installed. Dropped with 200, so the connector does not retry.
+      const tenant = await readPlatformSecret(ctx, request, namespace, settings, { key: teams.TEAMS_KEYS.tenantId, optional: true });
+      const from = teams.activityTenant(activity);
+      if (tenant && from !== undefined && from !== tenant) {
+        request.log.warn({ agent: `${namespace}/${name}`, tenant: from }, 'Ignored a Teams activity from another tenant than TEAMS_TENANT_ID');
+        return reply.code(200).send({});
+      }
       const normalised = await settle(ctx, agent, teams.normaliseTeams(activity, settings));
       if (normalised.kind !== 'message') {
         const why = normalised.kind === 'ignore' ? normalised : { reason: normalised.kind, warn: false };

@@ -107,7 +107,9 @@ function toInbound(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: 
   };
 }
 
-const mentions = (value: string | undefined, botUsers: ReadonlySet<string>) => [...botUsers].some((u) => (value ?? '').includes(`<@${u}`));
+/** `<@U123>` or `<@U123|name>`: the id must end there, so `<@U123ANIST>` is someone else. */
+const mentions = (value: string | undefined, botUsers: ReadonlySet<string>) =>
+  [...botUsers].some((u) => (value ?? '').includes(`<@${u}>`) || (value ?? '').includes(`<@${u}|`));
 
 /**
  * A channel message (not a DM) under the platform's groupPolicy. With `mention`, a plain message

@@ -53,6 +53,13 @@ export function checkActivityClaims(verified: Extract<TeamsVerified, { ok: true 
   return { ok: true };
 }
 
+/** The Entra tenant an activity comes from (`conversation.tenantId`, else `channelData.tenant.id`), when it names one. */
+export function activityTenant(activity: TeamsActivity): string | undefined {
+  const channelData = (activity as { channelData?: { tenant?: { id?: unknown } } }).channelData;
+  const fromChannel = channelData?.tenant?.id;
+  return activity.conversation.tenantId ?? (typeof fromChannel === 'string' ? fromChannel : undefined);
+}
+
 /** Where a Teams reply goes: the connector (serviceUrl, verified) and the conversation (with its thread). */
 export interface TeamsTarget {
   kind: 'teams';

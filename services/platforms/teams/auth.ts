@@ -132,11 +132,12 @@ export async function verifyTeamsToken(keys: BotFrameworkKeys, header: string | 
   try {
     const h = decodeProtectedHeader(token);
     if (h.alg !== 'RS256') return { ok: false, reason: `the token is signed with ${String(h.alg)}, not RS256` };
-    kid = h.kid;
+    // jose types kid as a string but does not check it: a number or an object here must be a refusal, not a throw (a 503).
+    kid = typeof h.kid === 'string' ? h.kid : undefined;
   } catch {
     return { ok: false, reason: 'the token header is not readable' };
   }
-  if (!kid) return { ok: false, reason: 'the token names no signing key (kid)' };
+  if (!kid) return { ok: false, reason: 'the token names no signing key (kid) as a string' };
   const { issuer, key } = await keys.forKid(kid);
   if (!key) return { ok: false, reason: `the token is signed with a key the OpenID metadata does not list (kid ${kid.slice(0, 64)})` };
   try {

@@ -3,7 +3,7 @@
 import type { PlatformSettings } from '../adapter.js';
 
 export { BotFrameworkKeys, TEAMS_CLOCK_SKEW_SECONDS, hasBearerToken, verifyTeamsToken, type TeamsClaims, type TeamsVerified } from './auth.js';
-export { checkActivityClaims, normaliseTeams, parseTeamsActivity, type TeamsActivity, type TeamsTarget } from './activity.js';
+export { activityTenant, checkActivityClaims, normaliseTeams, parseTeamsActivity, type TeamsActivity, type TeamsTarget } from './activity.js';
 export {
   TEAMS_DEFAULT_TENANT, TEAMS_MAX_MESSAGE_CHARS, TEAMS_SCOPE, TeamsSender, TeamsTokens, retryAfterSeconds, teamsTargetSchema, type TeamsCredentials,
 } from './send.js';

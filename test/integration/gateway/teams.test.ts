@@ -97,6 +97,13 @@ describe('Teams requests the gateway refuses, touching nothing', () => {
       expect(res.status, what).toBe(401);
       answers.add(await res.text());
     }
+    // A kid that is not a string (no signature needed to send one): refused like the rest, not a 503 "keys unavailable".
+    const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    for (const kid of [123, { a: 1 }, true]) {
+      const res = await post(body, `${b64({ alg: 'RS256', kid })}.${b64({})}.AA`);
+      expect(res.status, `kid ${JSON.stringify(kid)}`).toBe(401);
+      answers.add(await res.text());
+    }
     // A valid token for an agent that does not exist: the same answer, word for word.
     const nobody = await post(body, await fake.token({ serviceUrl: SERVICE_URL }), `${gw.url}/hooks/teams/default/nobody`);
     expect(nobody.status).toBe(401);
@@ -132,6 +139,28 @@ describe('Teams requests the gateway refuses, touching nothing', () => {
 });
 
 describe('Teams conversations', () => {
+  it('a NUL in the sender\'s name is replaced and answered; in an id it is a 400, not a 500', async () => {
+    const named = activity({ chat: 'personal', conversationId: 'a:nul-name', from: ALICE, text: 'nul in my name' });
+    const body = named.body as { from: Record<string, unknown>; conversation: Record<string, unknown> };
+    expect((await send({ ...body, from: { ...body.from, name: 'Al\u0000ice' } })).status).toBe(200);
+    await delivered('answer to: nul in my name');
+    const ids = activity({ chat: 'personal', conversationId: 'a:nul-id', from: ALICE, text: 'nul in an id' });
+    const idBody = ids.body as typeof body;
+    const res = await send({ ...idBody, conversation: { ...idBody.conversation, id: 'a:nul\u0000id' } });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('NUL');
+  });
+
+  it('drops an activity from another tenant than TEAMS_TENANT_ID, answering 200 so it is not retried', async () => {
+    const a = activity({ chat: 'personal', conversationId: 'a:other-tenant', from: ALICE, text: 'from elsewhere' });
+    const body = a.body as { conversation: { tenantId: string }; channelData: { tenant: { id: string } } };
+    const foreign = { ...body, conversation: { ...body.conversation, tenantId: 'evil-tenant' }, channelData: { tenant: { id: 'evil-tenant' } } };
+    expect((await send(foreign)).status).toBe(200);
+    const { rows } = await rt.db.pool.query(`SELECT 1 FROM inbound_events WHERE event_id LIKE 'a:other-tenant|%'`);
+    expect(rows).toHaveLength(0);
+    expect(model.requests.filter((r) => lastUser(r.body) === 'from elsewhere')).toHaveLength(0);
+  });
+
   it('answers a personal chat through the connector with the app token, once however often the activity is retried', async () => {
     const a = activity({ chat: 'personal', conversationId: 'a:dm-alice', from: ALICE, text: 'what is in my DM?' });
     expect((await send(a.body)).status).toBe(200);
