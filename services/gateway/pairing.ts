@@ -32,6 +32,14 @@ function answerOf(ask: PairingAsk, user: string, agent: string, now: Date): { te
   }
 }
 
+/**
+ * What a request that must be answered at once (a Discord `/ask`) is told when the ledger sends it
+ * nothing: a repeat the reminder already covered, or a refusal already sent (a duplicate).
+ */
+export function pairingNotice(ask: PairingAsk['kind']): string {
+  return ask === 'full' ? pairingText.full : ask === 'locked' ? pairingText.locked : pairingText.pending;
+}
+
 export interface PairingAnswer {
   ask: PairingAsk['kind'];
   /** The admission recording the answer; absent when the user gets silence (a second repeat within 10 min). */

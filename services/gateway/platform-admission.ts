@@ -15,8 +15,11 @@ export type PlatformAdmission =
   | { outcome: 'admitted' | 'duplicate'; admissionId: string; sessionId: string }
   /** Not allowed: refused once per user (a polite reply through the ledger), never a model call. */
   | { outcome: 'refused' | 'refused-before'; admissionId: string }
-  /** An unknown DM on a platform with dmPairing: a code, one reminder, a polite refusal (full / locked), or silence. */
-  | { outcome: 'pairing'; ask: 'code' | 'rate-limited' | 'full' | 'locked'; admissionId?: string };
+  /**
+   * An unknown DM on a platform with dmPairing: a code, one reminder, a polite refusal (full / locked), or silence.
+   * `answering`: the ledger sends this event an answer; false for silence and for an answer already sent (a duplicate).
+   */
+  | { outcome: 'pairing'; ask: 'code' | 'rate-limited' | 'full' | 'locked'; admissionId?: string; answering: boolean };
 
 const segment = (s: string) => s.replace(/%/g, '%25').replace(/:/g, '%3A');
 
@@ -54,7 +57,7 @@ async function pairingAnswer(ctx: GatewayContext, agent: AgentRecord, event: Inb
   const { ask, answered } = await answerUnknownDm(ctx.deps.db, agent, event, now, via.trace);
   await sendAnswer(ctx, answered, via.trace, via.log);
   via.log.info({ platform: event.platform, user: event.user.id, ask }, 'Answered an unknown DM with DM pairing');
-  return { outcome: 'pairing', ask, ...(answered ? { admissionId: answered.admissionId } : {}) };
+  return { outcome: 'pairing', ask, ...(answered ? { admissionId: answered.admissionId } : {}), answering: answered?.obligationId !== undefined };
 }
 
 /** SPEC's order; the pairing store is read only for users neither allow-all nor the allowlist let in. */

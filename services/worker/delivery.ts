@@ -23,6 +23,14 @@ export interface DeliveryAdapter {
   maxMessageChars?: number;
   /** The platform's "working…" message while a turn runs (worker/progress.ts); unset: no progress shown. */
   progress?: ProgressChannel;
+  /**
+   * True for a target that waits for exactly one reply to its own request (a Discord `/ask`
+   * interaction, a signed webhook request): silence there leaves the request unanswered for good
+   * ("thinking…" until Discord gives up), so a turn the runtime itself silences answers with a
+   * short notice instead (turn-runner.ts). Unset or false: a chat, where the next answer shows up
+   * in the same place and silence is Hermes' semantics.
+   */
+  answersEachRequest?(target: unknown): boolean;
 }
 
 /** Where a turn's reply will go: its agent (for the platform settings and token) and target. */

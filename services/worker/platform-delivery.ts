@@ -134,10 +134,12 @@ export function discordDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
     return new discord.DiscordSender({ token, apiUrl: discord.discordApiUrl(settings, deps.config.HERMES_DISCORD_API_URL) });
   }
   // Progress: "typing…" in the channel as the bot; a `/ask` interaction's deferred "thinking…" already shows it.
-  return typingAdapter(senderFor, (t) => {
+  const adapter = typingAdapter(senderFor, (t) => {
     const target = discord.discordTargetSchema.parse(t);
     return target.interaction ? undefined : target;
   });
+  // A `/ask` waits for its own reply (the deferred "thinking…"); a Gateway message is a chat.
+  return { ...adapter, answersEachRequest: (t) => discord.discordTargetSchema.safeParse(t).data?.interaction !== undefined };
 }
 
 export function telegramDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
@@ -161,6 +163,8 @@ export function webhookDelivery(deps: PlatformDeliveryDeps): DeliveryAdapter {
       const secret = (await secretOf(deps, namespace, settings, webhook.WEBHOOK_KEYS.secret, true))!;
       await webhook.postWebhookReply({ url: settings.callbackUrl, secret }, { obligationId: ob.id, admissionId: ob.admissionId, target: ob.target, text }, signal);
     },
+    // Each request gets its own callback (or stored reply): its sender waits for that one.
+    answersEachRequest: () => true,
   };
 }
 

@@ -157,7 +157,8 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
     // A turn resumed after a shutdown cut while clarify waited: the wait goes on here first.
     const clarifyDeps = { db: deps.db, queues: deps.queues, log: deps.log, pollMs: deps.config.HERMES_APPROVAL_POLL_MS };
     const ctx = await resumeClarification({ deps: clarifyDeps, lease, adm, agent, signal: AbortSignal.any([fence.signal, control.signal]) }, read);
-    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ended: ended.signal, ...(child ? { child } : {}) }, ctx), control);
+    const answersEach = deps.adapters?.get(adm.platform)?.answersEachRequest?.(adm.replyTarget) ?? false;
+    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ended: ended.signal, ...(child ? { child } : {}) }, ctx), control, answersEach);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;
   } finally {
@@ -169,14 +170,20 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
   }
 }
 
+/** What an interrupted request that waits for its own reply gets instead of silence (busyInterrupted). */
+export const SUPERSEDED_NOTICE = 'Interrupted by your next message: that one is answered instead.';
+
 /**
  * A turn stopped by a new message (busy policy interrupt) with nothing said yet ends silently: the
- * new message runs next and answers; its partial text, if any, is kept and sent marked interrupted.
+ * new message runs next and answers in the same chat; its partial text, if any, is kept and sent
+ * marked interrupted. A target that waits for one reply to this very request (`answersEach`: a
+ * Discord `/ask`, a webhook request) would wait for ever on silence: it gets a short notice.
  */
-function busyInterrupted(result: TurnResult, control: TurnControl): TurnResult {
+function busyInterrupted(result: TurnResult, control: TurnControl, answersEach: boolean): TurnResult {
   const reason: unknown = control.signal.reason;
   const byMessage = control.signal.aborted && reason instanceof Error && reason.message === stopReason(busyInterruptText);
-  return byMessage && result.outcome === 'interrupted' && !result.partial ? { ...result, reply: SILENT_REPLY } : result;
+  if (!byMessage || result.outcome !== 'interrupted' || result.partial) return result;
+  return { ...result, reply: answersEach ? SUPERSEDED_NOTICE : SILENT_REPLY };
 }
 
 interface LoopSetup {

@@ -8,7 +8,8 @@
 //   503 secrets unreadable / Postgres down;
 //   400 malformed JSON or an interaction we cannot read (only for requests Discord signed);
 //   200 PING → PONG; `/ask` → a deferred response (type 5) once the turn is admitted (or refused:
-//       the refusal then replaces "thinking…"; refused before: an ephemeral refusal at once);
+//       the refusal then replaces "thinking…"; refused before: an ephemeral refusal at once; DM
+//       pairing with nothing for the ledger to send: an ephemeral "still pending" at once);
 //       other interactions → an ephemeral hint.
 // Discord does not retry interactions, but a duplicate (same interaction id) is one admission.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -18,6 +19,7 @@ import { discord, platformOf, refusalText, type PlatformSettings } from '../../p
 import type { GatewayContext } from '../context.js';
 import { describeIssues } from '../errors.js';
 import { admitPlatformEvent } from '../platform-admission.js';
+import { pairingNotice } from '../pairing.js';
 import { agentParams, parseInput } from '../validation.js';
 
 const unverified = (reason: string) => new HermesError('HERMES_SIGNATURE_INVALID', `(${reason})`);
@@ -103,6 +105,9 @@ export function registerDiscordRoutes(app: FastifyInstance, ctx: GatewayContext)
       request.log.info({ agent: `${namespace}/${name}`, platform: 'discord', eventId: normalised.event.eventId, ...admitted }, 'Admitted Discord interaction');
       // Refused before: the ledger sends nothing more, but Discord wants an answer: only the user sees it.
       if (admitted.outcome === 'refused-before') return reply.code(200).send({ type: 4, data: { content: refusalText, flags: 64 } });
+      // Pairing with nothing for the ledger to send (a repeat within 10 min, a refusal sent before):
+      // a deferred "thinking…" would never be replaced, so the user is told now, ephemerally.
+      if (admitted.outcome === 'pairing' && !admitted.answering) return reply.code(200).send({ type: 4, data: { content: pairingNotice(admitted.ask), flags: 64 } });
       return reply.code(200).send(discord.deferredResponse);
     });
   });

@@ -33,6 +33,8 @@ let gw: RunningGateway;
 let hook: string;
 let ctxA: GatewayContext;
 let supA: ConnectorSupervisor;
+let releaseHeld!: () => void;
+const heldUntilEnd = new Promise<void>((r) => { releaseHeld = r; });
 const leaderOpts = { refreshMs: 200, leader: { pingMs: 200, pingTimeoutMs: 2_000 } };
 
 beforeAll(async () => {
@@ -40,6 +42,8 @@ beforeAll(async () => {
   model = await startFakeOpenAI((body) => {
     const q = lastUser(body);
     if (q.startsWith('long ')) return { text: `${'a'.repeat(1_990)} ${'b'.repeat(1_990)} ${'c'.repeat(100)}` };
+    // "hold …" stalls until the test ends (or the turn is interrupted: the request is cut).
+    if (q.startsWith('hold ') && body.messages.at(-1)?.role === 'user') return { hold: heldUntilEnd, text: `done: ${q}` };
     return { text: `answer to: ${q}` };
   });
   fake = await startFakeDiscord(BOT_TOKEN);
@@ -51,15 +55,21 @@ beforeAll(async () => {
   // No progress indicator ("working…", typing) on a slow machine's turn: these tests count exact calls.
   rt = await openTestRuntime(testConfig(database.url, { HERMES_DISCORD_API_URL: fake.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_CONNECTORS: 'off' }), 'discord');
   await createTestAgent(rt, model.baseURL, { platforms: [platform] });
-  worker = await startTestWorker(rt, { secrets: [secret] });
+  // Hermes' defaults: busy policy interrupt and DM pairing. Its Secret is not the connectors' (below): no second Gateway connection.
+  const relaySecret: SecretData = { ...secret, name: 'discord-relay', data: { ...secret.data, DISCORD_BOT_TOKEN: 'discord-relay-bot-token' } };
+  await createTestAgent(rt, model.baseURL, {
+    agent: { namespace: 'default', name: 'relay' }, busyPolicy: 'interrupt', platforms: [{ ...platform, credentialsSecret: 'discord-relay', allowlist: [ALICE], dmPairing: true }],
+  });
+  worker = await startTestWorker(rt, { secrets: [secret, relaySecret] });
   const secrets = staticSecrets([testModelSecret, secret]);
-  gw = await startGateway({ ...rt, secrets });
+  gw = await startGateway({ ...rt, secrets: staticSecrets([testModelSecret, secret, relaySecret]) });
   hook = `${gw.url}/hooks/discord/default/demo`;
   ctxA = createContext({ ...rt, secrets });
   supA = startConnectors(ctxA, [discordConnector], leaderOpts);
 });
 
 afterAll(async () => {
+  releaseHeld?.();
   await supA?.stop();
   await ctxA?.close();
   await gw?.close();
@@ -194,6 +204,48 @@ describe('Discord /ask', () => {
     const answer = (await (await signedPost(second)).json()) as { type: number; data: { flags: number; content: string } };
     expect(answer.type).toBe(4);
     expect(answer.data.flags).toBe(64);
+    expect(model.requests.length).toBe(calls);
+  });
+});
+
+describe('Discord /ask always gets a final answer (busy policy interrupt, DM pairing)', () => {
+  const relay = () => `${gw.url}/hooks/discord/default/relay`;
+  const patchesOf = (interaction: Record<string, unknown>) => fake.messages().filter((c) => c.path.includes(interaction.token as string));
+
+  it('replaces "thinking…" of an /ask superseded by the user\'s next one with a notice; the next one gets the answer', async () => {
+    const ch = '300000000000001000';
+    const first = askInteraction({ prompt: 'hold the first', userId: ALICE, channelId: ch, applicationId: fake.applicationId });
+    expect(await (await signedPost(first, relay())).json()).toEqual({ type: 5 });
+    await eventually(() => model.inFlight().find((r) => lastUser(r.body) === 'hold the first'), 'the first turn running');
+    const second = askInteraction({ prompt: 'never mind, this instead', userId: ALICE, channelId: ch, applicationId: fake.applicationId });
+    expect(await (await signedPost(second, relay())).json()).toEqual({ type: 5 });
+    const notice = await eventually(() => patchesOf(first)[0], 'the first interaction answered');
+    expect(notice).toMatchObject({ method: 'PATCH', path: `/webhooks/${fake.applicationId}/${first.token as string}/messages/@original` });
+    expect(String(notice.body.content)).toMatch(/interrupted by your next message/i);
+    const answer = await eventually(() => patchesOf(second)[0], 'the second interaction answered');
+    expect(answer.body.content).toBe('answer to: never mind, this instead');
+    expect(patchesOf(first)).toHaveLength(1);
+    // The transcript keeps what the user was told, marked interrupted, with the admission's outcome.
+    const adm = await admissionOf(first.id as string);
+    const { rows } = await rt.db.pool.query<{ outcome: string }>(`SELECT outcome FROM admissions WHERE id = $1`, [adm.id]);
+    expect(rows[0]!.outcome).toBe('interrupted');
+  });
+
+  it('answers a DM /ask that pairing leaves without a reply (a third try within 10 minutes) at once, ephemerally', async () => {
+    const ch = '300000000000001100';
+    const ask = (prompt: string) => askInteraction({ prompt, userId: STRANGER, channelId: ch, dm: true, applicationId: fake.applicationId });
+    const calls = model.requests.length;
+    const first = ask('hi');
+    expect(await (await signedPost(first, relay())).json()).toEqual({ type: 5 });
+    const code = await eventually(() => patchesOf(first)[0], 'the pairing code');
+    expect(String(code.body.content)).toMatch(/pairing code/);
+    const second = ask('hi again');
+    expect(await (await signedPost(second, relay())).json()).toEqual({ type: 5 });
+    const reminder = await eventually(() => patchesOf(second)[0], 'the reminder');
+    expect(String(reminder.body.content)).toMatch(/still waiting for the owner's approval/);
+    const third = ask('hello??');
+    const answer = (await (await signedPost(third, relay())).json()) as { type: number; data: { flags: number; content: string } };
+    expect(answer).toEqual({ type: 4, data: { content: expect.stringMatching(/still waiting for the owner's approval/) as unknown as string, flags: 64 } });
     expect(model.requests.length).toBe(calls);
   });
 });

@@ -26,20 +26,29 @@ let rt: TestRuntime;
 let worker: RunningWorker;
 let gw: RunningGateway;
 let demoId: string;
+let releaseHeld!: () => void;
+const heldUntilEnd = new Promise<void>((r) => { releaseHeld = r; });
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  model = await startFakeOpenAI((body) => ({ text: `answer to: ${lastUser(body)}` }));
+  model = await startFakeOpenAI((body) => {
+    const q = lastUser(body);
+    // "hold …" stalls until the test ends (or the turn is interrupted: the request is cut).
+    if (q.startsWith('hold ') && body.messages.at(-1)?.role === 'user') return { hold: heldUntilEnd, text: `done: ${q}` };
+    return { text: `answer to: ${q}` };
+  });
   receiver = await startWebhookReceiver(SECRET);
   rt = await openTestRuntime(testConfig(database.url), 'webhook');
   demoId = await createTestAgent(rt, model.baseURL, { toolsets: TOOLSETS, platforms: [platform({ callbackUrl: receiver.url })] });
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'stored' }, toolsets: TOOLSETS, platforms: [platform({ allowlist: ['ci'] })] });
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'wide' }, toolsets: TOOLSETS, platforms: [platform({ toolsets: ['clock', 'todo'] })] });
+  await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'interrupted' }, busyPolicy: 'interrupt', toolsets: TOOLSETS, platforms: [platform({ callbackUrl: receiver.url })] });
   worker = await startTestWorker(rt, { secrets: [webhookSecret] });
   gw = await startGateway({ ...rt, secrets: staticSecrets([testModelSecret, webhookSecret]) });
 });
 
 afterAll(async () => {
+  releaseHeld?.();
   await gw?.close();
   await worker?.close();
   await rt?.close();
@@ -158,6 +167,18 @@ describe('signed webhook conversations', () => {
     const stranger = await accepted(await signedPost({ text: 'let me in', user: 'mallory' }, {}, 'stored'));
     expect(stranger.outcome).toBe('refused');
     expect(model.requests.some((r) => lastUser(r.body) === 'let me in')).toBe(false);
+  });
+
+  it('answers a request superseded by the same user\'s next one (busy policy interrupt) with a notice, not silence', async () => {
+    const first = await accepted(await signedPost({ text: 'hold this one', user: 'ci', conversation: 'busy-1' }, {}, 'interrupted'));
+    await eventually(() => model.inFlight().find((r) => lastUser(r.body) === 'hold this one'), 'the first turn running');
+    const next = await accepted(await signedPost({ text: 'this one instead', user: 'ci', conversation: 'busy-1' }, {}, 'interrupted'));
+    const notice = await eventually(() => receiver.calls.find((c) => c.body.admission_id === first.admissionId && c.status === 204), 'the first request\'s callback');
+    expect(String(notice.body.text)).toMatch(/interrupted by your next message/i);
+    expect(notice.signed).toBe(true);
+    const answer = await callbackWith('answer to: this one instead');
+    expect(answer.body.admission_id).toBe(next.admissionId);
+    expect(receiver.calls.filter((c) => c.body.admission_id === first.admissionId)).toHaveLength(1);
   });
 
   it('honours a callback 429 with Retry-After without spending an attempt', async () => {
