@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { apiVersion, baseStatusShape, doc, localObjectRefSchema, objectMetaSchema, withRules } from './common.js';
 
-const field = '[0-9A-Za-z*/,?-]+';
+const field = '[0-9A-Za-z*/,?#-]+';
 /** 5-field cron, or a macro (@daily…), or @every <n>s|m|h|d. RE2 syntax, shared by CEL and TypeScript. */
 export const scheduleRegex = `^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9]+(s|m|h|d)|${field}( +${field}){4})$`;
 

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDeliver, parseSchedule, planTick, ScheduleError, storedCronSpecSchema, type PlanInput } from '../../services/core/index.js';
 import { cronSkillRequest, cronTools, cronToolsets } from '../../services/worker/cron/turn.js';
+import { scheduleSchema } from '../../operator/api/cronjob.js';
 
 const fires = (expr: string, tz: string, from: string, n: number): string[] => {
   const s = parseSchedule(expr, tz);
@@ -13,6 +14,16 @@ const fires = (expr: string, tz: string, from: string, n: number): string[] => {
   for (let i = 0; i < n; i++) out.push((t = s.next(t)).toISOString());
   return out;
 };
+
+describe('schedule shapes the CRD takes', () => {
+  it('takes the nth weekday (#) and the last day (L), as the docs say cron-parser reads them', () => {
+    for (const schedule of ['0 9 * * 1#1', '0 9 L * *', '*/15 9-17 * * 1-5', '@every 30m', '@daily']) expect(scheduleSchema.safeParse(schedule).success, schedule).toBe(true);
+    for (const schedule of ['0 9 * *', '@reboot', '@every 10x', '0 9 * * 1;rm']) expect(scheduleSchema.safeParse(schedule).success, schedule).toBe(false);
+    // The first Monday of the month, the second Friday.
+    expect(fires('0 9 * * 1#1', 'UTC', '2026-12-07T10:00:00Z', 2)).toEqual(['2027-01-04T09:00:00.000Z', '2027-02-01T09:00:00.000Z']);
+    expect(fires('0 9 * * 5#2', 'Europe/Paris', '2026-12-01T00:00:00Z', 1)).toEqual(['2026-12-11T08:00:00.000Z']);
+  });
+});
 
 describe('schedule in a time zone (Kubernetes CronJob DST rules)', () => {
   it('New York, spring forward: 02:30 does not exist on 11 March, so that day has no run', () => {
