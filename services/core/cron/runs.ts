@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { Db, Sql } from '../db.js';
 import { admitIn } from '../ledger/admissions.js';
+import { resumeChain } from '../ledger/admission-status.js';
 import type { CronDelivery } from './deliver.js';
 
 /** What the scheduler reads of a stored CronJob spec (the operator validated it). */
@@ -56,13 +57,33 @@ export async function lockSchedules(sql: Sql, ids: string[]): Promise<CronRow[]>
   return rows;
 }
 
-export interface ActiveRun { runId: string; slot: Date; trigger: string; admissionId: string; sessionId: string; admissionState: 'queued' | 'started' }
+/**
+ * A run's turn, `ch` (join it LATERAL, from `cron_runs r`): the run's admission and the `resume`
+ * admissions continuing it after graceful-shutdown cuts (the `continuedBy` chain, admission-status.ts).
+ * `ch.last` is the admission that carries the run now — the run goes on while it is queued or
+ * started and ends with its outcome and reply; a cut admission ends `interrupted` although its run
+ * goes on. `ch.ids`: all of them (each paid for its model calls); `ch.first_started`: when the run's
+ * turn first started. For a run without an admission (skipped), `ch.last` is null.
+ */
+const runChain = `LATERAL (
+    SELECT (array_agg(c.id ORDER BY c.hop DESC))[1] AS last, array_agg(c.id) AS ids, min(x.started_at) AS first_started
+    FROM (${resumeChain('r.admission_id')}) c LEFT JOIN admissions x ON x.id = c.id) ch`;
 
-/** Runs of the schedule whose turn has not ended (queued or started). */
+export interface ActiveRun {
+  runId: string;
+  slot: Date;
+  trigger: string;
+  /** The admission carrying the run now: its own, or the resume continuing it after a shutdown cut (what Replace discards or stops). */
+  admissionId: string;
+  sessionId: string;
+  admissionState: 'queued' | 'started';
+}
+
+/** Runs of the schedule whose turn has not ended (its last admission, resumes followed, queued or started). */
 export async function activeRuns(sql: Sql, scheduleId: string): Promise<ActiveRun[]> {
   const { rows } = await sql.query<ActiveRun>(
     `SELECT r.id AS "runId", r.slot, r.trigger, a.id AS "admissionId", a.session_id AS "sessionId", a.state AS "admissionState"
-     FROM cron_runs r JOIN admissions a ON a.id = r.admission_id
+     FROM cron_runs r CROSS JOIN ${runChain} JOIN admissions a ON a.id = ch.last
      WHERE r.schedule_id = $1 AND r.state = 'dispatched' AND a.state IN ('queued', 'started') ORDER BY r.slot`, [scheduleId]);
   return rows;
 }
@@ -71,7 +92,7 @@ export async function activeRuns(sql: Sql, scheduleId: string): Promise<ActiveRu
 export async function activeRunsOf(sql: Sql, scheduleIds: string[]): Promise<Map<string, ActiveRun[]>> {
   const { rows } = await sql.query<ActiveRun & { scheduleId: string }>(
     `SELECT r.schedule_id AS "scheduleId", r.id AS "runId", r.slot, r.trigger, a.id AS "admissionId", a.session_id AS "sessionId", a.state AS "admissionState"
-     FROM cron_runs r JOIN admissions a ON a.id = r.admission_id
+     FROM cron_runs r CROSS JOIN ${runChain} JOIN admissions a ON a.id = ch.last
      WHERE r.schedule_id = ANY($1::uuid[]) AND r.state = 'dispatched' AND a.state IN ('queued', 'started') ORDER BY r.slot`, [scheduleIds]);
   const out = new Map<string, ActiveRun[]>();
   for (const { scheduleId, ...run } of rows) out.set(scheduleId, [...(out.get(scheduleId) ?? []), run]);
@@ -161,19 +182,24 @@ export async function markReplaced(sql: Sql, run: ActiveRun): Promise<void> {
 }
 
 /**
- * Copies ended turns into their runs: outcome, start and end, the reply's obligation and its
- * delivery state, tokens and cost; and the last outcome onto the schedule. Returns the schedules touched.
+ * Copies ended turns into their runs — a turn ends with the last admission of its chain (resumes
+ * after shutdown cuts followed, {@link runChain}): its outcome and end, its reply's obligation and
+ * delivery state; the start of the first; tokens and cost of them all. And the last outcome onto
+ * the schedule. Returns the schedules touched.
  */
 export async function syncFinishedRuns(sql: Sql): Promise<string[]> {
   const { rows } = await sql.query<{ scheduleId: string }>(
-    `WITH done AS (
-       UPDATE cron_runs r SET state = 'finished', outcome = a.outcome::text, started_at = a.started_at, finished_at = a.finished_at,
-         obligation_id = d.id, delivery_state = d.state::text, input_tokens = u.input, output_tokens = u.output, cost_usd = u.cost
-       FROM admissions a
+    `WITH ended AS (
+       SELECT r.id, a.outcome::text AS outcome, ch.first_started, a.finished_at, d.id AS obligation_id, d.state::text AS delivery_state, u.input, u.output, u.cost
+       FROM cron_runs r CROSS JOIN ${runChain} JOIN admissions a ON a.id = ch.last
          LEFT JOIN delivery_obligations d ON d.admission_id = a.id AND d.call_key = ''
          LEFT JOIN LATERAL (SELECT sum(input_tokens)::int AS input, sum(output_tokens)::int AS output, sum(cost_usd) AS cost
-                            FROM model_call_usage WHERE admission_id = a.id) u ON true
-       WHERE r.state = 'dispatched' AND a.id = r.admission_id AND a.state = 'terminal'
+                            FROM model_call_usage WHERE admission_id = ANY(ch.ids)) u ON true
+       WHERE r.state = 'dispatched' AND a.state = 'terminal')
+     , done AS (
+       UPDATE cron_runs r SET state = 'finished', outcome = e.outcome, started_at = e.first_started, finished_at = e.finished_at,
+         obligation_id = e.obligation_id, delivery_state = e.delivery_state, input_tokens = e.input, output_tokens = e.output, cost_usd = e.cost
+       FROM ended e WHERE r.id = e.id AND r.state = 'dispatched'
        RETURNING r.schedule_id, r.outcome, r.finished_at)
      , latest AS (SELECT DISTINCT ON (schedule_id) schedule_id, outcome FROM done ORDER BY schedule_id, finished_at DESC)
      , marked AS (UPDATE cron_schedules s SET last_status = latest.outcome FROM latest WHERE s.id = latest.schedule_id RETURNING s.id)
@@ -218,16 +244,17 @@ export interface CronRunView {
   costUsd: string | null;
 }
 
-/** A CronJob's runs, newest slot first, with the live state of those still going and of their delivery. */
+/** A CronJob's runs, newest slot first, with the live state of those still going and of their delivery (resumes followed, as the sync does). */
 export async function cronHistory(sql: Sql, namespace: string, name: string, limit = 50): Promise<CronRunView[] | undefined> {
   const { rows: found } = await sql.query<{ id: string }>(`SELECT id FROM cron_schedules WHERE namespace = $1 AND name = $2`, [namespace, name]);
   if (!found[0]) return undefined;
   const { rows } = await sql.query<CronRunView>(
     `SELECT r.id, r.slot, r.trigger, r.state, COALESCE(r.outcome, a.outcome::text, a.state::text) AS outcome, r.reason, r.admission_id AS "admissionId",
-       COALESCE(r.started_at, a.started_at) AS "startedAt", COALESCE(r.finished_at, a.finished_at) AS "finishedAt",
+       COALESCE(r.started_at, ch.first_started) AS "startedAt", COALESCE(r.finished_at, a.finished_at) AS "finishedAt",
        COALESCE(r.obligation_id, d.id) AS "obligationId", COALESCE(d.state::text, r.delivery_state) AS "deliveryState",
        r.input_tokens AS "inputTokens", r.output_tokens AS "outputTokens", r.cost_usd::text AS "costUsd"
-     FROM cron_runs r LEFT JOIN admissions a ON a.id = r.admission_id LEFT JOIN delivery_obligations d ON d.admission_id = r.admission_id AND d.call_key = ''
+     FROM cron_runs r LEFT JOIN ${runChain} ON true LEFT JOIN admissions a ON a.id = ch.last
+       LEFT JOIN delivery_obligations d ON d.admission_id = ch.last AND d.call_key = ''
      WHERE r.schedule_id = $1 ORDER BY r.slot DESC, r.created_at DESC LIMIT $2`, [found[0].id, limit]);
   return rows;
 }
@@ -245,7 +272,7 @@ export interface CronStatusView {
 export async function cronStatus(sql: Sql, namespace: string, name: string): Promise<CronStatusView | undefined> {
   const { rows } = await sql.query<Omit<CronStatusView, 'active'> & { id: string }>(
     `SELECT s.id, s.next_run_at AS "nextRunAt", s.last_run_at AS "lastScheduleTime", s.last_status AS "lastStatus", s.run_now_token AS "runNowToken",
-       (SELECT max(COALESCE(r.finished_at, a.finished_at)) FROM cron_runs r LEFT JOIN admissions a ON a.id = r.admission_id
+       (SELECT max(COALESCE(r.finished_at, a.finished_at)) FROM cron_runs r LEFT JOIN ${runChain} ON true LEFT JOIN admissions a ON a.id = ch.last
         WHERE r.schedule_id = s.id AND COALESCE(r.outcome, a.outcome::text) = 'completed') AS "lastSuccessfulTime"
      FROM cron_schedules s WHERE s.namespace = $1 AND s.name = $2`, [namespace, name]);
   const s = rows[0];

@@ -28,6 +28,24 @@ export interface AdmissionStatus extends AdmissionProgress {
 /** The id of the `resume` admission that continues admission column/parameter `a`. */
 const resumeOf = (a: string) => `SELECT r.id FROM admissions r WHERE r.resume_of = ${a} AND r.intent = 'resume' LIMIT 1`;
 
+/** Resumes are followed at most this many hops (a session is suspended after 3 cuts in a row: never reached, only a bound). */
+const MAX_RESUME_HOPS = 8;
+
+/**
+ * The admission at column/parameter `a` and, hop by hop, the `resume` admissions that continue it
+ * after shutdown cuts (each one is the previous one's `continuedBy`): rows (id, hop), hop 0 being
+ * `a`. The highest hop is where the turn goes on or ended — a follower that outlives cuts (the cron
+ * ledger) reads that one, not `a`. A cut and its resume are written in one transaction, so no
+ * reader sees `a` interrupted without the resume that continues it.
+ */
+export const resumeChain = (a: string) => `WITH RECURSIVE chain(id, hop) AS (
+    SELECT ${a}::uuid, 0
+    UNION ALL
+    SELECT n.id, c.hop + 1 FROM chain c JOIN admissions p ON p.id = c.id AND p.outcome = 'interrupted'
+      CROSS JOIN LATERAL (${resumeOf('p.id')}) n
+    WHERE c.hop < ${MAX_RESUME_HOPS})
+  SELECT id, hop FROM chain`;
+
 export async function getAdmissionStatus(sql: Sql, id: string): Promise<AdmissionStatus | undefined> {
   const { rows } = await sql.query<AdmissionStatus>(
     `SELECT a.id, a.state, a.outcome, a.agent_id AS "agentId", a.session_id AS "sessionId", a.platform,

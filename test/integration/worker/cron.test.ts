@@ -3,12 +3,13 @@
 // a due slot fires once, as a fresh session on platform `cron` whose prompt has no project context
 // files and whose tools exclude messaging, and its result reaches the Slack channel through the
 // delivery ledger; concurrency policies Forbid, Allow and Replace; catch-up rules; suspend and
-// resume; history limits; a run whose worker dies settles `interrupted` and is never re-run;
+// resume; history limits; a run whose worker dies settles `interrupted` and is never re-run; a run
+// cut by a worker shutdown goes on in its resume (Forbid waits for it, Replace stops it, its history is the resume's);
 // a scheduler dying mid-tick (and two ticking at once) fire no slot twice and lose none.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  acquireLease, cronHistory, getAdmission, interruptedNotice, markStopped, registerInstance, requestRunNow, startNextTurn,
-  type CompiledAgent,
+  acquireLease, cronHistory, cronStatus, cutTurn, enqueueTurn, getAdmission, interruptedNotice, markStopped, recordModelCall, registerInstance, releaseLease, requestRunNow,
+  startNextTurn, type CompiledAgent, type Lease,
 } from '../../../services/core/index.js';
 import type { SecretData } from '../../../services/agent/index.js';
 import { cronTick, type CronDeps, type TickOptions } from '../../../services/worker/index.js';
@@ -31,7 +32,7 @@ let model: FakeOpenAI;
 let rt: TestRuntime;
 let worker: RunningWorker;
 let deps: CronDeps;
-/** Model calls whose prompt contains "hold" wait for this. */
+/** Model calls whose conversation has a user message containing "hold" wait for this (a resume's too: its last user message is the resume note). */
 let release: () => void = () => undefined;
 let hold: Promise<void> = Promise.resolve();
 
@@ -40,7 +41,8 @@ beforeAll(async () => {
   slack = await startFakeSlack(BOT_TOKEN);
   model = await startFakeOpenAI((b: ChatRequestBody) => {
     const text = lastUser(b);
-    return { text: `done: ${text}`, usage: { prompt_tokens: 11, completion_tokens: 7 }, ...(text.includes('hold') ? { hold } : {}) };
+    const held = b.messages.some((m) => m.role === 'user' && JSON.stringify(m.content).includes('hold'));
+    return { text: `done: ${text}`, usage: { prompt_tokens: 11, completion_tokens: 7 }, ...(held ? { hold } : {}) };
   });
   rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: slack.apiUrl }), 'cron');
   await createTestAgent(rt, model.baseURL, {
@@ -235,6 +237,75 @@ describe('cron failures', () => {
     expect((await history('orphan'))[0]).toMatchObject({ outcome: 'interrupted' });
     const { rows } = await rt.db.pool.query(`SELECT count(*)::int AS n FROM admissions WHERE session_id = $1`, [a.sessionId]);
     expect(rows[0].n).toBe(1);
+  });
+
+  it('a run cut by a worker shutdown goes on in its resume: Forbid skips the next slot, Replace stops the resume, the run ends as the resume did', async () => {
+    const open = holdModel();
+    await cronJob('cut-forbid', { prompt: 'hold cut-forbid', concurrencyPolicy: 'Forbid', deliver: 'slack:C0CUTFORBID' }, plus(100));
+    await cronJob('cut-replace', { prompt: 'hold cut-replace', concurrencyPolicy: 'Replace' }, plus(100));
+    // A worker takes both turns before the test worker can (as the orphan test's ghost), then shuts
+    // down gracefully past its drain deadline: each turn is cut and resumed as settleTurn does it —
+    // cutTurn (terminal/interrupted, a queued `resume` admission), the lease let go, the resume enqueued.
+    const stopping = await registerInstance(rt.db.pool, 'worker');
+    const taken: { name: string; admissionId: string; lease: Lease }[] = [];
+    await tick(plus(100, 1), {
+      afterCommit: async (scheduleId) => {
+        const { rows: [r] } = await rt.db.pool.query<{ name: string; admissionId: string; sessionId: string }>(
+          `SELECT s.name, r.admission_id AS "admissionId", r.session_id AS "sessionId" FROM cron_runs r JOIN cron_schedules s ON s.id = r.schedule_id
+           WHERE r.schedule_id = $1 AND r.state = 'dispatched'`, [scheduleId]);
+        const lease = (await acquireLease(rt.db.pool, r!.sessionId, stopping.id, 300, { instanceTtlSeconds: 3, steady: true }))!;
+        expect((await startNextTurn(rt.db, lease))?.id).toBe(r!.admissionId);
+        taken.push({ name: r!.name, admissionId: r!.admissionId, lease });
+      },
+    });
+    expect(taken.map((t) => t.name).sort()).toEqual(['cut-forbid', 'cut-replace']);
+    const resumes = new Map<string, { cut: string; resume: string }>();
+    for (const t of taken) {
+      // The cut turn's model calls were made: settleTurn records them before it cuts.
+      const adm = (await getAdmission(rt.db.pool, t.admissionId))!;
+      await recordModelCall(rt.db.pool, {
+        agentId: adm.agentId, profileKey: 'default', sessionId: adm.sessionId, userId: adm.userId, admissionId: adm.id, provider: 'openai', model: 'fake',
+        inputTokens: 5, outputTokens: 3, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costUsd: null, costStatus: 'unknown', task: 'turn',
+      });
+      const cut = await cutTurn(rt.db, t.lease, t.admissionId, { reply: 'half an answer' });
+      if (!cut.resumed) throw new Error('the cut did not resume');
+      await releaseLease(rt.db.pool, t.lease);
+      await enqueueTurn(rt.queues, { admissionId: cut.resumeAdmissionId, sessionId: t.lease.sessionId });
+      resumes.set(t.name, { cut: t.admissionId, resume: cut.resumeAdmissionId });
+    }
+    await markStopped(rt.db.pool, stopping.id);
+    const forbid = resumes.get('cut-forbid')!;
+    const replace = resumes.get('cut-replace')!;
+    for (const r of resumes.values()) await started(r.resume); // held by the model
+
+    // The runs go on in their resumes: the status names the resume, history shows it started.
+    expect((await cronStatus(rt.db.pool, 'default', 'cut-forbid'))!.active).toEqual([{ slot: plus(100), admissionId: forbid.resume }]);
+    expect((await runsOf('cut-forbid'))[0]).toMatchObject({ state: 'dispatched', outcome: 'started', admissionId: forbid.cut });
+    await tick(plus(101, 1));
+    expect(await skipsOf('cut-forbid')).toEqual(['10:41 ConcurrencyForbid']);
+    expect((await runsOf('cut-forbid')).length).toBe(1);
+    // Replace acts on the turn that runs, the resume: it is stopped, and the newer slot fires.
+    const [newer, replaced] = await runsOf('cut-replace');
+    expect(newer!.slot).toEqual(plus(101));
+    expect(replaced!.reason).toMatch(/^Replaced: a newer run of the CronJob stopped it/);
+    expect((await ended(replace.resume)).outcome).toBe('interrupted');
+
+    open();
+    const resumed = await ended(forbid.resume);
+    expect(resumed.outcome).toBe('completed');
+    const reply = await deliveredObligation(rt.db.pool, forbid.resume, 'the resume\'s reply delivered');
+    expect(slack.posts().some((p) => p.args.channel === 'C0CUTFORBID')).toBe(true);
+    await tick(plus(101, 30));
+    const run = (await runsOf('cut-forbid')).find((r) => r.slot.getTime() === plus(100).getTime());
+    const cutAdm = (await getAdmission(rt.db.pool, forbid.cut))!;
+    expect(cutAdm.outcome).toBe('interrupted');
+    expect(run).toMatchObject({
+      state: 'finished', outcome: 'completed', admissionId: forbid.cut, obligationId: reply.id, deliveryState: 'delivered',
+      startedAt: cutAdm.startedAt, finishedAt: resumed.finishedAt, inputTokens: 5 + 11, outputTokens: 3 + 7, // every call the run made
+    });
+    const { rows: [s] } = await rt.db.pool.query(`SELECT last_status FROM cron_schedules WHERE name = 'cut-forbid'`);
+    expect(s.last_status).toBe('completed');
+    expect((await runsOf('cut-replace')).find((r) => r.slot.getTime() === plus(100).getTime())).toMatchObject({ state: 'finished', outcome: 'interrupted' });
   });
 
   it('a CronJob that cannot be written does not hold back the others of its chunk', async () => {
