@@ -18,7 +18,7 @@ export const cronJobSpecSchema = z.object({
   agentRef: localObjectRefSchema.describe('The Agent (same namespace) that runs the prompt.'),
   schedule: doc(scheduleSchema, '5-field cron expression ("0 9 * * 1-5") or a macro (@daily, @every 30m).'),
   timeZone: z.string().default('UTC').describe('IANA time zone the schedule is read in (e.g. Europe/Paris).'),
-  prompt: z.string().min(1).describe('What the agent is asked on each run (a fresh session each time).'),
+  prompt: z.string().min(1).refine((p) => !p.includes('\u0000'), 'must not contain NUL (U+0000) characters').describe('What the agent is asked on each run (a fresh session each time).'),
   skills: z.array(z.string()).default([]).describe('Skills loaded into the run, in order.'),
   deliver: z.string().optional().describe('Where results go: local, a platform (home channel) or platform:target[:thread], e.g. slack:#eng.'),
   concurrencyPolicy: z.enum(['Forbid', 'Allow', 'Replace']).default('Forbid').describe('What happens when a run is due while the previous one still runs.'),

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDeliver, parseSchedule, planTick, ScheduleError, storedCronSpecSchema, type PlanInput } from '../../services/core/index.js';
 import { cronSkillRequest, cronTools, cronToolsets } from '../../services/worker/cron/turn.js';
-import { scheduleSchema } from '../../operator/api/cronjob.js';
+import { cronJobSpecSchema, scheduleSchema } from '../../operator/api/cronjob.js';
 
 const fires = (expr: string, tz: string, from: string, n: number): string[] => {
   const s = parseSchedule(expr, tz);
@@ -22,6 +22,14 @@ describe('schedule shapes the CRD takes', () => {
     // The first Monday of the month, the second Friday.
     expect(fires('0 9 * * 1#1', 'UTC', '2026-12-07T10:00:00Z', 2)).toEqual(['2027-01-04T09:00:00.000Z', '2027-02-01T09:00:00.000Z']);
     expect(fires('0 9 * * 5#2', 'Europe/Paris', '2026-12-01T00:00:00Z', 1)).toEqual(['2026-12-11T08:00:00.000Z']);
+  });
+
+  it('names what is wrong: an interval past a year, a NUL in the prompt', () => {
+    expect(() => parseSchedule('@every 99999999999d', 'UTC')).toThrow(new ScheduleError('schedule "@every 99999999999d": the longest interval is 366d (use a 5-field schedule for yearly runs)'));
+    expect(() => parseSchedule('@every 366d', 'UTC')).not.toThrow();
+    const spec = cronJobSpecSchema.safeParse({ agentRef: { name: 'a' }, schedule: '@daily', prompt: 'say\u0000hi' });
+    expect(spec.success).toBe(false);
+    expect(spec.error?.issues[0]).toMatchObject({ path: ['prompt'], message: 'must not contain NUL (U+0000) characters' });
   });
 });
 

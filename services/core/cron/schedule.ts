@@ -80,6 +80,8 @@ export function parseSchedule(schedule: string, timeZone: string): Schedule {
   if (every) {
     const ms = Number(every[1]) * units[every[2]!]!;
     if (ms < 60_000) throw new ScheduleError(`schedule "${schedule}": the shortest interval is 1m (the scheduler ticks every 60 s)`);
+    // Past a year the next run would be past what a timestamp holds well ("@every 99999999999d"): say so, not a Postgres error.
+    if (ms > 366 * 86_400_000) throw new ScheduleError(`schedule "${schedule}": the longest interval is 366d (use a 5-field schedule for yearly runs)`);
     return { next: (from) => new Date(from.getTime() + ms) };
   }
   let expr: CronExpression;

@@ -328,7 +328,11 @@ describe('cron failures', () => {
     // The next leader enqueues the pending slots and fires the rest; two schedulers overlap.
     const [b, c] = await Promise.all([tick(plus(70, 3), { chunk: 2 }), tick(plus(70, 3), { chunk: 2 })]);
     expect(b.fired + c.fired).toBe(names.length - 8);
-    expect(b.enqueued + c.enqueued).toBe(names.length - 4);
+    // Each turn is enqueued at least once; a pending slot may be enqueued by both overlapping
+    // schedulers (one reads its mark before the other clears it): the job id is the admission id,
+    // so the second add is a no-op, and the admissions below are what must be unique.
+    expect(b.enqueued + c.enqueued).toBeGreaterThanOrEqual(names.length - 4);
+    expect(b.enqueued + c.enqueued).toBeLessThanOrEqual(names.length);
     const admissions: string[] = [];
     for (const n of names) {
       const runs = await runsOf(n);
