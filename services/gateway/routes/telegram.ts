@@ -6,8 +6,10 @@
 //       or an X-Telegram-Bot-Api-Secret-Token that does not match (one answer for all, the reason
 //       is logged, so it tells nobody which agents exist);
 //   503 secrets unreadable / Postgres down / getMe unanswered (Telegram retries);
-//   400 malformed JSON or an update we do not know (only for requests with the right token);
-//   200 for everything admitted, deduplicated, refused or ignored.
+//   400 malformed JSON or a body without an integer update_id (only for requests with the right token);
+//   200 for everything admitted, deduplicated, refused or ignored — and for an update of a shape we
+//       refuse (or a text past HERMES_MAX_MESSAGE_CHARS), dropped with a warning as polling drops it:
+//       Telegram re-sends an update it got no 2xx for for a day, and slows the bot's other updates meanwhile.
 // Telegram re-sends an update it got no 2xx for, with the same update_id: the dedupe row
 // (`<bot id>:<update_id>`) makes it a no-op 200.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -30,7 +32,8 @@ async function telegramAgent(ctx: GatewayContext, namespace: string, name: strin
   return agent && settings ? { agent, settings } : undefined;
 }
 
-function parseUpdate(raw: Buffer): telegram.TelegramUpdate {
+/** The update, or why Telegram's update `updateId` is refused (dropped, answered 200); not an update at all → 400. */
+function parseUpdate(raw: Buffer): { update: telegram.TelegramUpdate } | { refused: string; updateId: number } {
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));
@@ -38,12 +41,18 @@ function parseUpdate(raw: Buffer): telegram.TelegramUpdate {
     throw new HermesError('HERMES_BAD_JSON', 'Telegram sends an Update as a JSON object.');
   }
   try {
-    return telegram.parseTelegramUpdate(body);
+    return { update: telegram.parseTelegramUpdate(body) };
   } catch (err) {
     if (!(err instanceof ZodError)) throw err;
     const { detail, issues } = describeIssues(err, 'body');
-    throw new HermesError('HERMES_BAD_REQUEST', detail, { issues });
+    const updateId = (body as { update_id?: unknown } | null)?.update_id;
+    if (!Number.isSafeInteger(updateId)) throw new HermesError('HERMES_BAD_REQUEST', detail, { issues });
+    return { refused: detail, updateId: updateId as number };
   }
+}
+
+function dropped(request: FastifyRequest, agent: string, updateId: number, reason: string): void {
+  request.log.warn({ agent, updateId, reason }, 'Dropped a Telegram update the gateway refuses');
 }
 
 export function registerTelegramRoutes(app: FastifyInstance, ctx: GatewayContext): void {
@@ -65,11 +74,24 @@ export function registerTelegramRoutes(app: FastifyInstance, ctx: GatewayContext
       const verified = telegram.verifyTelegramSecret(secret, request.headers[telegram.TELEGRAM_SECRET_HEADER]);
       if (!verified.ok) throw notVerified(request, namespace, name, verified.reason);
 
-      const update = parseUpdate(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
+      const parsed = parseUpdate(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
+      if ('refused' in parsed) {
+        dropped(request, `${namespace}/${name}`, parsed.updateId, parsed.refused);
+        return reply.code(200).send({ ok: true });
+      }
+      const { update } = parsed;
       const token = await telegramSecret(ctx, request.log, namespace, settings, telegram.TELEGRAM_KEYS.botToken);
       if (!token) throw new HermesError('HERMES_PLATFORM_SECRETS_UNAVAILABLE', `Secret "${settings.credentialsSecret}" has no ${telegram.TELEGRAM_KEYS.botToken}.`);
       const bot = await botIdentity(apiOptions(ctx, settings, token), request.log);
-      const outcome = await admitTelegramUpdate(ctx, agent, settings, update, { bot, trace: injectTraceContext(request.otelContext), log: request.log });
+      let outcome;
+      try {
+        outcome = await admitTelegramUpdate(ctx, agent, settings, update, { bot, trace: injectTraceContext(request.otelContext), log: request.log });
+      } catch (err) {
+        // A refusal of the update itself (a text past HERMES_MAX_MESSAGE_CHARS, a NUL in an id): re-sent, it would be refused again.
+        if (!(err instanceof HermesError && err.status < 500)) throw err;
+        dropped(request, `${namespace}/${name}`, update.update_id, err.message);
+        return reply.code(200).send({ ok: true });
+      }
       if (outcome.outcome === 'ignored') request.log.debug({ agent: `${namespace}/${name}`, reason: outcome.reason }, 'Ignored a Telegram update');
       else request.log.info({ agent: `${namespace}/${name}`, platform: 'telegram', updateId: update.update_id, ...outcome }, 'Admitted Telegram update');
       return reply.code(200).send({ ok: true });
