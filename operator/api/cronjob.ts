@@ -8,7 +8,8 @@ const field = '[0-9A-Za-z*/,?#-]+';
 /** 5-field cron, or a macro (@daily…), or @every <n>s|m|h|d. RE2 syntax, shared by CEL and TypeScript. */
 export const scheduleRegex = `^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every [0-9]+(s|m|h|d)|${field}( +${field}){4})$`;
 
-export const scheduleSchema = withRules(z.string(), [{
+// maxLength bounds the CEL rule's estimated cost (the apiserver refuses a CRD whose rule may cost too much on an unbounded string).
+export const scheduleSchema = withRules(z.string().max(128), [{
   rule: `size(self) > 0 && self.matches('${scheduleRegex}')`,
   message: 'schedule must be a 5-field cron expression (e.g. "0 9 * * 1-5") or a macro (@hourly, @daily, @weekly, @monthly, @yearly, @every 30m)',
   check: (s) => s.length > 0 && new RegExp(scheduleRegex).test(s),
