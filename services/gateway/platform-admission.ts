@@ -3,7 +3,7 @@
 // only after this returns (the admission, or the refusal, is committed); the model is never awaited.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  HermesError, admitAnswered, enqueueDelivery, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
+  admitAnswered, enqueueDelivery, pgId, pgText, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
 } from '../core/index.js';
 import { allowedWithoutPairing, authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
 import { enqueueSoon } from './admission.js';
@@ -74,14 +74,14 @@ export const threadIsOurs = (ctx: GatewayContext, agent: AgentRecord, event: Inb
   hasSessionKey(ctx.deps.db.pool, agent.agentId, platformSessionKey(agent.compiled.agent, event));
 
 /**
- * What Postgres can store of a platform's event: a NUL in an id (no platform sends one) is a 400
- * before anything is read or written; in a display name it is replaced, as in message text.
+ * What Postgres can store of a platform's event, before anything (pairing included) is read or
+ * written: a NUL in an id is a 400; a display name is stored as text is (U+FFFD).
  */
 function storableEvent(event: InboundEvent): InboundEvent {
-  for (const [what, v] of [['user id', event.user.id], ['chat id', event.chat.id], ['event id', event.eventId]] as const) {
-    if (v.includes('\u0000')) throw new HermesError('HERMES_BAD_REQUEST', `The event's ${what} holds a NUL (U+0000) character.`);
-  }
-  return event.user.name?.includes('\u0000') ? { ...event, user: { ...event.user, name: event.user.name.replaceAll('\u0000', '\uFFFD') } } : event;
+  pgId('user id', event.user.id);
+  pgId('chat id', event.chat.id);
+  pgId('event id', event.eventId);
+  return event.user.name === undefined ? event : { ...event, user: { ...event.user, name: pgText(event.user.name) } };
 }
 
 export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, received: InboundEvent, via: Via): Promise<PlatformAdmission> {

@@ -1,6 +1,7 @@
 // What the webhook route and the long-polling connector share for one Telegram update, once it is
 // known to come from Telegram: the bot's identity (getMe, cached), normalise, admit.
 import type { FastifyBaseLogger } from 'fastify';
+import { ZodError } from 'zod';
 import { HermesError, type AgentRecord, type TraceCarrier } from '../core/index.js';
 import { telegram, type PlatformSettings } from '../platforms/index.js';
 import type { GatewayContext } from './context.js';
@@ -34,6 +35,26 @@ export async function admitTelegramUpdate(
   const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;
   if (normalised.event.text.length > maxChars) throw new HermesError('HERMES_BAD_REQUEST', `The message has ${normalised.event.text.length} characters; this gateway takes at most ${maxChars} (HERMES_MAX_MESSAGE_CHARS).`);
   return admitPlatformEvent(ctx, agent, settings, normalised.event, { trace: via.trace, log: via.log });
+}
+
+/**
+ * Parses and admits one update as Telegram sent it (webhook or long polling). An update refused
+ * for what it is — a shape we do not take (zod's ZodError is not an Error), a text past
+ * HERMES_MAX_MESSAGE_CHARS, a NUL in an id — is dropped with a warning (undefined): sent again it
+ * would be refused again, and Telegram sends an unconfirmed update again and again (polling: for
+ * good; webhook: for a day, slowing the bot's others). Anything else (Postgres down, secrets
+ * unreadable) throws, so the update is sent again.
+ */
+export async function admitOrDropUpdate(
+  ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, raw: unknown, via: { bot: telegram.BotIdentity; trace: TraceCarrier; log: FastifyBaseLogger },
+): Promise<UpdateOutcome | undefined> {
+  try {
+    return await admitTelegramUpdate(ctx, agent, settings, telegram.parseTelegramUpdate(raw), via);
+  } catch (err) {
+    if (!(err instanceof HermesError && err.status < 500) && !(err instanceof ZodError)) throw err;
+    via.log.warn({ updateId: (raw as { update_id?: unknown } | null)?.update_id, reason: err.message }, 'Dropped a Telegram update the gateway refuses');
+    return undefined;
+  }
 }
 
 /** Reads one key of the platform's Secret; a read failure is a 503 (logged), a missing key undefined. */

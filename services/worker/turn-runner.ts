@@ -157,7 +157,8 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
     // A turn resumed after a shutdown cut while clarify waited: the wait goes on here first.
     const clarifyDeps = { db: deps.db, queues: deps.queues, log: deps.log, pollMs: deps.config.HERMES_APPROVAL_POLL_MS };
     const ctx = await resumeClarification({ deps: clarifyDeps, lease, adm, agent, signal: AbortSignal.any([fence.signal, control.signal]) }, read);
-    const answersEach = deps.adapters?.get(adm.platform)?.answersEachRequest?.(adm.replyTarget) ?? false;
+    // Asked only of a turn a new message interrupted: no target parse on every turn.
+    const answersEach = () => deps.adapters?.get(adm.platform)?.answersEachRequest?.(adm.replyTarget) ?? false;
     const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ended: ended.signal, ...(child ? { child } : {}) }, ctx), control, answersEach);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;
@@ -179,11 +180,11 @@ export const SUPERSEDED_NOTICE = 'Interrupted by your next message: that one is 
  * marked interrupted. A target that waits for one reply to this very request (`answersEach`: a
  * Discord `/ask`, a webhook request) would wait for ever on silence: it gets a short notice.
  */
-function busyInterrupted(result: TurnResult, control: TurnControl, answersEach: boolean): TurnResult {
+function busyInterrupted(result: TurnResult, control: TurnControl, answersEach: () => boolean): TurnResult {
   const reason: unknown = control.signal.reason;
   const byMessage = control.signal.aborted && reason instanceof Error && reason.message === stopReason(busyInterruptText);
   if (!byMessage || result.outcome !== 'interrupted' || result.partial) return result;
-  return { ...result, reply: answersEach ? SUPERSEDED_NOTICE : SILENT_REPLY };
+  return { ...result, reply: answersEach() ? SUPERSEDED_NOTICE : SILENT_REPLY };
 }
 
 interface LoopSetup {

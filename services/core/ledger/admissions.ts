@@ -5,10 +5,9 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Sql } from '../db.js';
 import { holdsLease, type Lease } from './leases.js';
 import { ownerDead, type DeathRule } from './instances.js';
-import { pgJson, pgText } from './pg-text.js';
+import { pgId, pgJson, pgText } from './pg-text.js';
 import { initialDelivery } from './deliveries.js';
 import { commandWord } from '../commands.js';
-import { HermesError } from '../errors.js';
 
 export type AdmissionState = 'queued' | 'started' | 'unknown' | 'terminal';
 export type AdmissionOutcome = 'completed' | 'failed' | 'interrupted' | 'discarded';
@@ -90,23 +89,14 @@ export async function admit(db: Db, input: AdmitInput): Promise<Admitted> {
   return admitIn(db.pool, input);
 }
 
-/**
- * An identity part (session key, user id, dedupe id) Postgres cannot store: a NUL. Refused, not
- * replaced — two ids that differ only there must not become one person. No platform sends one.
- */
-function storableId(what: string, v: string): string {
-  if (v.includes('\u0000')) throw new HermesError('HERMES_BAD_REQUEST', `The ${what} holds a NUL (U+0000) character.`);
-  return v;
-}
-
 /** {@link admit} on a given connection (inside a caller's transaction). */
 export async function admitIn(sql: Sql, input: AdmitInput): Promise<Admitted> {
   const { rows } = await sql.query<{ o_admission: string; o_session: string; o_user: string; o_duplicate: boolean; o_clarify_waiting: boolean | null }>({
     name: 'hermes_admit', // prepared once per connection: no parse and plan per turn
     text: `SELECT o_admission, o_session, o_user, o_duplicate, o_clarify_waiting FROM hermes_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    values: [randomUUID(), input.agentId, input.platform, storableId('conversation', input.sessionKey), storableId('user id', input.user.platformUserId),
+    values: [randomUUID(), input.agentId, input.platform, pgId('conversation', input.sessionKey), pgId('user id', input.user.platformUserId),
       input.user.displayName == null ? null : pgText(input.user.displayName),
-      input.eventId == null ? null : storableId('event id', input.eventId), input.intent ?? 'queue', pgText(input.content), pgJson(input.callerHistory), pgJson(input.replyTarget), pgJson(input.traceContext)],
+      input.eventId == null ? null : pgId('event id', input.eventId), input.intent ?? 'queue', pgText(input.content), pgJson(input.callerHistory), pgJson(input.replyTarget), pgJson(input.traceContext)],
   });
   const r = rows[0]!;
   return { admissionId: r.o_admission, sessionId: r.o_session, userId: r.o_user, duplicate: r.o_duplicate, ...(r.o_clarify_waiting !== null ? { clarifyWaiting: r.o_clarify_waiting } : {}) };

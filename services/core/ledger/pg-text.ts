@@ -4,12 +4,24 @@
 // so the answer is kept (with a visible replacement) instead of failing the transaction that
 // ends the turn. Request input never gets here with NUL: the gateway refuses it with a 400.
 
+import { HermesError } from '../errors.js';
+
 declare global {
   // ES2024, available in Node 20; the project's lib is ES2023.
   interface String {
     isWellFormed(): boolean;
     toWellFormed(): string;
   }
+}
+
+/**
+ * An identity (session key, user or chat id, dedupe id) Postgres cannot store: a NUL. Refused
+ * with a 400, not replaced as text is — two ids that differ only there must not become one
+ * person. No platform sends one.
+ */
+export function pgId(what: string, id: string): string {
+  if (id.includes('\u0000')) throw new HermesError('HERMES_BAD_REQUEST', `The ${what} holds a NUL (U+0000) character.`);
+  return id;
 }
 
 /** `s` with NUL and unpaired surrogates replaced by U+FFFD. */

@@ -17,11 +17,10 @@
 // retry_after.
 import type { FastifyBaseLogger } from 'fastify';
 import { GrammyError } from 'grammy';
-import { ZodError } from 'zod';
-import { HermesError, pause, type AgentRecord } from '../../core/index.js';
+import { pause, type AgentRecord } from '../../core/index.js';
 import { telegram, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
-import { admitTelegramUpdate, apiOptions, botIdentities, telegramSecret } from '../telegram-updates.js';
+import { admitOrDropUpdate, apiOptions, botIdentities, telegramSecret } from '../telegram-updates.js';
 import type { Connector } from './supervisor.js';
 
 /** getUpdates' long-poll timeout (Telegram holds the call this long when nothing is pending). */
@@ -41,16 +40,9 @@ const describe = (err: unknown) => (err instanceof GrammyError ? `${err.error_co
 async function admitBatch(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, batch: telegram.TelegramUpdate[], via: { bot: telegram.BotIdentity; log: FastifyBaseLogger }): Promise<number | undefined> {
   let next: number | undefined;
   for (const raw of batch) {
-    try {
-      const update = telegram.parseTelegramUpdate(raw);
-      const outcome = await admitTelegramUpdate(ctx, agent, settings, update, { bot: via.bot, trace: {}, log: via.log });
-      via.log.debug({ updateId: update.update_id, ...outcome }, 'Telegram update (polling)');
-    } catch (err) {
-      // Postgres down, secrets unreadable: stop here, keep the offset; the update is fetched again.
-      // A shape we refuse (zod's ZodError is not an Error) is dropped: fetched again, it would stop the bot for good.
-      if (!(err instanceof HermesError && err.status < 500) && !(err instanceof ZodError)) throw err;
-      via.log.warn({ updateId: raw.update_id, reason: err.message }, 'Dropped a Telegram update the gateway refuses');
-    }
+    // Postgres down, secrets unreadable: this throws, the offset stays, the update is fetched again.
+    const outcome = await admitOrDropUpdate(ctx, agent, settings, raw, { bot: via.bot, trace: {}, log: via.log });
+    if (outcome) via.log.debug({ updateId: raw.update_id, ...outcome }, 'Telegram update (polling)');
     // An update_id that is not a count cannot move the offset (only a broken Bot API sends one).
     if (Number.isSafeInteger(raw.update_id)) next = Math.max(next ?? 0, raw.update_id + 1);
   }

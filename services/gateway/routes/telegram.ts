@@ -13,12 +13,10 @@
 // Telegram re-sends an update it got no 2xx for, with the same update_id: the dedupe row
 // (`<bot id>:<update_id>`) makes it a no-op 200.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ZodError } from 'zod';
 import { HermesError, injectTraceContext, type AgentRecord } from '../../core/index.js';
 import { platformOf, telegram, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
-import { describeIssues } from '../errors.js';
-import { admitTelegramUpdate, apiOptions, botIdentity, telegramSecret } from '../telegram-updates.js';
+import { admitOrDropUpdate, apiOptions, botIdentity, telegramSecret } from '../telegram-updates.js';
 import { agentParams, parseInput } from '../validation.js';
 
 function notVerified(request: FastifyRequest, namespace: string, name: string, reason: string): HermesError {
@@ -32,27 +30,17 @@ async function telegramAgent(ctx: GatewayContext, namespace: string, name: strin
   return agent && settings ? { agent, settings } : undefined;
 }
 
-/** The update, or why Telegram's update `updateId` is refused (dropped, answered 200); not an update at all → 400. */
-function parseUpdate(raw: Buffer): { update: telegram.TelegramUpdate } | { refused: string; updateId: number } {
+/** The body as Telegram sends an Update: JSON with an integer update_id, else a 400 (nothing to drop or confirm). */
+function updateBody(raw: Buffer): { update_id: number } {
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));
   } catch {
     throw new HermesError('HERMES_BAD_JSON', 'Telegram sends an Update as a JSON object.');
   }
-  try {
-    return { update: telegram.parseTelegramUpdate(body) };
-  } catch (err) {
-    if (!(err instanceof ZodError)) throw err;
-    const { detail, issues } = describeIssues(err, 'body');
-    const updateId = (body as { update_id?: unknown } | null)?.update_id;
-    if (!Number.isSafeInteger(updateId)) throw new HermesError('HERMES_BAD_REQUEST', detail, { issues });
-    return { refused: detail, updateId: updateId as number };
-  }
-}
-
-function dropped(request: FastifyRequest, agent: string, updateId: number, reason: string): void {
-  request.log.warn({ agent, updateId, reason }, 'Dropped a Telegram update the gateway refuses');
+  const id = (body as { update_id?: unknown } | null)?.update_id;
+  if (!Number.isSafeInteger(id)) throw new HermesError('HERMES_BAD_REQUEST', 'body.update_id: Telegram sends an Update with an integer update_id.');
+  return body as { update_id: number };
 }
 
 export function registerTelegramRoutes(app: FastifyInstance, ctx: GatewayContext): void {
@@ -74,26 +62,15 @@ export function registerTelegramRoutes(app: FastifyInstance, ctx: GatewayContext
       const verified = telegram.verifyTelegramSecret(secret, request.headers[telegram.TELEGRAM_SECRET_HEADER]);
       if (!verified.ok) throw notVerified(request, namespace, name, verified.reason);
 
-      const parsed = parseUpdate(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
-      if ('refused' in parsed) {
-        dropped(request, `${namespace}/${name}`, parsed.updateId, parsed.refused);
-        return reply.code(200).send({ ok: true });
-      }
-      const { update } = parsed;
+      const body = updateBody(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
       const token = await telegramSecret(ctx, request.log, namespace, settings, telegram.TELEGRAM_KEYS.botToken);
       if (!token) throw new HermesError('HERMES_PLATFORM_SECRETS_UNAVAILABLE', `Secret "${settings.credentialsSecret}" has no ${telegram.TELEGRAM_KEYS.botToken}.`);
       const bot = await botIdentity(apiOptions(ctx, settings, token), request.log);
-      let outcome;
-      try {
-        outcome = await admitTelegramUpdate(ctx, agent, settings, update, { bot, trace: injectTraceContext(request.otelContext), log: request.log });
-      } catch (err) {
-        // A refusal of the update itself (a text past HERMES_MAX_MESSAGE_CHARS, a NUL in an id): re-sent, it would be refused again.
-        if (!(err instanceof HermesError && err.status < 500)) throw err;
-        dropped(request, `${namespace}/${name}`, update.update_id, err.message);
-        return reply.code(200).send({ ok: true });
-      }
+      const outcome = await admitOrDropUpdate(ctx, agent, settings, body, { bot, trace: injectTraceContext(request.otelContext), log: request.log });
+      // Dropped (logged): confirmed all the same, as polling confirms it.
+      if (!outcome) return reply.code(200).send({ ok: true });
       if (outcome.outcome === 'ignored') request.log.debug({ agent: `${namespace}/${name}`, reason: outcome.reason }, 'Ignored a Telegram update');
-      else request.log.info({ agent: `${namespace}/${name}`, platform: 'telegram', updateId: update.update_id, ...outcome }, 'Admitted Telegram update');
+      else request.log.info({ agent: `${namespace}/${name}`, platform: 'telegram', updateId: body.update_id, ...outcome }, 'Admitted Telegram update');
       return reply.code(200).send({ ok: true });
     });
   });

@@ -51,8 +51,8 @@ function folder(name: string, docs: string[]): string {
   return path;
 }
 
-/** Runs `hermes dev -m folder` until `use` settles; returns what it printed. */
-async function devRun(manifests: string, use: (url: string) => Promise<void>): Promise<string> {
+/** `hermes dev -m manifests` on this test's database: the process, what it printed so far, and its exit. */
+async function spawnDev(manifests: string) {
   const port = await freePort();
   const dev = spawn(process.execPath, [join(repoRoot, 'bin/hermes.js'), 'dev', '-m', manifests, '-p', String(port)], {
     cwd: dir,
@@ -62,18 +62,24 @@ async function devRun(manifests: string, use: (url: string) => Promise<void>): P
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  let stderr = '';
-  dev.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  const out = { stderr: '' };
+  dev.stderr.on('data', (chunk: Buffer) => { out.stderr += chunk.toString(); });
   const exited = new Promise<number | null>((resolve) => dev.once('exit', resolve));
+  return { dev, out, exited, url: `http://127.0.0.1:${port}` };
+}
+
+/** Runs `hermes dev -m folder` until `use` settles; returns what it printed. */
+async function devRun(manifests: string, use: (url: string) => Promise<void>): Promise<string> {
+  const { dev, out, exited, url } = await spawnDev(manifests);
   try {
-    await eventually(() => stderr.includes('Press Ctrl-C to stop.') || dev.exitCode !== null, `hermes dev to start (stderr so far: ${stderr.slice(-2_000)})`, 60_000, 100);
-    expect(dev.exitCode, stderr).toBeNull();
-    await use(`http://127.0.0.1:${port}`);
+    await eventually(() => out.stderr.includes('Press Ctrl-C to stop.') || dev.exitCode !== null, `hermes dev to start (stderr so far: ${out.stderr.slice(-2_000)})`, 60_000, 100);
+    expect(dev.exitCode, out.stderr).toBeNull();
+    await use(url);
   } finally {
     dev.kill('SIGTERM');
     await exited;
   }
-  return stderr;
+  return out.stderr;
 }
 
 const models = async (url: string) => {
@@ -141,16 +147,10 @@ describe('hermes dev on a database an earlier run used with another folder', () 
     // What an earlier hermes dev run published: a run with a good folder would turn it off.
     await publishRevision(db, testAgent(model.baseURL, { agent: { namespace: 'default', name: 'epsilon' } }), 'hermes-dev');
     const failing = async (manifests: string) => {
-      const dev = spawn(process.execPath, [join(repoRoot, 'bin/hermes.js'), 'dev', '-m', manifests, '-p', String(await freePort())], {
-        cwd: dir,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: database.url, REDIS_URL: serverUrls().redisUrl, OPENAI_BASE_URL: model.baseURL, HERMES_DEV_API_KEY: KEY, HERMES_LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      let stderr = '';
-      dev.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-      const code = await new Promise<number | null>((resolve) => dev.once('exit', resolve));
-      expect(stderr).not.toMatch(/^\s+at /m);
-      return { code, stderr };
+      const { out, exited } = await spawnDev(manifests);
+      const code = await exited;
+      expect(out.stderr).not.toMatch(/^\s+at /m);
+      return { code, stderr: out.stderr };
     };
     expect(await failing(folder('no-profile', [agent('delta')]))).toMatchObject({ code: 2, stderr: expect.stringContaining('Profile "default" not found') });
     const twice = folder('twice', [profile, agent('delta'), agent('delta')]);

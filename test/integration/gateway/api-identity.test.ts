@@ -203,11 +203,22 @@ describe('what a client may send', () => {
     expect(await events(missingId, OWNER)).toEqual(theirs);
   });
 
-  it('a run\'s status events name only run statuses', async () => {
-    const started = await json<{ run_id: string }>(api('/v1/runs', { body: { model: 'default/demo', input: 'status events' } }));
+  it('a run\'s status events name only run statuses, and its end is the run.<status> event', async () => {
+    // Held until the stream is open, so the follower sees it running, then ending.
+    const release = gate('held status events');
+    const started = await json<{ run_id: string }>(api('/v1/runs', { body: { model: 'default/demo', input: 'held status events' } }));
+    await eventually(async () => (await runStatus(started.run_id)).status === 'running', 'the run to start');
     const res = await api(`/v1/runs/${started.run_id}/events`);
-    const statuses: string[] = [];
-    for await (const { event, data } of sseFrames(res.body!)) if (event === 'run.status' && data) statuses.push((JSON.parse(data) as { status: string }).status);
-    for (const s of statuses) expect(['queued', 'running']).toContain(s);
+    const events: { event: string; status?: string }[] = [];
+    const read = (async () => {
+      for await (const { event, data } of sseFrames(res.body!)) {
+        if (event && data) events.push({ event, status: (JSON.parse(data) as { status?: string }).status });
+      }
+    })();
+    await eventually(() => events.some((e) => e.event === 'run.status'), 'the running status');
+    release();
+    await read;
+    expect(events.filter((e) => e.event === 'run.status').map((e) => e.status)).toEqual(['running']);
+    expect(events.at(-1)?.event).toBe('run.completed');
   });
 });
