@@ -81,9 +81,21 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
 
 /** A reply without the model: control commands, /usage, approval and clarify answers, learning and curator commands. */
 async function controlledReply(deps: TurnDeps, adm: Admission, agent: CompiledAgent): Promise<TurnResult | undefined> {
-  return (await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? (await clarifyAnswerReply(deps.db, adm))
+  // A steer the model saw and a clarify answer end silently (the running turn answers them).
+  const passed = (r: TurnResult | undefined) => (r && isSilentReply(r.reply) && answersEachRequest(deps, adm) ? { ...r, reply: PASSED_NOTICE } : r);
+  return passed(await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? passed(await clarifyAnswerReply(deps.db, adm))
     ?? (await learningReply(deps.db, adm, agent)) ?? (await curatorReply(deps.db, adm, agent));
 }
+
+/**
+ * What a message the running turn took (a steer the model saw, a clarify answer) gets instead of
+ * silence when its target waits for one reply to this very request: the running turn's reply goes
+ * to that turn's own target, so a Discord `/ask` would "think" for ever and a webhook caller get nothing.
+ */
+export const PASSED_NOTICE = 'Passed to the turn that was running: its reply answers this message too.';
+
+/** Whether the admission's target waits for its own reply (a Discord `/ask`, a webhook request): silence would leave it waiting. */
+const answersEachRequest = (deps: TurnDeps, adm: Admission): boolean => deps.adapters?.get(adm.platform)?.answersEachRequest?.(adm.replyTarget) ?? false;
 
 /** Runs a step of the turn again after a lost Postgres connection, for as long as the turn's lease holds. */
 type Durable = <T>(step: () => Promise<T>) => Promise<T>;
@@ -158,7 +170,7 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
     const clarifyDeps = { db: deps.db, queues: deps.queues, log: deps.log, pollMs: deps.config.HERMES_APPROVAL_POLL_MS };
     const ctx = await resumeClarification({ deps: clarifyDeps, lease, adm, agent, signal: AbortSignal.any([fence.signal, control.signal]) }, read);
     // Asked only of a turn a new message interrupted: no target parse on every turn.
-    const answersEach = () => deps.adapters?.get(adm.platform)?.answersEachRequest?.(adm.replyTarget) ?? false;
+    const answersEach = () => answersEachRequest(deps, adm);
     const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ended: ended.signal, ...(child ? { child } : {}) }, ctx), control, answersEach);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;

@@ -3,9 +3,10 @@
 // callback receiver or stored and read with a signed GET; and the restricted toolset the model is
 // offered in webhook turns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { CompiledAgent } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
-import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
+import { builtinRegistry, defineTool, staticSecrets, type SecretData } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { lastUser, startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai.js';
 import { startWebhookReceiver, webhookSignedHeaders, type WebhookReceiver } from '../../support/fake-webhook.js';
@@ -28,6 +29,14 @@ let gw: RunningGateway;
 let demoId: string;
 let releaseHeld!: () => void;
 const heldUntilEnd = new Promise<void>((r) => { releaseHeld = r; });
+// A tool that runs until the test lets it go: a message arriving meanwhile steers the turn.
+let toolStarted!: () => void;
+const toolRunning = new Promise<void>((r) => { toolStarted = r; });
+let releaseTool: () => void = () => undefined;
+const gate = defineTool({
+  name: 'wait_for_go', description: 'Waits.', toolset: 'test', sideEffect: 'writes', schema: z.object({}).strict(),
+  handler: () => new Promise<string>((resolve) => { releaseTool = () => resolve('went'); toolStarted(); }),
+});
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -35,6 +44,8 @@ beforeAll(async () => {
     const q = lastUser(body);
     // "hold …" stalls until the test ends (or the turn is interrupted: the request is cut).
     if (q.startsWith('hold ') && body.messages.at(-1)?.role === 'user') return { hold: heldUntilEnd, text: `done: ${q}` };
+    if (q === 'use the tool' && body.messages.at(-1)?.role === 'user') return { toolCalls: [{ id: 'w1', name: 'wait_for_go', arguments: '{}' }] };
+    if (body.messages.at(-1)?.role !== 'user' || q === 'make it blue') return { text: `saw: ${body.messages.filter((m) => m.role === 'user').map((m) => m.content).join(' | ')}` };
     return { text: `answer to: ${q}` };
   });
   receiver = await startWebhookReceiver(SECRET);
@@ -43,12 +54,14 @@ beforeAll(async () => {
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'stored' }, toolsets: TOOLSETS, platforms: [platform({ allowlist: ['ci'] })] });
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'wide' }, toolsets: TOOLSETS, platforms: [platform({ toolsets: ['clock', 'todo'] })] });
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'interrupted' }, busyPolicy: 'interrupt', toolsets: TOOLSETS, platforms: [platform({ callbackUrl: receiver.url })] });
-  worker = await startTestWorker(rt, { secrets: [webhookSecret] });
+  await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'steered' }, busyPolicy: 'steer', toolsets: ['test'], platforms: [platform({ callbackUrl: receiver.url, toolsets: ['test'] })] });
+  worker = await startTestWorker(rt, { secrets: [webhookSecret], loop: { tools: builtinRegistry().register(gate) } });
   gw = await startGateway({ ...rt, secrets: staticSecrets([testModelSecret, webhookSecret]) });
 });
 
 afterAll(async () => {
   releaseHeld?.();
+  releaseTool();
   await gw?.close();
   await worker?.close();
   await rt?.close();
@@ -179,6 +192,23 @@ describe('signed webhook conversations', () => {
     const answer = await callbackWith('answer to: this one instead');
     expect(answer.body.admission_id).toBe(next.admissionId);
     expect(receiver.calls.filter((c) => c.body.admission_id === first.admissionId)).toHaveLength(1);
+  });
+
+  it('answers a request the running turn took as a steer (busy policy steer) with a notice; the running turn\'s reply answers both', async () => {
+    const first = await accepted(await signedPost({ text: 'use the tool', user: 'ci', conversation: 'steer-1' }, {}, 'steered'));
+    await toolRunning;
+    const steer = await accepted(await signedPost({ text: 'make it blue', user: 'ci', conversation: 'steer-1' }, {}, 'steered'));
+    await eventually(async () => {
+      const { rows } = await rt.db.pool.query(`SELECT 1 FROM session_signals WHERE admission_id = $1 AND consumed_by = $2`, [steer.admissionId, first.admissionId]);
+      return rows.length ? true : undefined;
+    }, 'the steer taken by the running turn');
+    releaseTool();
+    const answer = await callbackWith('saw: use the tool | make it blue');
+    expect(answer.body.admission_id).toBe(first.admissionId);
+    const notice = await eventually(() => receiver.calls.find((c) => c.body.admission_id === steer.admissionId && c.status === 204), 'the steer request\'s callback');
+    expect(notice.body.text).toBe('Passed to the turn that was running: its reply answers this message too.');
+    expect(notice.signed).toBe(true);
+    expect(model.requests.filter((r) => lastUser(r.body) === 'make it blue')).toHaveLength(1); // the running turn's call, no turn of its own
   });
 
   it('honours a callback 429 with Retry-After without spending an attempt', async () => {
