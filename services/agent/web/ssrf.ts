@@ -44,6 +44,8 @@ function parseCidrs(list: readonly string[]): Cidr[] {
   });
 }
 
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
 /** Why `address` may not be reached, or undefined when it may. */
 export function addressRefusal(address: string, allow: readonly Cidr[]): string | undefined {
   let ip: ipaddr.IPv4 | ipaddr.IPv6;
@@ -54,7 +56,11 @@ export function addressRefusal(address: string, allow: readonly Cidr[]): string 
   }
   if (allow.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits))) return undefined;
   const range = ip.range();
-  return range === 'unicast' ? undefined : `${address} is a ${range} address (only public addresses are reachable)`;
+  if (range !== 'unicast') return `${address} is a ${range} address (only public addresses are reachable)`;
+  // ipaddr.js calls every IPv6 address outside its special ranges `unicast`, IPv4-compatible
+  // `::127.0.0.1` included; the global unicast space is 2000::/3 and nothing else.
+  if (ip.kind() === 'ipv6' && !ip.match(GLOBAL_UNICAST_V6)) return `${address} is not a global unicast IPv6 address (only public addresses are reachable)`;
+  return undefined;
 }
 
 export interface UrlGuard {

@@ -66,7 +66,9 @@ describe('SSRF guard: addresses', () => {
     expect(addressRefusal('93.184.216.34', none)).toBeUndefined();
     expect(addressRefusal('2606:4700::1111', none)).toBeUndefined();
     for (const a of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '255.255.255.255', '224.0.0.1',
-      '::1', '::', 'fe80::1', 'fd00::1', 'fc00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2002:a00:1::1', 'ff02::1']) {
+      '::1', '::', 'fe80::1', 'fd00::1', 'fc00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2002:a00:1::1', 'ff02::1',
+      // IPv4-compatible (deprecated ::/96) and other space outside 2000::/3: web_extract tried to connect to [::127.0.0.1]
+      '::127.0.0.1', '::a00:1', '1::1', '4000::1']) {
       expect(addressRefusal(a, none), a).toMatch(/only public addresses/);
     }
     expect(addressRefusal('not-an-ip', none)).toMatch(/not an IP address/);
