@@ -8,7 +8,7 @@ import { posix } from 'node:path';
 import { z } from 'zod';
 import { WORKSPACE_PATH, type ExecResult } from '../../sandbox/index.js';
 import { defineTool, type ToolContext } from './registry.js';
-import { relative } from './file-ops.js';
+import { runFileOp } from './file-ops.js';
 import { helperFailure, sandboxOf, toolError } from './sandbox-result.js';
 import { shq } from './shell-quote.js';
 import { protectedReason, resolveWorkspacePath } from './workspace-paths.js';
@@ -37,7 +37,8 @@ type Args = z.infer<typeof schema>;
 const page = (offset: number, limit: number) => `sed -n '${offset + 1},${offset + limit}p;$='`;
 const abs = (p: string) => posix.join(WORKSPACE_PATH, p);
 
-function grepCommand(args: Args, rel: string, offset: number, limit: number): string {
+/** `dir` is the script's own, already quoted: `"$f"`, the place runFileOp resolved. */
+function grepCommand(args: Args, dir: string, offset: number, limit: number): string {
   const mode = args.output_mode ?? 'content';
   // -D skip: a FIFO or device in the workspace must not hang the search.
   const flags = `-D skip ${mode === 'files_only' ? '-rlIE' : mode === 'count' ? '-rcIE' : `-rnIE${args.context ? ` -C ${args.context}` : ''}`}`;
@@ -47,14 +48,14 @@ function grepCommand(args: Args, rel: string, offset: number, limit: number): st
   const check = `grep -E -e ${pat} </dev/null >/dev/null 2>&1; [ $? -ne 2 ] || { grep -E -e ${pat} </dev/null 2>&1; exit ${BAD_REGEX}; }`;
   const tail = mode === 'count' ? `cut -b 1-${MAX_MATCH_CHARS * 2}` : `${page(offset, limit)} | cut -b 1-${MAX_MATCH_CHARS * 4}`;
   const nul = mode === 'files_only' ? '' : ' --null';
-  return `${check}\ngrep -H ${flags}${nul} ${excludes} -e ${pat} -- ${shq(`./${rel}`)} 2>/dev/null | ${tail}`;
+  return `${check}\ngrep -H ${flags}${nul} ${excludes} -e ${pat} -- ${dir} 2>/dev/null | ${tail}`;
 }
 
-function findCommand(args: Args, rel: string, offset: number, limit: number): string {
+function findCommand(args: Args, dir: string, offset: number, limit: number): string {
   const prune = SKIP_DIRS.map((d) => `-name ${shq(d)}`).join(' -o ');
   const test = args.pattern.includes('/') ? `-path ${shq(args.pattern.startsWith('./') || args.pattern.startsWith('*') ? args.pattern : `*/${args.pattern}`, 'pattern')}` : `-name ${shq(args.pattern, 'pattern')}`;
   const skip = SKIP_FILES.map((f) => `! -name ${shq(f)}`).join(' ');
-  return `find ${shq(`./${rel}`)} \\( ${prune} \\) -prune -o -type f ${test} ${skip} -print 2>/dev/null | LC_ALL=C sort | ${page(offset, limit)}`;
+  return `find ${dir} \\( ${prune} \\) -prune -o -type f ${test} ${skip} -print 2>/dev/null | LC_ALL=C sort | ${page(offset, limit)}`;
 }
 
 /** Splits a paged output into its lines and the total sed printed last. */
@@ -104,9 +105,9 @@ function searchFailure(r: ExecResult, pattern: string): string | undefined {
 }
 
 /** The script, or why the arguments cannot be put on a command line (NUL). */
-function buildCommand(args: Args, files: boolean, rel: string, offset: number, limit: number): { ok: true; command: string } | { ok: false; error: string } {
+function buildCommand(args: Args, files: boolean, dir: string, offset: number, limit: number): { ok: true; command: string } | { ok: false; error: string } {
   try {
-    return { ok: true, command: files ? findCommand(args, rel, offset, limit) : grepCommand(args, rel, offset, limit) };
+    return { ok: true, command: files ? findCommand(args, dir, offset, limit) : grepCommand(args, dir, offset, limit) };
   } catch (err) {
     return { ok: false, error: (err as Error).message };
   }
@@ -121,9 +122,13 @@ async function search(args: Args, ctx: ToolContext): Promise<string> {
   // Clamped as Hermes does (normalize_search_pagination) rather than refused.
   const offset = Math.max(0, args.offset ?? 0);
   const limit = Math.max(1, Math.min(args.limit ?? 50, MAX_LIMIT));
-  const command = buildCommand(args, files, relative(where.path), offset, limit);
+  const command = buildCommand(args, files, '"$f"', offset, limit);
   if (!command.ok) return toolError(command.error);
-  const r = await box.sandbox.run({ command: command.command, cwd: WORKSPACE_PATH, maxOutputChars: MAX_OUTPUT }, ctx.signal);
+  // Through runFileOp like the other file tools: a path that goes through a symbolic link is
+  // searched only where the link leads inside /workspace (and not onto a credential).
+  const op = await runFileOp({ sandbox: box.sandbox, signal: ctx.signal, path: where.path, what: 'search_files', body: command.command, maxOutputChars: MAX_OUTPUT });
+  if (!op.ok) return op.error;
+  const r = op.result;
   const failed = searchFailure(r, args.pattern);
   if (failed) return failed;
   const out: Record<string, unknown> = files ? shapeFiles(r.output) : shapeContent(args, r.output, offset);

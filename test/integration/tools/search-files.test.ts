@@ -1,5 +1,7 @@
 // search_files through a real sandbox: content search (lines, files, counts, context, globs),
 // file-name search, paging, and what is never searched (credentials, .git, node_modules).
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { searchFilesTool } from '../../../services/agent/index.js';
@@ -86,5 +88,27 @@ describe('search_files', () => {
     expect((await callJson(searchFilesTool, { pattern: 'root', path: '/etc' }, ctx())).error).toMatch(/outside/);
     expect((await callJson(searchFilesTool, { pattern: 'x', path: '~/.ssh' }, ctx())).error).toMatch(/write-protected/);
     expect((await callJson(searchFilesTool, { pattern: 'x' }, toolContext())).error).toMatch(/No sandbox/);
+  });
+
+  // Through the message API, `ln -s / root` then search_files {path: "root/etc"} listed the
+  // sandbox's /etc/passwd: the path was checked lexically only, and grep/find follow a link in it.
+  it('refuses a path through a symbolic link out of /workspace or onto a credential, follows one inside', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'hermes-outside-'));
+    try {
+      await writeFile(join(outside, 'secret.txt'), 'needle outside\n');
+      await box.symlink(outside, 'out');
+      await box.symlink('.ssh', 'keys');
+      await box.symlink('src', 'code');
+      for (const args of [{ pattern: 'needle', path: 'out' }, { pattern: '*', target: 'files', path: 'out' }, { pattern: 'needle', path: 'out/secret.txt', output_mode: 'count' }]) {
+        const r = await callJson(searchFilesTool, args, ctx());
+        expect(r.error, JSON.stringify(args)).toMatch(/symbolic link that leads outside \/workspace/);
+        expect(JSON.stringify(r)).not.toContain('needle outside');
+      }
+      expect((await callJson(searchFilesTool, { pattern: 'needle', path: 'keys' }, ctx())).error).toMatch(/write-protected.*symbolic link/);
+      const inside = await callJson(searchFilesTool, { pattern: 'needle', path: 'code', output_mode: 'files_only' }, ctx());
+      expect((inside.files as string[]).sort()).toEqual(['/workspace/src/a.ts', '/workspace/src/b.py', '/workspace/src/dir with space/c.ts']);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
   });
 });
