@@ -19,12 +19,25 @@ const schema = z.object({
   code: z.string().min(1).max(MAX_CODE_CHARS).describe('Python 3 source to run. `from hermes_tools import web_search, read_file, …` calls tools (each returns a dict, or text); print() what you want back'),
 }).strict();
 
-/** At most `max` bytes of `text` (UTF-8), cut at a character boundary, with a marker. */
+const utf8 = new TextDecoder('utf-8');
+/** Is `b` a UTF-8 continuation byte (10xxxxxx)? A cut there would split a character. */
+const continuation = (b: number | undefined) => b !== undefined && (b & 0xc0) === 0x80;
+
+/**
+ * At most `max` bytes of `text` (UTF-8), marker included: when longer, the first 40 % and the last
+ * 60 % are kept, cut at character boundaries, with a marker between — the end of the output (the
+ * result, a traceback) is what a script's caller most needs.
+ */
 export function capBytes(text: string, max: number): { text: string; cut: boolean } {
   const bytes = Buffer.from(text, 'utf8');
   if (bytes.length <= max) return { text, cut: false };
-  const kept = new TextDecoder('utf-8').decode(bytes.subarray(0, max)).replace(/\uFFFD$/, '');
-  return { text: `${kept}\n[… output cut at ${max} bytes …]`, cut: true };
+  const marker = `\n[… output cut to ${max} bytes: the middle is left out …]\n`;
+  const room = Math.max(0, max - Buffer.byteLength(marker, 'utf8'));
+  let headEnd = Math.floor(room * 0.4);
+  while (headEnd > 0 && continuation(bytes[headEnd])) headEnd--;
+  let tailStart = bytes.length - (room - Math.floor(room * 0.4));
+  while (tailStart < bytes.length && continuation(bytes[tailStart])) tailStart++;
+  return { text: `${utf8.decode(bytes.subarray(0, headEnd))}${marker}${utf8.decode(bytes.subarray(tailStart))}`, cut: true };
 }
 
 const statusOf = (r: ExecResult): string => (r.status === 'ok' ? (r.exitCode === 0 ? 'success' : 'error') : r.status);

@@ -82,8 +82,21 @@ describe('execute_code (bubblewrap)', () => {
     const r = await execute('import sys\nprint("é" * 5000)\nprint("x" * 5000, file=sys.stderr)', { codeExecution: { maxOutputBytes: 2_000 } });
     expect(r.status).toBe('success');
     expect(r.truncated).toBe(true);
-    const body = r.output.replace(/\n\[… output cut at 2000 bytes …\]$/, '');
-    expect(Buffer.byteLength(body, 'utf8')).toBeLessThanOrEqual(2_000);
+    expect(Buffer.byteLength(r.output, 'utf8')).toBeLessThanOrEqual(2_000);
+    expect(r.output).not.toContain('\uFFFD');
+  });
+
+  // Through the message API, 1 000 printed lines under maxOutputBytes 2 000 came back without
+  // their last lines and with two markers: the sandbox kept head and tail, then the byte cap cut
+  // that again from the front.
+  it('keeps the head and the end of the output under maxOutputBytes, with one marker', async () => {
+    const r = await execute('for i in range(1000):\n    print("line %04d" % i)\nraise SystemExit("the last words")', { codeExecution: { maxOutputBytes: 2_000 } });
+    expect(r.status).toBe('error');
+    expect(r.truncated).toBe(true);
+    expect(Buffer.byteLength(r.output, 'utf8')).toBeLessThanOrEqual(2_000);
+    expect(r.output.startsWith('line 0000\nline 0001\n')).toBe(true);
+    expect(r.output).toContain('line 0999\nthe last words');
+    expect(r.output.match(/output cut|characters cut/g)).toHaveLength(1);
   });
 
   it('kills a script at its time limit', async () => {
