@@ -8,6 +8,11 @@ import { setMaxListeners } from 'node:events';
 import type { ExecResult, RunningCommand, SessionSandbox } from '../../sandbox/index.js';
 
 export const MAX_TRACKED_PROCESSES = 64;
+/**
+ * Running background commands of all sessions of one worker together. Without it, one API key
+ * that opens a new conversation per request starts 64 sandboxes each time, with no end.
+ */
+export const MAX_WORKER_PROCESSES = 256;
 export const PROCESS_OUTPUT_CHARS = 200_000;
 export const FINISHED_TTL_MS = 30 * 60_000;
 /**
@@ -44,8 +49,11 @@ export class ProcessRegistry {
   /** Ends every background command at worker shutdown. */
   private readonly stopAll = new AbortController();
 
-  /** @param clock when processes started and ended (the 30-minute retention). @defaultValue Date.now */
-  constructor(private readonly clock: () => number = Date.now) {
+  /**
+   * @param clock when processes started and ended (the 30-minute retention). @defaultValue Date.now
+   * @param maxRunning running commands of all sessions together. @defaultValue MAX_WORKER_PROCESSES
+   */
+  constructor(private readonly clock: () => number = Date.now, private readonly maxRunning = MAX_WORKER_PROCESSES) {
     // One listener per running command (the backend's), up to 64 per session.
     setMaxListeners(0, this.stopAll.signal);
   }
@@ -56,11 +64,15 @@ export class ProcessRegistry {
     if (procs.size >= MAX_TRACKED_PROCESSES) {
       return { ok: false, error: `This session already tracks ${MAX_TRACKED_PROCESSES} running background processes (the most allowed). Kill one with process {"action": "kill", "session_id": …} first.` };
     }
+    if (this.running() >= this.maxRunning) {
+      return { ok: false, error: `This worker already runs ${this.maxRunning} background processes for all its sessions (the most allowed); nothing was started. Kill one of this session's with process {"action": "kill", "session_id": …}, or run the command in the foreground.` };
+    }
     // Not the turn's signal: a background command outlives the call and the turn that started it.
     const running = await req.sandbox.start({ command: req.command, cwd: req.cwd, maxOutputChars: PROCESS_OUTPUT_CHARS, timeoutMs: req.timeoutMs ?? BACKGROUND_TIMEOUT_MS }, this.stopAll.signal);
     const proc: TrackedProcess = { id: `proc_${randomBytes(6).toString('hex')}`, sessionId: req.sessionId, command: req.command, cwd: req.cwd, startedAt: this.clock(), running };
     void running.done.then((r) => { proc.result = r; proc.finishedAt = this.clock(); });
     procs.set(proc.id, proc);
+    this.sessions.set(req.sessionId, procs);
     return { ok: true, proc };
   }
 
@@ -86,17 +98,24 @@ export class ProcessRegistry {
     this.sessions.clear();
   }
 
-  /** Drops finished processes past their 30 minutes; then, while over the limit, the oldest finished. */
+  /** Running commands of every session. */
+  private running(): number {
+    let n = 0;
+    for (const procs of this.sessions.values()) for (const p of procs.values()) if (!p.result) n++;
+    return n;
+  }
+
+  /**
+   * Drops finished processes past their 30 minutes; then, while over the limit, the oldest
+   * finished. A session left with none is forgotten (the caller gets an empty, detached map).
+   */
   private prune(sessionId: string): Map<string, TrackedProcess> {
     const now = this.clock();
-    let procs = this.sessions.get(sessionId);
-    if (!procs) {
-      procs = new Map();
-      this.sessions.set(sessionId, procs);
-    }
+    const procs = this.sessions.get(sessionId) ?? new Map<string, TrackedProcess>();
     for (const [id, p] of procs) if (p.finishedAt !== undefined && now - p.finishedAt > FINISHED_TTL_MS) procs.delete(id);
     const finished = [...procs.values()].filter((p) => p.result).sort((a, b) => (a.finishedAt ?? 0) - (b.finishedAt ?? 0));
     while (procs.size >= MAX_TRACKED_PROCESSES && finished.length > 0) procs.delete(finished.shift()!.id);
+    if (procs.size === 0) this.sessions.delete(sessionId);
     return procs;
   }
 }

@@ -95,6 +95,27 @@ describe('process', () => {
     for (const id of ids) await callJson(proc, { action: 'kill', session_id: id }, crowded);
   });
 
+  // Through the message API one key opened a new conversation per request and started 64
+  // sandboxes in each (192 running sleeps after three requests): nothing bounded the worker.
+  it('bounds the running background commands of all sessions of a worker together', async () => {
+    const own = new ProcessRegistry(() => clock, 3);
+    const ownTerminal = terminalTool(own);
+    const ownProc = processTool(own);
+    const sessions = [randomUUID(), randomUUID(), randomUUID()];
+    const ids: string[] = [];
+    for (const [i, id] of [sessions[0], sessions[1], sessions[1]].entries()) {
+      const r = await callJson(ownTerminal, { command: 'sleep 60', background: true }, ctx({ sessionId: id! }));
+      expect(r, `start ${i}`).toMatchObject({ exit_code: 0 });
+      ids.push(String(r.session_id));
+    }
+    const refused = await callJson(ownTerminal, { command: 'sleep 60', background: true }, ctx({ sessionId: sessions[2]! }));
+    expect(refused.error).toMatch(/worker already runs 3 background processes for all its sessions/);
+    await callJson(ownProc, { action: 'kill', session_id: ids[0] }, ctx({ sessionId: sessions[0]! }));
+    await eventually(() => own.get(sessions[0]!, ids[0]!)?.finishedAt !== undefined, 'the killed command to end');
+    expect(await callJson(ownTerminal, { command: 'sleep 60', background: true }, ctx({ sessionId: sessions[2]! }))).toMatchObject({ exit_code: 0 });
+    own.close();
+  });
+
   it('ends every background command when the worker closes its registry', async () => {
     const own = new ProcessRegistry();
     const started = await own.start({ sessionId: session, sandbox: box, command: 'sleep 60', cwd: '/workspace' });
