@@ -36,8 +36,11 @@ export async function checkpointBefore(ctx: ToolContext, reason: string): Promis
   }
 }
 
+/** A directory, or anything else that is not a regular file (a FIFO would block `cat >` until the timeout). */
+const NOT_A_FILE = `[ -d "$f" ] && exit ${EXIT.directory}; [ -e "$f" ] && [ ! -f "$f" ] && exit ${EXIT.special}`;
+
 const WRITE_BODY = [
-  `[ -d "$f" ] && exit ${EXIT.directory}`,
+  NOT_A_FILE,
   `mkdir -p -- "$(dirname -- "$f")" 2>/dev/null || exit ${EXIT.mkdir}`,
   'e=0; [ -e "$f" ] && e=1',
   `cat > "$f" 2>/dev/null || exit ${EXIT.write}`,
@@ -80,7 +83,7 @@ async function write(args: z.infer<typeof schema>, ctx: ToolContext): Promise<st
   const tooLarge = tooLargeForStdin(box.sandbox, args.content, 'write_file', target.path);
   if (tooLarge) return tooLarge;
   // Resolve (symlinks, refusals) before the checkpoint: a refused write is no change to snapshot.
-  const where = await runFileOp({ sandbox: box.sandbox, signal: ctx.signal, path: target.path, what: 'write_file', body: `[ -d "$f" ] && exit ${EXIT.directory}; exit 0` });
+  const where = await runFileOp({ sandbox: box.sandbox, signal: ctx.signal, path: target.path, what: 'write_file', body: `${NOT_A_FILE}; exit 0` });
   if (!where.ok) return where.error;
   const refused = opError(where.result, where.path);
   if (refused) return refused;

@@ -1,6 +1,7 @@
 // write_file and patch through a real sandbox: content arrives byte for byte (hostile text
 // included, nothing in it runs), a checkpoint is taken before every change, patch answers with a
 // unified diff, and refusals (escapes, credentials, symlinks out) change nothing anywhere.
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -61,6 +62,17 @@ describe('write_file', () => {
     const r = await callJson(writeFileTool, { path: 'c.txt', content: 'x' }, ctx({ checkpoint: () => Promise.reject(new Error('disk full')) }));
     expect(r.checkpoint_warning).toMatch(/disk full/);
     expect(await readFile(join(box.root, 'c.txt'), 'utf8')).toBe('x');
+  });
+
+  // Through the message API, write_file onto a FIFO made with mkfifo hung until the command's
+  // 20 s limit killed it: `cat > pipe` blocks with no reader. Now it is refused like read_file's.
+  it('refuses a FIFO (anything not a regular file) at once, without a checkpoint', async () => {
+    checkpoints = [];
+    execFileSync('mkfifo', [join(box.root, 'pipe')]);
+    const quick = AbortSignal.timeout(5_000);
+    const r = await callJson(writeFileTool, { path: 'pipe', content: 'x' }, ctx({ signal: quick }));
+    expect(r.error).toMatch(/not a regular file/);
+    expect(checkpoints).toEqual([]);
   });
 
   it('refuses escapes, credentials and symlinks out, leaving everything as it was', async () => {
