@@ -18,14 +18,18 @@ const SKIP_FILES = ['.env', '.env.*', '.netrc', '.git-credentials', '.pgpass', '
 const MAX_MATCH_CHARS = 2_000;
 const BAD_REGEX = 80;
 const MAX_LIMIT = 1_000;
+const MAX_PATTERN_CHARS = 10_000;
+const MAX_GLOB_CHARS = 1_000;
 /** The most characters one page may bring back from the sandbox. */
 const MAX_OUTPUT = 1_000_000;
 
 const schema = z.object({
-  pattern: z.string().min(1).describe("Regex (extended, grep -E) for content search, or a glob (e.g. '*.py') for file search"),
+  // Bounded so the script (the pattern is in it twice) stays under Linux's 128 KiB per argument:
+  // a longer one came back "degraded … retry later", as if the sandbox had failed.
+  pattern: z.string().min(1).max(MAX_PATTERN_CHARS).describe("Regex (extended, grep -E) for content search, or a glob (e.g. '*.py') for file search"),
   target: z.enum(['content', 'files', 'grep', 'find']).optional().describe("'content' searches inside files, 'files' searches file names (default: content)"),
   path: z.string().optional().describe('Folder or file to search in (default: /workspace)'),
-  file_glob: z.string().optional().describe("Only search files whose name matches this glob (content search, e.g. '*.ts')"),
+  file_glob: z.string().max(MAX_GLOB_CHARS).optional().describe("Only search files whose name matches this glob (content search, e.g. '*.ts')"),
   limit: z.number().int().optional().describe(`Maximum results to return (default: 50, at most ${MAX_LIMIT})`),
   offset: z.number().int().optional().describe('Skip the first N results (default: 0)'),
   output_mode: z.enum(['content', 'files_only', 'count']).optional().describe("Content search: 'content' (matching lines with numbers), 'files_only' (paths), 'count' (matches per file)"),

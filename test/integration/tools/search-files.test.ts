@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { searchFilesTool } from '../../../services/agent/index.js';
 import { testSessionSandbox, type TestSessionSandbox } from '../../support/sandbox.js';
-import { callJson, toolContext } from './helpers.js';
+import { call, callJson, toolContext } from './helpers.js';
 
 let box: TestSessionSandbox;
 const ctx = () => toolContext({ sandbox: box });
@@ -75,6 +75,13 @@ describe('search_files', () => {
     expect(bad.error).toMatch(/invalid regular expression/);
     const { existsSync } = await import('node:fs');
     expect(existsSync(canary)).toBe(false);
+  });
+
+  it('refuses a pattern too long for a command line as invalid arguments, not as a sandbox failure', async () => {
+    const r = await call(searchFilesTool, { pattern: 'a'.repeat(200_000) }, ctx());
+    expect(r.kind).toBe('invalid');
+    expect(r.content).toMatch(/pattern: Too big/);
+    expect(r.content).not.toMatch(/degraded|retry later/);
   });
 
   it('skips a FIFO instead of hanging on it', async () => {
