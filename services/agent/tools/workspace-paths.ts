@@ -14,6 +14,9 @@ const PROTECTED_FILES = new Set(['.netrc', '.git-credentials', '.pgpass', '.npmr
 /** `.env.*` is refused too, except the templates projects commit on purpose. */
 const ENV_TEMPLATES = new Set(['.env.example', '.env.sample', '.env.template']);
 
+/** Linux's PATH_MAX, in bytes (a longer path only fails later, as a sandbox error). */
+const PATH_MAX = 4_096;
+
 export type PathCheck = { ok: true; path: string } | { ok: false; error: string };
 
 /** Why `name` (one path segment, lower-cased) is a credential file, if it is one. */
@@ -51,6 +54,9 @@ export function checkWorkspacePath(abs: string, asked = abs): PathCheck {
 export function resolveWorkspacePath(path: string, base = WORKSPACE_PATH, opts: { allowProtected?: boolean } = {}): PathCheck {
   if (typeof path !== 'string' || path.trim() === '') return { ok: false, error: 'path must be a non-empty string' };
   if (path.includes('\0')) return { ok: false, error: 'path contains a NUL character' };
+  // A lone surrogate reaches the sandbox as U+FFFD: the file made would not be the one reported.
+  if (!path.isWellFormed()) return { ok: false, error: 'path is not well-formed Unicode (it holds a lone surrogate); name the file with ordinary characters' };
+  if (Buffer.byteLength(path) > PATH_MAX) return { ok: false, error: `path is ${Buffer.byteLength(path)} bytes long; a path has at most ${PATH_MAX}` };
   let p = path;
   if (p === '~' || p.startsWith('~/')) p = WORKSPACE_PATH + p.slice(1);
   else if (p.startsWith('~')) return { ok: false, error: `Refused: ${JSON.stringify(path)} names another user's home; only ${WORKSPACE_PATH} (~) exists here.` };

@@ -3,7 +3,7 @@
 // unified diff, and refusals (escapes, credentials, symlinks out) change nothing anywhere.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +73,15 @@ describe('write_file', () => {
     const r = await callJson(writeFileTool, { path: 'pipe', content: 'x' }, ctx({ signal: quick }));
     expect(r.error).toMatch(/not a regular file/);
     expect(checkpoints).toEqual([]);
+  });
+
+  // Through the message API, write_file {path: "s\ud800.txt"} answered that path while the file
+  // made was named "s\uFFFD.txt", and a 5 000-byte path only said "could not write".
+  it('refuses a path with a lone surrogate or over PATH_MAX, saying why, and writes nothing', async () => {
+    const before = await readdir(box.root);
+    expect((await callJson(writeFileTool, { path: 's\ud800.txt', content: 'x' }, ctx())).error).toMatch(/not well-formed Unicode/);
+    expect((await callJson(writeFileTool, { path: 'a'.repeat(5_000), content: 'x' }, ctx())).error).toMatch(/5000 bytes long; a path has at most 4096/);
+    expect(await readdir(box.root)).toEqual(before);
   });
 
   it('refuses escapes, credentials and symlinks out, leaving everything as it was', async () => {
