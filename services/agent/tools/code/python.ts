@@ -14,6 +14,11 @@ export const SECRET_ENV_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH
 export const BOOTSTRAP = [
   'import json, os, re, sys, tempfile, traceback',
   `_secret = re.compile(${JSON.stringify(SECRET_ENV_NAME.source)}, re.I)`,
+  // Deleting from os.environ leaves the process's initial environment block (/proc/self/environ)
+  // as it was: start again, once, with the clean environment (orig_argv: Python 3.10+).
+  '_clean = {k: v for k, v in os.environ.items() if not _secret.search(k)}',
+  "if len(_clean) != len(os.environ) and getattr(sys, 'orig_argv', None):",
+  '    os.execve(sys.executable, sys.orig_argv, _clean)',
   'for _k in [k for k in os.environ if _secret.search(k)]:',
   '    del os.environ[_k]',
   "_rf = os.fdopen(os.dup(0), 'r', encoding='utf-8', newline='\\n')",
