@@ -124,7 +124,15 @@ class ChunkAccumulator {
   }
 
   result(): Completion {
-    const toolCalls = [...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
+    // Each call needs an id of its own: its result is matched to it, and providers refuse a
+    // history where two calls of one message share an id (some servers send none, or repeat one).
+    const seen = new Set<string>();
+    const toolCalls = [...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([i, c]) => {
+      let id = c.id || `call_${i}`;
+      if (seen.has(id)) id = `${id}_${i}`;
+      seen.add(id);
+      return { ...c, id };
+    });
     const done = { text: this.text, finishReason: this.finishReason, toolCalls, ...(this.reasoning ? { reasoning: this.reasoning } : {}) };
     return { ...done, usage: this.usage ?? estimatedUsage(this.req, done) };
   }

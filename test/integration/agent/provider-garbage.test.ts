@@ -58,6 +58,23 @@ describe('fields of the wrong type', () => {
   });
 });
 
+describe('tool call ids', () => {
+  // A server answering two calls with the same id (and one with none) had both run and both
+  // results sent back under one id; each call now has an id of its own.
+  it('gives every call of a message an id of its own', async () => {
+    fake.setScript(() => sse(
+      { choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [
+        { index: 0, id: 'dup', type: 'function', function: { name: 'get_time', arguments: '{}' } },
+        { index: 1, id: 'dup', type: 'function', function: { name: 'get_time', arguments: '{}' } },
+        { index: 2, type: 'function', function: { name: 'get_time', arguments: '{}' } },
+      ] }, finish_reason: null }] },
+      { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+    ));
+    const out = await provider().complete(request());
+    expect(out.toolCalls.map((c) => c.id)).toEqual(['dup', 'dup_1', 'call_2']);
+  });
+});
+
 describe('a response that is not a stream', () => {
   it.each([
     ['an HTML page', { contentType: 'text/html', body: '<html><body>Sign in to continue</body></html>' }, 'text/html'],
