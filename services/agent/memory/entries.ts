@@ -16,14 +16,25 @@ export interface MemoryOp {
 /** Entries are joined by this when stored, counted and shown (Hermes' delimiter). */
 export const ENTRY_DELIMITER = '\n§\n';
 
+/**
+ * Characters of `text` as Hermes counts them (Python's len: code points). A string's `length`
+ * counts UTF-16 units, so an emoji or a rare CJK ideograph would count twice against the limit.
+ */
+export function charCount(text: string): number {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+}
+
 /** Characters the entries take as stored. */
-export const usedChars = (entries: readonly string[]): number => (entries.length ? entries.join(ENTRY_DELIMITER).length : 0);
+export const usedChars = (entries: readonly string[]): number => (entries.length ? charCount(entries.join(ENTRY_DELIMITER)) : 0);
 
 export type ApplyResult =
   | { ok: true; entries: string[]; changed: boolean }
   | { ok: false; error: string; overLimit?: { chars: number }; matches?: string[] };
 
-const preview = (entry: string, width = 80): string => (entry.length > width ? `${entry.slice(0, width)}...` : entry);
+/** The first `width` characters (never half of a surrogate pair). */
+const preview = (entry: string, width = 80): string => (charCount(entry) > width ? `${Array.from(entry).slice(0, width).join('')}...` : entry);
 
 /** The index of the one entry containing `oldText` (identical duplicates count as one), or why not. */
 function findOne(entries: readonly string[], oldText: string): { index: number } | { error: string; matches?: string[] } {

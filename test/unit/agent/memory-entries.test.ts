@@ -49,4 +49,17 @@ describe('memory entries', () => {
     expect(block).toContain('[BLOCKED: this USER entry was kept out of the prompt');
     expect(renderMemoryBlock('memory', entries, 2_200)).toContain('MEMORY (your personal notes) [66% — 1,471/2,200 chars]');
   });
+
+  it('counts characters as Hermes does (code points): an emoji or a rare ideograph is one character, not two', () => {
+    // Each of these is two UTF-16 units but one character (Python's len).
+    const emoji = '😀'.repeat(100);
+    expect(usedChars([emoji])).toBe(100);
+    expect(applyMemoryOps([], [{ action: 'add', content: emoji }], 100)).toMatchObject({ ok: true, entries: [emoji] });
+    expect(applyMemoryOps([], [{ action: 'add', content: `${'𠀀'.repeat(100)}x` }], 100)).toMatchObject({ ok: false, overLimit: { chars: 101 } });
+    expect(usageLine([emoji], 200)).toBe('50% — 100/200 chars');
+    // A preview of an ambiguous match is cut between characters, never inside a surrogate pair.
+    const twins = [`${'😀'.repeat(90)} a`, `${'😀'.repeat(90)} b`];
+    const ambiguous = applyMemoryOps(twins, [{ action: 'remove', old_text: '😀' }], 1_000);
+    expect(ambiguous).toMatchObject({ ok: false, matches: [`${'😀'.repeat(80)}...`, `${'😀'.repeat(80)}...`] });
+  });
 });
