@@ -19,22 +19,41 @@ export function splitSkillMd(text: string): { front: Front; body: string } {
 
 const list = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.map(String) : undefined);
 
+/**
+ * The mappings of the list `v` (front-matter key `key`; a plain string item is `{ [named]: item }`);
+ * throws, naming the item, when one is something else (a null, a number, a list).
+ */
+function mappings(v: unknown, key: string, named: string): Front[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw new Error(`${key} in the front matter of SKILL.md must be a list of mappings`);
+  return v.map((item: unknown, i) => {
+    if (typeof item === 'string') return { [named]: item };
+    if (!item || typeof item !== 'object' || Array.isArray(item)) throw new Error(`${key}[${i}] in the front matter of SKILL.md must be a mapping (got ${item === null ? 'null' : Array.isArray(item) ? 'a list' : typeof item})`);
+    return item as Front;
+  });
+}
+
 function hermesMeta(front: Front): Record<string, unknown> | undefined {
-  const h = ((front.metadata as Front | undefined)?.hermes ?? undefined) as Front | undefined;
-  if (!h) return undefined;
+  const meta = front.metadata;
+  const h = (meta && typeof meta === 'object' ? (meta as Front).hermes : undefined) as Front | undefined;
+  if (!h || typeof h !== 'object') return undefined;
+  const config = mappings(h.config, 'metadata.hermes.config', 'key');
   return Object.fromEntries(Object.entries({
     tags: list(h.tags), relatedSkills: list(h.related_skills),
     requiresToolsets: list(h.requires_toolsets), requiresTools: list(h.requires_tools),
     fallbackForToolsets: list(h.fallback_for_toolsets), fallbackForTools: list(h.fallback_for_tools),
-    config: Array.isArray(h.config) ? h.config.map((c: Front) => ({ key: String(c.key), ...(c.description ? { description: String(c.description) } : {}), ...(c.default !== undefined ? { default: String(c.default) } : {}), ...(c.prompt ? { prompt: String(c.prompt) } : {}) })) : undefined,
+    config: config?.map((c) => ({ key: String(c.key), ...(c.description ? { description: String(c.description) } : {}), ...(c.default !== undefined ? { default: String(c.default) } : {}), ...(c.prompt ? { prompt: String(c.prompt) } : {}) })),
   }).filter(([, v]) => v !== undefined));
 }
 
-/** The Skill spec fields of a parsed SKILL.md and its files (`trust` only when given), in the spec's order. */
+/**
+ * The Skill spec fields of a parsed SKILL.md and its files (`trust` only when given), in the spec's
+ * order; throws, saying which, when a list of mappings holds something else.
+ */
 export function skillFieldsFrom(front: Front, body: string, files: { path: string; content: string }[], trust?: string): Record<string, unknown> {
-  const env = Array.isArray(front.required_environment_variables) ? front.required_environment_variables.map((e: Front) => ({
+  const env = mappings(front.required_environment_variables, 'required_environment_variables', 'name')?.map((e) => ({
     name: String(e.name), ...(e.prompt ? { prompt: String(e.prompt) } : {}), ...(e.help ? { help: String(e.help) } : {}), ...(e.required_for ? { requiredFor: String(e.required_for) } : {}),
-  })) : [];
+  })) ?? [];
   const hermes = hermesMeta(front);
   return Object.fromEntries(Object.entries({
     name: String(front.name ?? ''), description: String(front.description ?? '').trim(),

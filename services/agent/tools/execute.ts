@@ -4,6 +4,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import type { ToolCall } from '../messages.js';
 import type { Tool, ToolContext } from './registry.js';
+import { unstorableArgument } from './storable-args.js';
 
 // The result limits are applied by the loop when a result is recorded (`ResultBudget`).
 export * from './results.js';
@@ -104,6 +105,8 @@ export async function runTool(tools: ReadonlyMap<string, Tool>, call: ToolCall, 
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
     return { call, content: `Invalid arguments for ${call.name}: ${issues}. Tool was not executed.`.slice(0, MAX_ERROR_CHARS), disposition: 'none', kind: 'invalid' };
   }
+  const unstorable = tool.postgresArguments ? unstorableArgument(parsed.data) : undefined;
+  if (unstorable) return { call, content: `Invalid arguments for ${call.name}: ${unstorable.path} ${unstorable.why}, which cannot be stored; leave it out. Tool was not executed.`, disposition: 'none', kind: 'invalid' };
   const effect = tool.sideEffect === 'read-only' ? 'none' : 'applied';
   try {
     const out = await untilAborted(Promise.resolve(tool.handler(parsed.data, { ...ctx, toolCallId: call.id })), ctx.signal);

@@ -45,6 +45,7 @@ export const kanbanShowTool = defineTool({
   description: 'Read a task\'s full state: title, body, assignee, status, parent handoffs, earlier runs, comments, attachments and recent events. Use it to orient yourself before working, especially on a retry.',
   toolset: 'kanban',
   sideEffect: 'read-only',
+  postgresArguments: true,
   schema: z.object({ task_id: taskIdDefault, board }).strict(),
   handler: ({ task_id, board: b }, ctx) => onBoard(ctx, b, async (sql, scope) => JSON.stringify(await showTask(sql, scope, taskIdOf(scope, task_id)))),
 });
@@ -54,6 +55,7 @@ export const kanbanListTool = defineTool({
   description: `List task summaries on your board to route work: filter by assignee, status; archived tasks only when asked. At most ${LIST_MAX_LIMIT} rows (default 50), with a truncated flag.`,
   toolset: 'kanban',
   sideEffect: 'read-only',
+  postgresArguments: true,
   schema: z.object({
     assignee: z.string().optional().describe('Only tasks of this agent (name or namespace/name).'),
     status: z.enum(KANBAN_STATUSES).optional(),
@@ -76,6 +78,7 @@ export const kanbanCreateTool = defineTool({
   description: 'Create a task on your board, optionally as a child of others (parents): it waits in todo until every parent is done, then the dispatcher starts the assignee\'s turn. Use it to fan work out, then complete your own task.',
   toolset: 'kanban',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema: z.object({
     title: z.string().min(1).describe('Short task title.'),
     assignee: z.string().min(1).describe('Agent that should run it (name or namespace/name). On a person\'s board: this agent.'),
@@ -109,6 +112,7 @@ export const kanbanLinkTool = defineTool({
   description: 'Add a parent → child dependency between two existing tasks: the child is not started until every parent is done. Cycles and self-links are refused.',
   toolset: 'kanban',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema: z.object({ parent_id: z.string().min(1), child_id: z.string().min(1), board }).strict(),
   handler: (a, ctx) => onBoard(ctx, a.board, async (sql, scope) => {
     await linkTasks(sql, scope, a.parent_id, a.child_id, now(ctx));
@@ -121,6 +125,7 @@ export const kanbanCommentTool = defineTool({
   description: 'Append a comment to a task\'s thread: durable notes that outlive this run (questions for the next worker, findings, rationale).',
   toolset: 'kanban',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema: z.object({ task_id: z.string().min(1).describe('Task id (yours or another task on the board).'), body: z.string().min(1).max(20_000), board }).strict(),
   handler: (a, ctx) => onBoard(ctx, a.board, async (sql, scope) => ok({ comment_id: (await addComment(sql, scope, a.task_id, a.body, now(ctx))).id })),
 });
@@ -130,6 +135,7 @@ export const kanbanCompleteTool = defineTool({
   description: 'Mark your task done with a handoff: summary (1-3 sentences for people and the tasks that depend on it), metadata (structured facts), created_cards (ids kanban_create returned in this run; checked), artifacts (references to deliverables: URLs or workspace paths; stored by reference).',
   toolset: 'kanban',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema: z.object({
     task_id: taskIdDefault,
     summary: z.string().optional(),
@@ -157,6 +163,7 @@ export const kanbanBlockTool = defineTool({
   description: 'Block your task because you need a person: reason is the question they must answer (shown on the board). Only for genuine blockers. A task blocked again after two unblocks goes to triage.',
   toolset: 'kanban',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema: z.object({ task_id: taskIdDefault, reason: z.string().min(1).max(4_000), kind: z.enum(BLOCK_KINDS).optional().describe('dependency, needs_input (default), capability, or transient.'), board }).strict(),
   handler: (a, ctx) => onBoard(ctx, a.board, async (sql, scope) => {
     const id = taskIdOf(scope, a.task_id);
@@ -170,6 +177,7 @@ export const kanbanUnblockTool = defineTool({
   description: 'Move a blocked task back to ready (todo while a parent is not done), or a triaged one to todo. For the board\'s owner; dispatched runs never see it.',
   toolset: 'kanban',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema: z.object({ task_id: z.string().min(1), board }).strict(),
   handler: (a, ctx) => onBoard(ctx, a.board, async (sql, scope) => ok({ task_id: a.task_id, status: await unblockTask(sql, scope, a.task_id, now(ctx)) })),
 });
@@ -179,6 +187,7 @@ export const kanbanHeartbeatTool = defineTool({
   description: 'Say you are still working during a long operation (call every few minutes): a run without a heartbeat for the stale timeout is stopped. Changes no work.',
   toolset: 'kanban',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema: z.object({ task_id: taskIdDefault, note: z.string().max(2_000).optional().describe('Short progress note for the event log.'), board }).strict(),
   handler: (a, ctx) => onBoard(ctx, a.board, async (sql, scope) => {
     const id = taskIdOf(scope, a.task_id);

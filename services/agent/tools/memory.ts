@@ -60,8 +60,10 @@ function operationsOf(args: z.infer<typeof schema>): MemoryOp[] | string {
 function refused(access: MemoryAccess, ops: readonly MemoryOp[]): string | undefined {
   for (const [i, o] of ops.entries()) {
     const at = ops.length > 1 ? `operation ${i + 1}: ` : '';
-    // Postgres stores no NUL in text: refused here with a reason, not failed deep in the write.
-    if (`${o.content ?? ''}${o.old_text ?? ''}`.includes('\u0000')) return failed(access, { error: `${at}the text contains a NUL character; leave it out` });
+    // Postgres stores no NUL in text, nor (in jsonb) half of a surrogate pair: refused here with a reason, not failed deep in the write.
+    const text = `${o.content ?? ''}${o.old_text ?? ''}`;
+    if (text.includes('\u0000')) return failed(access, { error: `${at}the text contains a NUL character; leave it out` });
+    if (!text.isWellFormed()) return failed(access, { error: `${at}the text contains an unpaired UTF-16 surrogate (half of an emoji or other character); send whole characters` });
     const why = o.action === 'remove' ? undefined : scanForInjection(o.content ?? '');
     // Refused outright (not a consolidation failure): the text must not enter any future prompt.
     if (why) return json({ success: false, error: `Blocked: ${at}this text was not saved because ${why}. Memory must hold plain facts, never instructions.` });

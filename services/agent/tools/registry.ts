@@ -84,6 +84,12 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
    */
   terminalLike?: boolean;
   /**
+   * The handler hands its arguments to Postgres as text (memory, skills, Kanban, session_search):
+   * a string holding a NUL or an unpaired surrogate is refused before it runs, naming the argument.
+   * @defaultValue false
+   */
+  postgresArguments?: boolean;
+  /**
    * The JSON Schema the model gets, when it does not come from `schema` (MCP tools: the server's
    * own schema; `schema` then only checks that the arguments are an object).
    */

@@ -55,6 +55,7 @@ export const sessionSearchTool = defineTool({
   description: 'Search and read your past conversations with this user (their current conversation is already in your context). Pass query to find where something was discussed (ranked snippets with session_id and message_id); session_id with around_message_id to read the messages around a hit; session_id alone to read a conversation\'s start and end; no arguments to list recent conversations. Use it when the user refers to something from before, or you need a past decision, file or fact.',
   toolset: 'session_search',
   sideEffect: 'read-only',
+  postgresArguments: true,
   schema,
   handler: (args, ctx: ToolContext) => (ctx.recall ? run(ctx.recall, args) : json({ success: false, error: NO_RECALL })),
 });

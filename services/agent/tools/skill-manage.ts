@@ -41,12 +41,13 @@ const json = (value: unknown): string => JSON.stringify(value);
 function parseSkill(name: string, content: string | undefined, files: LearnedSkill['files']): LearnedSkill | string {
   if (!content) return 'content (the whole SKILL.md) is required';
   let parsed;
+  let fields: LearnedSkill;
   try {
     parsed = splitSkillMd(content);
+    fields = skillFieldsFrom(parsed.front, parsed.body, files) as unknown as LearnedSkill;
   } catch (err) {
     return (err as Error).message;
   }
-  const fields = skillFieldsFrom(parsed.front, parsed.body, files) as unknown as LearnedSkill;
   if (parsed.front.name !== undefined && fields.name !== name) return `the front matter names "${fields.name}", not "${name}"`;
   if (!fields.description || fields.description.length > 1_024) return 'the front matter needs a description (one sentence, at most 1024 characters; the index shows it every session)';
   if (!fields.body.trim()) return 'the skill needs a body after the front matter';
@@ -157,6 +158,7 @@ export const skillManageTool = defineTool({
   description: 'Create and maintain your own skills (procedural memory): after a task that took many steps, needed a recovery from errors, or was corrected by the user, save the working procedure so later conversations can follow it. Actions: create (a whole SKILL.md with name and description front matter), edit (rewrite it; read it with skill_view first), patch (replace one exact string — prefer it for small fixes), delete, write_file / remove_file (files under references/, templates/, scripts/, assets/). Good skills: when to use, numbered steps with exact commands, pitfalls, how to verify. Never store one-off task details, transient failures or unverified guesses. GitOps-managed and bundled skills cannot be changed.',
   toolset: 'skills',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema,
   handler: (args, ctx: ToolContext) => (ctx.skills?.manage ? run(ctx.skills.manage, args) : json({ success: false, error: 'Writing skills is not available here.' })),
 });

@@ -82,4 +82,20 @@ describe('skill_manage', () => {
     expect((await versions(agentA, 'deploy-check')).map((v) => v.version)).toEqual([1, 2, 3, 4]);
     expect((await manage(agentA, 's3', { action: 'create', name: 'deploy-check', content: skillMd('deploy-check', 'Check a deploy, take two.', 'Start over.') })).result).toMatchObject({ success: true, version: 5 });
   });
+
+  it('refuses malformed front matter and text Postgres cannot store with a reason, writing nothing', async () => {
+    const say = async (args: Record<string, unknown>) => (await runTurn(sys.rt, { agentId: agentA, sessionKey: `${agentA}:s4`, content: `tool skill_manage ${JSON.stringify(args)}` })).reply;
+    const front = (extra: string) => `---\nname: odd\ndescription: Odd.\n${extra}\n---\nbody\n`;
+    expect(toldResult(await say({ action: 'create', name: 'odd', content: front('required_environment_variables: [null]') })))
+      .toEqual({ success: false, error: 'required_environment_variables[0] in the front matter of SKILL.md must be a mapping (got null)' });
+    expect(toldResult(await say({ action: 'create', name: 'odd', content: front('metadata: {hermes: {config: [7]}}') })))
+      .toEqual({ success: false, error: 'metadata.hermes.config[0] in the front matter of SKILL.md must be a mapping (got number)' });
+    expect(toldResult(await say({ action: 'create', name: 'odd', content: front('required_environment_variables: GITHUB_TOKEN') })))
+      .toMatchObject({ success: false, error: expect.stringContaining('must be a list of mappings') });
+    // A NUL or half of a surrogate pair (a model's JSON escape) is named, not a driver error from the write.
+    expect(await say({ action: 'create', name: 'odd', content: skillMd('odd', 'Odd.', 'a\u0000b') }))
+      .toBe('tool said: Invalid arguments for skill_manage: content contains a NUL (U+0000) character, which cannot be stored; leave it out. Tool was not executed.');
+    expect(await say({ action: 'create', name: 'odd', content: skillMd('odd', 'Odd.', 'a\ud800b') })).toContain('content contains an unpaired UTF-16 surrogate');
+    expect(await versions(agentA, 'odd')).toEqual([]);
+  });
 });

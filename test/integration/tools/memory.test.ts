@@ -105,6 +105,8 @@ describe('memory', () => {
       expect(blocked.error).toMatch(/^Blocked: /);
     }
     expect(result((await say(remember({ action: 'add', content: 'a\u0000b' }))).reply)).toMatchObject({ success: false, error: 'the text contains a NUL character; leave it out' });
+    // Half of a surrogate pair (a model's "\ud800" escape): jsonb cannot store it — refused with a reason, not a driver error.
+    expect(result((await say(remember({ action: 'add', content: 'a\ud800b' }))).reply)).toMatchObject({ success: false, error: expect.stringContaining('unpaired UTF-16 surrogate') });
     expect(await rows(agentId)).toEqual([]);
   });
 
