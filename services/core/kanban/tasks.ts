@@ -91,9 +91,14 @@ export async function createTask(sql: Sql, scope: KanbanScope, input: CreateTask
   return { task: await getTask(sql, scope, id), created: true };
 }
 
-/** parent → child on the same board; a self-link or a cycle is refused. */
+/**
+ * parent → child on the same board; a self-link or a cycle is refused. Links of a board are made
+ * one at a time (the board row's lock, as createTask takes): two opposite links made at once would
+ * otherwise both pass the cycle check, then deadlock on each other's task rows.
+ */
 export async function linkTasks(sql: Sql, scope: KanbanScope, parentId: string, childId: string, now: Date): Promise<void> {
   if (parentId === childId) throw new KanbanError('invalid', 'A task cannot depend on itself.');
+  await sql.query(`SELECT 1 FROM kanban_boards WHERE id = $1 FOR UPDATE`, [scope.boardId]);
   await getTask(sql, scope, parentId);
   const child = await getTask(sql, scope, childId, true);
   const { rows } = await sql.query<{ cycle: boolean }>(
