@@ -6,7 +6,8 @@
 // the same spend caps as the turn, its calls recorded with task `background_review`. Nothing it
 // says enters the transcript. Claimed once per admission (background_reviews), so a job delivered
 // twice never reviews twice; a review that fails is recorded and not retried. Skipped for cron
-// turns, turns that did not complete, and Profiles without `spec.learning.backgroundReview`.
+// turns, turns that did not complete, turns answered without the model (commands), and Profiles
+// without `spec.learning.backgroundReview`.
 import {
   getAdmission, readTurnContext, type Admission, type CompiledAgent, type Db,
 } from '../core/index.js';
@@ -43,6 +44,16 @@ function skipReason(adm: Admission | undefined, agent: CompiledAgent | undefined
   return reviewSkipReason(adm, agent);
 }
 
+/**
+ * Whether the turn called the model: a turn answered without it (a command such as `/memory
+ * approve`, a refusal, a stopped agent) has nothing to learn from, and a review of it would pay
+ * for a model call over the whole conversation.
+ */
+async function calledModel(db: Db, adm: Admission): Promise<boolean> {
+  const { rows } = await db.pool.query(`SELECT 1 FROM model_call_usage WHERE session_id = $1 AND admission_id = $2 AND task <> 'background_review' LIMIT 1`, [adm.sessionId, adm.id]);
+  return rows.length > 0;
+}
+
 /** Claims the review of `admissionId`: false when another job already has (or had) it. */
 async function claim(db: Db, admissionId: string): Promise<boolean> {
   const { rowCount } = await db.pool.query(`INSERT INTO background_reviews (admission_id, state) VALUES ($1, 'running') ON CONFLICT DO NOTHING`, [admissionId]);
@@ -60,6 +71,10 @@ export async function runReview(deps: TurnDeps, admissionId: string, signal: Abo
   const why = skipReason(adm, agent);
   if (why || !adm || !agent) {
     deps.log.debug({ admission: admissionId, why }, 'No background review');
+    return 'skipped';
+  }
+  if (!(await calledModel(deps.db, adm))) {
+    deps.log.debug({ admission: admissionId, why: 'the turn was answered without the model' }, 'No background review');
     return 'skipped';
   }
   if (!(await claim(deps.db, admissionId))) return 'already';

@@ -74,6 +74,16 @@ describe('background review', () => {
     expect(sys.model.requests.slice(calls).some((r) => isReview(r.body))).toBe(false);
   });
 
+  it('none for a turn answered without the model (a command), even in a conversation that has a prompt', async () => {
+    await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-4', content: 'hello', userId: 'alice' });
+    const calls = sys.model.requests.length;
+    const { a, reply } = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-4', content: '/memory pending', userId: 'alice' });
+    expect(reply).not.toBe('Sure.');
+    expect(await runReview(reviewDeps(), a.id, new AbortController().signal)).toBe('skipped');
+    expect(await reviewState(a.id)).toBeUndefined();
+    expect(sys.model.requests.slice(calls).filter((r) => isReview(r.body) && r.body.messages.some((m) => m.content === '/memory pending'))).toEqual([]);
+  });
+
   it('a failing review is recorded and leaves the delivered reply as it was', async () => {
     const { a, reply } = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-3', content: 'break reviews', userId: 'alice' });
     expect(reply).toBe('Sure.');
