@@ -31,6 +31,8 @@ export function testAgent(baseURL: string, overrides: Partial<CompiledAgent> = {
     api: { enabled: true, keySha256: [sha256(testApiKey)], keys: [{ sha256: sha256(testApiKey), trustedBackend: true }] },
     busyPolicy: 'queue',
     ...overrides,
+    // A trusted backend turns write approval on by default (many people); tests of it say so explicitly.
+    learning: { memoryWriteApproval: false, skillWriteApproval: false, ...overrides.learning },
   };
 }
 

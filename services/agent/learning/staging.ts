@@ -72,9 +72,11 @@ export const shortId = (id: string): string => id.slice(0, 8);
 
 /**
  * SPEC's default: write approval is on for an agent that more than one person may use (several API
- * keys or allowlisted users, an open platform, DM pairing), off otherwise.
+ * keys or allowlisted users, a trusted backend — one key that names any number of users —, an
+ * open platform, DM pairing), off otherwise.
  */
 export function hasManyUsers(agent: Pick<CompiledAgent, 'api' | 'platforms'>): boolean {
+  if (agent.api?.enabled && agent.api.keys?.some((k) => k.trustedBackend)) return true;
   let users = agent.api?.enabled ? agent.api.keySha256.length : 0;
   for (const p of agent.platforms ?? []) {
     if (p.allowAll || p.dmPairing) return true;

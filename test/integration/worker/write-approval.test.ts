@@ -52,9 +52,12 @@ describe('write approval', () => {
   });
 
   it('is on by default for agents more than one person may use', () => {
-    const one = testAgent('http://x/v1');
+    const one = testAgent('http://x/v1', { api: { enabled: true, keySha256: ['a'.repeat(64)], keys: [{ sha256: 'a'.repeat(64), user: 'alice' }] } });
     expect(hasManyUsers(one)).toBe(false);
     expect(hasManyUsers({ ...one, api: { enabled: true, keySha256: ['a'.repeat(64), 'b'.repeat(64)] } })).toBe(true);
+    // One key, but a trusted backend (the test system's own key): it speaks for every user it names.
+    expect(hasManyUsers(testAgent('http://x/v1'))).toBe(true);
+    expect(hasManyUsers({ ...one, api: { enabled: true, keySha256: ['a'.repeat(64)], keys: [{ sha256: 'a'.repeat(64), trustedBackend: true }] } })).toBe(true);
     expect(hasManyUsers({ ...one, api: { enabled: false, keySha256: [] }, platforms: [{ type: 'slack', credentials: { secretName: 's', keys: [] }, allowlist: ['U1'], allowAll: false, dmPairing: false, groupPolicy: 'mention' }] } as never)).toBe(false);
     expect(hasManyUsers({ ...one, platforms: [{ type: 'slack', credentials: { secretName: 's', keys: [] }, allowlist: [], allowAll: true, dmPairing: false, groupPolicy: 'mention' }] } as never)).toBe(true);
   });
