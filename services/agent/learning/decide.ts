@@ -2,7 +2,10 @@
 // /skills), `hermes review`, the admin API: a rejection writes nothing; an approval applies the
 // write now, against the store as it is (it fails, and is recorded `failed`, if it no longer
 // applies). Either way the decision is recorded with who made it; only a pending write is decided.
-import type { CompiledAgent, Db } from '../../core/index.js';
+// The decision and the write it applies are one transaction, with the staged row locked first:
+// two admins approving at once (chat and the admin API) apply it once — the second waits, then
+// finds it decided — and a crash between the two leaves neither.
+import type { CompiledAgent, Db, Sql } from '../../core/index.js';
 import { memoryLimits } from '../memory/access.js';
 import type { MemoryOp } from '../memory/entries.js';
 import { pgMemoryStore } from '../memory/store.js';
@@ -15,8 +18,13 @@ export type Decision =
   | { done: true; state: 'approved' | 'rejected' | 'failed'; result: string }
   | { done: false; reason: string };
 
+type TxDb = Pick<Db, 'pool' | 'tx'>;
+
+/** The stores' view of one open transaction: their statements, and their own transactions, run inside `sql`. */
+const within = (sql: Sql): TxDb => ({ pool: sql as unknown as Db['pool'], tx: (fn) => fn(sql) });
+
 /** Applies an approved write; its result in words. */
-async function apply(db: Db, agent: CompiledAgent, w: StagedWrite, fallbackSession: string | null): Promise<{ ok: boolean; result: string }> {
+async function apply(db: TxDb, agent: CompiledAgent, w: StagedWrite, fallbackSession: string | null): Promise<{ ok: boolean; result: string }> {
   if (w.kind === 'memory') {
     const ops = (w.payload as { ops: MemoryOp[] }).ops;
     const scope = w.target === 'user' ? { agentId: w.agentId, target: 'user' as const, userId: w.userId ?? '' } : { agentId: w.agentId, target: 'memory' as const };
@@ -33,15 +41,24 @@ async function apply(db: Db, agent: CompiledAgent, w: StagedWrite, fallbackSessi
 /** Who decides: recorded as decided_by; `sessionId` is the provenance of an applied skill write whose staging session is gone. */
 export interface Decider { by: string; sessionId?: string | null }
 
+const alreadyDecided = (state: string, decidedBy: string | null): Decision => ({ done: false, reason: `already ${state}${decidedBy ? ` by ${decidedBy}` : ''}` });
+
 /** Approves or rejects `w`. */
-export async function decideStagedWrite(db: Db, agent: CompiledAgent, w: StagedWrite, verb: 'approve' | 'reject', who: Decider): Promise<Decision> {
+export async function decideStagedWrite(db: Pick<Db, 'tx'>, agent: CompiledAgent, w: StagedWrite, verb: 'approve' | 'reject', who: Decider): Promise<Decision> {
   const { by, sessionId = null } = who;
-  if (w.state !== 'pending') return { done: false, reason: `already ${w.state}${w.decidedBy ? ` by ${w.decidedBy}` : ''}` };
-  const staging = pgStaging(db);
-  if (verb === 'reject') {
-    return (await staging.decide(w.id, 'rejected', by, 'rejected')) ? { done: true, state: 'rejected', result: 'nothing was written' } : { done: false, reason: 'decided meanwhile' };
-  }
-  const applied = await apply(db, agent, w, sessionId);
-  if (!(await staging.decide(w.id, applied.ok ? 'approved' : 'failed', by, applied.result))) return { done: false, reason: 'decided meanwhile' };
-  return { done: true, state: applied.ok ? 'approved' : 'failed', result: applied.result };
+  if (w.state !== 'pending') return alreadyDecided(w.state, w.decidedBy);
+  return db.tx(async (sql): Promise<Decision> => {
+    // The row as it is now, held until this decision commits: a concurrent decider waits here, then sees it decided.
+    const { rows: [now] } = await sql.query<{ state: string; decidedBy: string | null }>(`SELECT state, decided_by AS "decidedBy" FROM learning_writes WHERE id = $1 FOR UPDATE`, [w.id]);
+    if (!now) return { done: false, reason: 'it no longer exists' };
+    if (now.state !== 'pending') return alreadyDecided(now.state, now.decidedBy);
+    const staging = pgStaging(within(sql));
+    if (verb === 'reject') {
+      await staging.decide(w.id, 'rejected', by, 'rejected');
+      return { done: true, state: 'rejected', result: 'nothing was written' };
+    }
+    const applied = await apply(within(sql), agent, w, sessionId);
+    await staging.decide(w.id, applied.ok ? 'approved' : 'failed', by, applied.result);
+    return { done: true, state: applied.ok ? 'approved' : 'failed', result: applied.result };
+  });
 }

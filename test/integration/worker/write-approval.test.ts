@@ -4,7 +4,7 @@
 // who decided; a rejected one writes nothing; a decision is final. Default: on for agents more
 // than one person may use.
 import { describe, expect, it } from 'vitest';
-import { hasManyUsers, learnedNamespace, pgMemoryStore } from '../../../services/agent/index.js';
+import { decideStagedWrite, hasManyUsers, learnedNamespace, pgMemoryStore, pgStaging } from '../../../services/agent/index.js';
 import { toolsAsTold, toldResult } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, testAgent, useAgentSystem } from '../../support/system.js';
 
@@ -49,6 +49,23 @@ describe('write approval', () => {
     // Invalid writes are refused at once, not staged.
     expect(toolResult((await say('alice', `tool skill_manage ${JSON.stringify({ action: 'patch', name: 'tea-brewing', old_string: 'x', new_string: 'y' })}`)).reply))
       .toMatchObject({ success: false, error: 'You have no learned skill named "tea-brewing" (create it first)' });
+  });
+
+  it('two admins approving one write at once apply it once: the second finds it decided', async () => {
+    const agent = testAgent(sys.model.baseURL, { agent: { namespace: 'default', name: 'gated-race' }, toolsets: ['skills'], admins: ['api:admin'], learning: { skillWriteApproval: false } });
+    const agentId = await createTestAgent(sys.rt, sys.model.baseURL, agent);
+    const say = (content: string) => runTurn(sys.rt, { agentId, sessionKey: `${agentId}:alice`, content, userId: 'alice' });
+    expect(toolResult((await say(`tool skill_manage ${JSON.stringify({ action: 'create', name: 'deploy', content: '---\nname: deploy\ndescription: Deploy.\n---\n1. run it\n' })}`)).reply)).toMatchObject({ success: true });
+    // A patch whose new text still contains the old: applied twice, it would read "run it!!".
+    await createTestAgent(sys.rt, sys.model.baseURL, { ...agent, learning: { skillWriteApproval: true } });
+    expect(toolResult((await say(`tool skill_manage ${JSON.stringify({ action: 'patch', name: 'deploy', old_string: 'run it', new_string: 'run it!' })}`)).reply)).toMatchObject({ staged: true });
+    const [w] = await pgStaging(sys.rt.db).pending(agentId, 'skill');
+    const decisions = await Promise.all(['chat', 'admin-api'].map((by) => decideStagedWrite(sys.rt.db, agent, w!, 'approve', { by })));
+    expect(decisions.filter((d) => d.done)).toHaveLength(1);
+    expect(decisions.filter((d) => !d.done)).toEqual([{ done: false, reason: expect.stringMatching(/^already approved by (chat|admin-api)$/) }]);
+    const { rows } = await sys.rt.db.pool.query<{ body: string }>(
+      `SELECT v.content->>'body' AS body FROM skills s JOIN skill_versions v ON v.skill_id = s.id WHERE s.namespace = $1 AND s.name = 'deploy' ORDER BY v.version`, [learnedNamespace(agentId)]);
+    expect(rows.map((r) => r.body)).toEqual(['1. run it\n', '1. run it!\n']);
   });
 
   it('is on by default for agents more than one person may use', () => {
