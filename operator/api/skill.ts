@@ -8,8 +8,14 @@ export const skillDescriptionMax = 1024;
 /** Hermes' guide: the index is injected every session, so descriptions should stay short. */
 export const skillDescriptionAdvised = 60;
 
+/**
+ * One path segment: a plain name, never `.` or `..` (no lookahead: the apiserver checks the same
+ * pattern with Go's RE2), so a file cannot name a place outside its skill folder.
+ */
+const fileSegment = String.raw`(?:[A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)`;
+
 export const skillFileSchema = z.object({
-  path: z.string().regex(/^(references|templates|scripts|assets)\/[A-Za-z0-9._/-]+$/, 'must be under references/, templates/, scripts/ or assets/')
+  path: z.string().regex(new RegExp(`^(references|templates|scripts|assets)(/${fileSegment})+$`), 'must be under references/, templates/, scripts/ or assets/, in plain path segments (no ., .. or empty ones)')
     .describe('Path inside the skill folder: under references/, templates/, scripts/ or assets/.'),
   content: z.string().describe('File content (text).'),
 });

@@ -14,6 +14,15 @@ describe('crds/ is generated from the zod API', () => {
     for (const [name, content] of expected) expect(readFileSync(new URL(name, dir), 'utf8'), `crds/${name} is stale: run make crds`).toBe(content);
   });
 
+  it('keeps a Skill\'s files inside its folder: no ., .. or empty path segments (the same pattern in the CRD)', () => {
+    const skill = (path: string) => skillSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Skill', metadata: { name: 's', namespace: 'ns' }, spec: { name: 's', description: 'Does a thing.', body: '# Do it', files: [{ path, content: 'x' }] } });
+    for (const good of ['references/format.md', 'scripts/sub/run.sh', 'assets/.hidden', 'templates/a..b', 'references/...']) expect(skill(good).success, good).toBe(true);
+    for (const bad of ['references/../../../etc/cron.d/evil', 'references/./x', 'references/..', 'references//x', 'references/x/', 'references', '/references/x', 'notes/x.md']) {
+      expect(skill(bad).error?.issues[0]?.message, bad).toMatch(/^must be under references\/, templates\/, scripts\/ or assets\//);
+    }
+    expect(renderCrds().get('hermes.dev_skills.yaml')).toContain(String.raw`pattern: ^(references|templates|scripts|assets)(\/(?:[A-Za-z0-9_-]`);
+  });
+
   it('applies the same cross-field rules in TypeScript (hermes dev) as CEL does in the apiserver', () => {
     const meta = { name: 'x', namespace: 'ns' };
     const agent = (key: unknown) => agentSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: meta, spec: { profileRef: { name: 'p' }, api: { keys: [key] } } });
