@@ -11,12 +11,17 @@ import { isAgentAdmin, messagesAround, readSession, recentSessions, searchSessio
 
 const NO_RECALL = 'Session search is not available here (no session store is configured for this worker).';
 
+/** Message ids are Postgres bigints: a larger number is no message (and would fail the query). */
+const MAX_MESSAGE_ID = 9_223_372_036_854_775_807n;
+
 const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'a session id as returned by session_search');
 
 const schema = z.object({
   query: z.string().min(1).max(500).optional().describe('Words or a phrase to find in past conversations ("quoted phrase", -excluded, or); any language'),
   session_id: uuid.optional().describe('A conversation to open (from an earlier session_search result)'),
-  around_message_id: z.string().regex(/^\d{1,19}$/).optional().describe('With session_id: show the messages around this message_id'),
+  around_message_id: z.string().regex(/^\d{1,19}$/, 'a message_id as returned by session_search')
+    .refine((id) => BigInt(id) <= MAX_MESSAGE_ID, 'a message_id as returned by session_search (it is past the largest message id)')
+    .optional().describe('With session_id: show the messages around this message_id'),
   window: z.number().int().min(1).max(20).optional().describe('Messages before and after around_message_id (default 5)'),
   limit: z.number().int().min(1).max(20).optional().describe('How many conversations to return (default 5 for a query, 10 for recent)'),
   all_users: z.boolean().optional().describe('Admins only: search every user\'s conversations with this agent, not only the current user\'s'),

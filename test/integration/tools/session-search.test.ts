@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { sessionSearchTool, type RecallAccess } from '../../../services/agent/index.js';
 import type { ChatRequestBody } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
-import { callJson, toolContext } from './helpers.js';
+import { call, callJson, toolContext } from './helpers.js';
 
 /** "search <json>": one session_search call; the reply repeats its result. "call tool <x>": a memory-less tool call to store arguments. Otherwise "noted". */
 function script(b: ChatRequestBody) {
@@ -77,6 +77,9 @@ describe('session_search', () => {
     expect(JSON.stringify(foreign)).not.toContain('hunter2');
     // Around a message of Bob's session, named by id: still not found.
     expect(await search('alice', { session_id: sessionOf['b-deploy'], around_message_id: '1' })).toMatchObject({ success: false });
+    // Past Postgres' bigint: refused as an argument, not a query error ("out of range for type bigint").
+    const huge = await call(sessionSearchTool, { session_id: sessionOf['a-deploy'], around_message_id: '9999999999999999999' }, toolContext({ recall: access('alice') }));
+    expect(huge).toMatchObject({ kind: 'invalid', content: expect.stringContaining('around_message_id: a message_id as returned by session_search') });
     expect((await search('alice', {})).sessions).not.toContainEqual(expect.objectContaining({ session_id: sessionOf['b-deploy'] }));
   });
 
