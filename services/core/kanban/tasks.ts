@@ -73,9 +73,23 @@ async function insertTask(sql: Sql, scope: KanbanScope, t: Omit<CreateTask, 'ass
 }
 
 /** Creates a task (todo until its parents are done; the dispatcher promotes it). A known idempotency key returns the existing task. */
+/** Postgres `integer`: the columns priority, max_runtime_seconds and max_retries. */
+const INT4_MAX = 2_147_483_647;
+
+/** Refuses a number its column cannot hold (a Postgres "out of range" otherwise: a 500 on the admin API). */
+function checkNumbers(input: CreateTask): void {
+  const bounded = (name: string, v: number | undefined, min: number) => {
+    if (v !== undefined && (!Number.isInteger(v) || v < min || v > INT4_MAX)) throw new KanbanError('invalid', `${name} must be a whole number from ${min} to ${INT4_MAX} (got ${v}).`);
+  };
+  bounded('priority', input.priority, -INT4_MAX - 1);
+  bounded('max_runtime_seconds', input.maxRuntimeSeconds, 1);
+  bounded('max_retries', input.maxRetries, 1);
+}
+
 export async function createTask(sql: Sql, scope: KanbanScope, input: CreateTask, now: Date): Promise<{ task: KanbanTask; created: boolean }> {
   const title = input.title.trim();
   if (!title) throw new KanbanError('invalid', 'A task needs a title.');
+  checkNumbers(input);
   await sql.query(`SELECT 1 FROM kanban_boards WHERE id = $1 FOR UPDATE`, [scope.boardId]); // serialises idempotency checks per board
   if (input.idempotencyKey) {
     const { rows } = await sql.query<{ id: string }>(`SELECT id FROM kanban_tasks WHERE board_id = $1 AND idempotency_key = $2 AND status <> 'archived'`, [scope.boardId, input.idempotencyKey]);
