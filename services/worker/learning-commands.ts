@@ -4,20 +4,22 @@
 // store as it is (it may fail then: the store changed since, and the decision says so), and
 // reaches new conversations; every decision is recorded with who and when.
 import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
+import { slashCommandName } from '../core/permissions.js';
 // The modules themselves rather than the agent package's index: `hermes review` loads this file, and
 // the whole package (model SDKs, tools, MCP) would add ≈ 1.5 s to each of its starts.
 import { decideStagedWrite } from '../agent/learning/decide.js';
 import { pgStaging, shortId, type StagedKind, type StagedWrite } from '../agent/learning/staging.js';
 import { isAgentAdmin, userIdentity } from '../agent/recall/session-recall.js';
 
-const COMMAND = /^\/(memory|skills)\s+(pending|approve|reject|diff)(?:\s+([0-9a-f-]+))?\s*$/i;
+const COMMAND = /^\/(memory|skills)(?:\s+(pending|approve|reject|diff)(?:\s+([0-9a-f-]+))?)?\s*$/i;
 
 export interface LearningCommand { kind: StagedKind; verb: 'pending' | 'approve' | 'reject' | 'diff'; id?: string }
 
 export function parseLearningCommand(content: string): LearningCommand | undefined {
   const m = COMMAND.exec(content.trim());
   if (!m) return undefined;
-  const verb = m[2]!.toLowerCase() as LearningCommand['verb'];
+  // Bare `/memory` or `/skills` lists the pending writes (Hermes' default).
+  const verb = (m[2]?.toLowerCase() ?? 'pending') as LearningCommand['verb'];
   const kind: StagedKind = m[1]!.toLowerCase() === 'memory' ? 'memory' : 'skill';
   if (verb === 'diff' && kind === 'memory') return undefined;
   return { kind, verb, ...(m[3] ? { id: m[3].toLowerCase() } : {}) };
@@ -62,11 +64,23 @@ export async function reviewLearningWrite(db: Db, who: Reviewer, cmd: LearningCo
   return decision.state === 'approved' ? `Approved ${id}: ${decision.result}; new conversations see it.` : `Approved ${id}, but it could not be applied: ${decision.result}. Nothing was written.`;
 }
 
-/** The reply to a learning command in `adm`, or undefined when it is none. Admins only. */
+/** How the review commands of `kind` are written. */
+const usage = (kind: StagedKind) => kind === 'memory'
+  ? 'Use /memory pending, /memory approve <id> or /memory reject <id> (the ids /memory pending lists).'
+  : 'Use /skills pending, /skills diff <id>, /skills approve <id> or /skills reject <id> (the ids /skills pending lists).';
+
+/**
+ * The reply to a learning command in `adm`, or undefined when it is none. Admins only. A
+ * `/memory …` or `/skills …` that does not parse (a mistyped id, an unknown word) is answered with
+ * how to write it — never handed to the model, which could claim a write was approved.
+ */
 export async function learningReply(db: Db, adm: Admission, agent: CompiledAgent): Promise<TurnResult | undefined> {
+  const name = slashCommandName(adm.content);
+  if (name !== 'memory' && name !== 'skills') return undefined;
   const cmd = parseLearningCommand(adm.content);
-  if (!cmd) return undefined;
-  if (!(await isAgentAdmin(db, adm.userId, agent.admins ?? []))) return done(`Only this agent's admins may review ${noun(cmd.kind)} writes.`);
+  const kind: StagedKind = name === 'memory' ? 'memory' : 'skill';
+  if (!(await isAgentAdmin(db, adm.userId, agent.admins ?? []))) return done(`Only this agent's admins may review ${noun(kind)} writes.`);
+  if (!cmd) return done(`Not understood: ${adm.content.trim().slice(0, 80)}. ${usage(kind)}`);
   const by = async () => (await userIdentity(db, adm.userId)) ?? 'unknown';
   return done(await reviewLearningWrite(db, { agentId: adm.agentId, agent, by, sessionId: adm.sessionId }, cmd));
 }

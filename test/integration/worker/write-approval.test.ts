@@ -31,6 +31,11 @@ describe('write approval', () => {
     expect(rows).toEqual([{ state: 'approved', decided_by: 'api:admin', content_hash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
     expect((await say('admin', `/memory reject ${id}`)).reply).toBe(`${id} was already approved by api:admin.`);
     expect((await say('admin', '/memory pending')).reply).toBe('No memory writes are waiting for approval.');
+    // Bare /memory lists the pending writes (Hermes); one that does not parse gets how to write it, never the model.
+    expect((await say('admin', '/memory')).reply).toBe('No memory writes are waiting for approval.');
+    expect((await say('admin', '/memory approve zz')).reply).toBe('Not understood: /memory approve zz. Use /memory pending, /memory approve <id> or /memory reject <id> (the ids /memory pending lists).');
+    expect((await say('admin', '/skills aprove 1234abcd')).reply).toContain('Not understood: /skills aprove 1234abcd. Use /skills pending, /skills diff <id>');
+    expect((await say('alice', '/memory frobnicate')).reply).toBe('Only this agent\'s admins may review memory writes.');
   });
 
   it('stages skill writes with a diff; a rejected one writes nothing', async () => {
