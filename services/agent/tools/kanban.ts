@@ -15,8 +15,10 @@ export const NO_KANBAN = 'Kanban tools are not available here (no board is confi
 /** Only the board's owner routes work: dispatched runs never see these. */
 export const ORCHESTRATOR_ONLY: readonly string[] = ['kanban_list', 'kanban_unblock'];
 
-const board = z.string().optional().describe('Board to target. A turn reaches only its own board (a dispatched task\'s board, or your own); omit it.');
-const taskIdDefault = z.string().optional().describe('Task id. Omitted: the task this run was dispatched for.');
+// Lengths as the admin API bounds them (routes/admin-kanban.ts): an idempotency key past a btree
+// index row's limit would fail the insert in Postgres instead.
+const board = z.string().max(200).optional().describe('Board to target. A turn reaches only its own board (a dispatched task\'s board, or your own); omit it.');
+const taskIdDefault = z.string().max(64).optional().describe('Task id. Omitted: the task this run was dispatched for.');
 
 const ok = (fields: Record<string, unknown>) => JSON.stringify({ ok: true, ...fields });
 
@@ -80,14 +82,14 @@ export const kanbanCreateTool = defineTool({
   sideEffect: 'writes',
   postgresArguments: true,
   schema: z.object({
-    title: z.string().min(1).describe('Short task title.'),
-    assignee: z.string().min(1).describe('Agent that should run it (name or namespace/name). On a person\'s board: this agent.'),
-    body: z.string().optional().describe('Full spec and acceptance criteria: the assignee reads it.'),
+    title: z.string().min(1).max(500).describe('Short task title.'),
+    assignee: z.string().min(1).max(510).describe('Agent that should run it (name or namespace/name). On a person\'s board: this agent.'),
+    body: z.string().max(100_000).optional().describe('Full spec and acceptance criteria: the assignee reads it.'),
     parents: z.array(z.string()).max(100).optional().describe('Parent task ids this one waits for.'),
     tenant: z.string().optional().describe('Accepted for compatibility: the board\'s namespace is the tenant.'),
     priority: z.number().int().optional().describe('Higher is dispatched sooner.'),
     triage: z.boolean().optional().describe('true: the task lands in triage for a person instead of todo.'),
-    idempotency_key: z.string().optional().describe('A task on this board with this key (not archived) is returned instead of a duplicate.'),
+    idempotency_key: z.string().max(200).optional().describe('A task on this board with this key (not archived) is returned instead of a duplicate.'),
     max_runtime_seconds: z.number().int().positive().optional().describe('Per-task runtime cap; a longer run is stopped (timed_out).'),
     initial_status: z.enum(['running', 'blocked']).optional().describe('blocked: starts blocked for a person; running (default): the usual dispatch path.'),
     workspace_kind: z.string().optional(), workspace_path: z.string().optional(), skills: z.array(z.string()).optional(), goal_mode: z.boolean().optional(), goal_max_turns: z.number().int().optional(),
@@ -138,9 +140,9 @@ export const kanbanCompleteTool = defineTool({
   postgresArguments: true,
   schema: z.object({
     task_id: taskIdDefault,
-    summary: z.string().optional(),
+    summary: z.string().max(20_000).optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
-    result: z.string().optional().describe('Short result line (older field); prefer summary.'),
+    result: z.string().max(20_000).optional().describe('Short result line (older field); prefer summary.'),
     created_cards: z.array(z.string()).max(200).optional(),
     artifacts: z.array(z.string()).max(50).optional().describe('References to deliverables: http(s) URLs, s3:// or gs:// references, or workspace paths (/workspace/…).'),
     board,
