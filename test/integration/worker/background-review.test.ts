@@ -75,7 +75,9 @@ describe('background review', () => {
   });
 
   it('none for a turn answered without the model (a command), even in a conversation that has a prompt', async () => {
-    await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-4', content: 'hello', userId: 'alice' });
+    const hello = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-4', content: 'hello', userId: 'alice' });
+    // That turn's own review first: run later, it would read the command below as part of the conversation.
+    await eventually(async () => ((await reviewState(hello.a.id))?.state === 'done' ? true : undefined), 'the first review to finish', 30_000);
     const calls = sys.model.requests.length;
     const { a, reply } = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-4', content: '/memory pending', userId: 'alice' });
     expect(reply).not.toBe('Sure.');
