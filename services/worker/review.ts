@@ -9,7 +9,7 @@
 // turns, turns that did not complete, turns answered without the model (commands), and Profiles
 // without `spec.learning.backgroundReview`.
 import {
-  getAdmission, readTurnContext, type Admission, type CompiledAgent, type Db,
+  getAdmission, readTurnContext, type Admission, type CompiledAgent, type Db, type TurnContext,
 } from '../core/index.js';
 import { directRoutes, promptMessages, runAgentLoop, type ChatMessage, type Tool } from '../agent/index.js';
 import { spendAccounting } from './usage.js';
@@ -91,6 +91,13 @@ export async function runReview(deps: TurnDeps, admissionId: string, signal: Abo
   }
 }
 
+/** `ctx` with its transcript cut after the last message of admission `admissionId`. */
+function throughTurn(ctx: TurnContext, admissionId: string): TurnContext {
+  const own = ctx.transcript.filter((m) => m.admissionId === admissionId).map((m) => m.seq);
+  const last = own.length ? Math.max(...own) : -1;
+  return { ...ctx, transcript: ctx.transcript.filter((m) => m.seq <= last) };
+}
+
 async function review(deps: TurnDeps, adm: Admission, agent: CompiledAgent, signal: AbortSignal): Promise<{ outcome: string; iterations: number; failed?: string }> {
   const loop = deps.loop ?? createLoopDeps(deps.config, deps.secrets);
   const routed = await routesOf(loop, agent);
@@ -103,8 +110,9 @@ async function review(deps: TurnDeps, adm: Admission, agent: CompiledAgent, sign
   const tools: Tool[] = turn.tools.filter((t) => REVIEW_TOOLS.has(t.name));
   if (!tools.some((t) => t.name === 'memory' || t.name === 'skill_manage')) return { outcome: 'no writable tools', iterations: 0 };
   const accounting = spendAccounting({ db: deps.db, metrics: deps.metrics, adm, agent }, routes);
-  // The conversation as stored (the caller's own history of an OpenAI-style call included), then the instruction.
-  const history: ChatMessage[] = [...historyFor({ ...adm, callerHistory: null, intent: 'queue' }, ctx), { role: 'user', content: REVIEW_PROMPT }];
+  // The conversation as stored up to this turn's last message (the caller's own history of an OpenAI-style call
+  // included), then the instruction. Later turns of the session — one may be running — get reviews of their own.
+  const history: ChatMessage[] = [...historyFor({ ...adm, callerHistory: null, intent: 'queue' }, throughTurn(ctx, adm.id)), { role: 'user', content: REVIEW_PROMPT }];
   const { memory, skills, recall } = turn.context;
   const result = await runAgentLoop({
     sessionId: adm.sessionId, routes, tools, signal,

@@ -86,6 +86,20 @@ describe('background review', () => {
     expect(sys.model.requests.slice(calls).filter((r) => isReview(r.body) && r.body.messages.some((m) => m.content === '/memory pending'))).toEqual([]);
   });
 
+  it('reviews the conversation up to its own turn, not the turns that came after it', async () => {
+    const first = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-5', content: 'first words', userId: 'alice' });
+    await eventually(async () => ((await reviewState(first.a.id))?.state === 'done' ? true : undefined), 'the first review to finish', 30_000);
+    const second = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-5', content: 'later words', userId: 'alice' });
+    await eventually(async () => ((await reviewState(second.a.id))?.state === 'done' ? true : undefined), 'the second review to finish', 30_000);
+    // The first turn's review, run again now that the second turn is in the transcript (as when its job runs late).
+    await sys.rt.db.pool.query('DELETE FROM background_reviews WHERE admission_id = $1', [first.a.id]);
+    const calls = sys.model.requests.length;
+    expect(await runReview(reviewDeps(), first.a.id, new AbortController().signal)).toBe('done');
+    const seen = sys.model.requests.slice(calls).filter((r) => isReview(r.body)).flatMap((r) => r.body.messages.map((m) => m.content));
+    expect(seen).toContain('first words');
+    expect(seen).not.toContain('later words');
+  });
+
   it('a failing review is recorded and leaves the delivered reply as it was', async () => {
     const { a, reply } = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-3', content: 'break reviews', userId: 'alice' });
     expect(reply).toBe('Sure.');
