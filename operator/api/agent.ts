@@ -86,7 +86,7 @@ export const messagingSchema = z.object({
     name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'a home channel name is lower-case letters, digits, - and _ (e.g. ops)').describe('The name the agent uses as send_message target (e.g. ops).'),
     target: messagingTarget.describe('Where it is: PLATFORM:CHAT_ID[:THREAD_ID] on one of this Agent\'s platforms (slack, telegram, discord).'),
   })).max(32).default([]).describe('Named home channels: send_message may always send to these (also by bare platform name, e.g. "slack" = the first slack home channel).'),
-  allowedTargets: z.array(messagingTarget).max(256).default([]).describe('Other targets send_message may send to, as PLATFORM:CHAT_ID[:THREAD_ID]; PLATFORM:CHAT_ID allows every thread of that chat, PLATFORM:* every chat of that platform. Anything else is refused.'),
+  allowedTargets: z.array(messagingTarget).max(256).default([]).describe('Other targets send_message may send to, as PLATFORM:CHAT_ID[:THREAD_ID]; PLATFORM:CHAT_ID allows every thread of that chat on Slack and Telegram (a Discord thread is a channel of its own: list it as discord:CHANNEL:THREAD), PLATFORM:* every chat of that platform. Anything else is refused.'),
 }).describe('Home channel names are unique (checked at compile: a CEL rule over pairs costs too much for the apiserver).');
 
 export const agentSpecSchema = z.object({

@@ -56,9 +56,21 @@ export function resolveTarget(messaging: Messaging, name: string): { target: Exp
   return { target, home: home !== undefined };
 }
 
-/** Whether the Agent allows `t`: a home channel, an allowed target exactly, its chat (any thread), or `platform:*`. */
+/**
+ * Platforms whose thread is addressed as a channel of its own (the message goes to the thread's id
+ * alone, not to the chat): `platform:chat` cannot vouch for `platform:chat:<any id>`, since nothing
+ * ties that id to the chat — it could be any channel the bot can reach.
+ */
+const THREAD_IS_ITS_OWN_CHANNEL: ReadonlySet<string> = new Set(['discord']);
+
+/**
+ * Whether the Agent allows `t`: a home channel (by name, or its target written out), an allowed
+ * target exactly, `platform:*`, or a thread of an allowed chat where the thread is addressed within
+ * that chat (Slack, Telegram; not Discord, whose thread must be listed itself).
+ */
 export function targetAllowed(messaging: Messaging, t: ExplicitTarget, home: boolean): boolean {
   if (home) return true;
-  const allowed = new Set(messaging.allowedTargets.map((a) => a.trim()));
-  return allowed.has(targetText(t)) || allowed.has(`${t.platform}:${t.chat}`) || allowed.has(`${t.platform}:*`);
+  const allowed = new Set([...messaging.allowedTargets, ...messaging.homeChannels.map((h) => h.target)].map((a) => a.trim()));
+  if (allowed.has(targetText(t)) || allowed.has(`${t.platform}:*`)) return true;
+  return t.thread !== undefined && !THREAD_IS_ITS_OWN_CHANNEL.has(t.platform) && allowed.has(`${t.platform}:${t.chat}`);
 }

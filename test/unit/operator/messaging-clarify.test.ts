@@ -52,6 +52,21 @@ describe('spec.messaging and spec.clarify', () => {
     expect(replyTargetOf(parseTarget('slack:C1:1712.5')!)).toEqual({ target: { kind: 'slack', channel: 'C1', threadTs: '1712.5' } });
     expect(replyTargetOf(parseTarget('teams:19:abc')!)).toEqual({ error: 'send_message cannot send to teams (it sends to slack, telegram, discord)' });
   });
+
+  it('never lets a chat-wide Discord grant reach another channel through a "thread" id, and allows a home channel written out', () => {
+    // A Discord thread is addressed by its own id alone (replyTargetOf sends to it): nothing ties
+    // discord:<chat>:<id> to <chat>, so discord:<chat> must not allow it (it was any channel).
+    const messaging = { homeChannels: [{ name: 'ops', target: 'slack:COPS' }], allowedTargets: ['discord:111', 'discord:222:333'] };
+    const allowed = (name: string) => {
+      const r = resolveTarget(messaging, name);
+      return 'error' in r ? r.error : targetAllowed(messaging, r.target, r.home);
+    };
+    expect(replyTargetOf(parseTarget('discord:111:999')!)).toEqual({ target: { kind: 'discord', channelId: '999' } });
+    expect([allowed('discord:111:999'), allowed('discord:222:444'), allowed('discord:222')]).toEqual([false, false, false]);
+    expect([allowed('discord:111'), allowed('discord:222:333')]).toEqual([true, true]);
+    // The home channel "ops" is always allowed, by name and written out (and its threads, on Slack).
+    expect([allowed('ops'), allowed('slack:COPS'), allowed('slack:COPS:1712.5')]).toEqual([true, true, true]);
+  });
 });
 
 describe('unattended turns (clarify withheld)', () => {
