@@ -11,6 +11,7 @@ import { userMessageFor } from './errors.js';
 import { addUsage, emptyUsage, type ChatMessage, type Completion, type CompletionRequest, type ToolSpec, type Usage } from './messages.js';
 import { callModel, type ModelCallResult, type ModelRoute, type RetryPolicy } from './model-call.js';
 import { runToolBatch, type BatchHooks, type EffectDisposition, type ToolOutcome } from './tools/execute.js';
+import { uniqueCallIds } from './tool-call-ids.js';
 import { READ_TOOL_RESULT, ResultBudget, type ToolResultStore } from './tools/results.js';
 import { readToolResultTool } from './tools/stored-results.js';
 import { haltReply, ToolLoopGuard, type GuardSettings } from './tools/guardrails.js';
@@ -287,8 +288,9 @@ class TurnLoop {
   }
 
   /** Persist the calls, run them, persist each result; a LoopResult when the turn must end. */
-  private async runTools(done: Completion, iterations: number): Promise<LoopResult | undefined> {
+  private async runTools(answer: Completion, iterations: number): Promise<LoopResult | undefined> {
     const { input } = this;
+    const done: Completion = { ...answer, toolCalls: uniqueCallIds(answer.toolCalls, this.messages) };
     const assistant: ChatMessage = { role: 'assistant', content: done.text, toolCalls: done.toolCalls, ...(done.reasoning ? { reasoning: done.reasoning } : {}) };
     const seq = await input.persist.assistant(assistant, done.usage);
     this.progress();

@@ -12,7 +12,7 @@ import { deliver, platformAdapters, type RunningWorker } from '../../../services
 import { turnMessaging } from '../../../services/worker/messaging.js';
 import { startFakeSlack, type FakeSlack } from '../../support/fake-slack.js';
 import { startFakeTelegram, type FakeTelegram } from '../../support/fake-telegram.js';
-import { startFakeOpenAI, toldResult, toolsAsTold, type FakeOpenAI } from '../../support/fake-openai.js';
+import { lastUser, startFakeOpenAI, toldResult, toolsAsTold, type FakeOpenAI } from '../../support/fake-openai.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { openTestRuntime, startTestWorker, testAgent, type TestRuntime } from '../../support/system.js';
 import { publishRevision, registerInstance } from '../../../services/core/index.js';
@@ -117,6 +117,32 @@ describe('send_message', () => {
 
   it('lists the targets the agent may use', async () => {
     expect((await slackTurn({ action: 'list' })).result).toEqual({ home_channels: [{ name: 'ops', target: 'slack:COPS' }], allowed_targets: ['telegram:-100777:17', 'slack:CENG'] });
+  });
+
+  it('sends two different messages of one turn although the model gave both calls the same id', async () => {
+    // Servers that send no id (call_0 each time) or number calls per response reuse ids across a
+    // turn's model calls; the obligation is keyed to the id, so the second message was taken for a
+    // repeat of the first and silently dropped ("already recorded by this call").
+    model.setScript((b) => {
+      if (!lastUser(b).startsWith('same id twice')) return toolsAsTold(b);
+      const results = b.messages.filter((m) => m.role === 'tool').length;
+      if (results >= 2) return { text: 'both sent' };
+      return { toolCalls: [{ id: 'call_0', name: 'send_message', arguments: JSON.stringify({ target: 'ops', message: `same id message ${results + 1}` }) }] };
+    });
+    try {
+      const a = await admit(rt.db, { agentId, platform: 'slack', sessionKey: 'agent:default/messenger:slack:dm:DSAMEID', user: { platformUserId: 'UALICE' }, eventId: 'ev-same-id', content: 'same id twice', replyTarget: { kind: 'slack', channel: 'DSAMEID' } });
+      await enqueueTurn(rt.queues, { admissionId: a.admissionId, sessionId: a.sessionId });
+      await eventually(async () => (await getAdmission(rt.db.pool, a.admissionId))?.state === 'terminal' || undefined, 'the turn');
+      await eventually(() => postsTo('COPS').find((p) => p.args.text === 'same id message 2'), 'the second message');
+      expect(postsTo('COPS').filter((p) => String(p.args.text).startsWith('same id message')).map((p) => p.args.text)).toEqual(['same id message 1', 'same id message 2']);
+      // Each call and its result carry one id, unique in the transcript.
+      const { rows } = await rt.db.pool.query<{ tool_calls: { id: string }[] | null; tool_call_id: string | null }>(`SELECT tool_calls, tool_call_id FROM messages WHERE session_id = $1 AND (tool_calls IS NOT NULL OR tool_call_id IS NOT NULL) ORDER BY seq`, [a.sessionId]);
+      const callIds = rows.flatMap((r) => r.tool_calls?.map((c) => c.id) ?? []);
+      expect(new Set(callIds).size).toBe(2);
+      expect(rows.flatMap((r) => (r.tool_call_id ? [r.tool_call_id] : []))).toEqual(callIds);
+    } finally {
+      model.setScript(toolsAsTold);
+    }
   });
 
   it('is idempotent per tool call: the same call recorded again (after a crash) is one obligation, sent once', async () => {
