@@ -115,7 +115,11 @@ export async function listSubagents(sql: Sql, parentSessionId: string, limit = 5
   return rows;
 }
 
+/** Subagent ids are UUIDs; anything else (a model's typo) names no subagent rather than failing the query. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export async function getSubagent(sql: Sql, id: string): Promise<Subagent | undefined> {
+  if (!UUID.test(id)) return undefined;
   const { rows } = await sql.query<Subagent>(`SELECT ${columns} FROM subagents WHERE id = $1`, [id]);
   return rows[0];
 }
@@ -180,6 +184,7 @@ export const CHILD_STOP_TEXT = 'its parent';
  * `stopped` when its turn ends.
  */
 export async function stopSubagents(sql: Sql, parentSessionId: string, id?: string): Promise<StoppedChildren> {
+  if (id !== undefined && !UUID.test(id)) return { ids: [], signals: [] };
   const { rows } = await sql.query<Subagent>(
     `UPDATE subagents SET stop_requested_at = coalesce(stop_requested_at, now()),
        status = CASE WHEN status = 'queued' THEN 'stopped' ELSE status END,

@@ -4,7 +4,7 @@
 // stops them; a child that fails or goes stale ends `failed` with the error; the children's usage
 // counts in the parent's conversation. Real Postgres and Redis; the model is the fake OpenAI server.
 import { describe, expect, it } from 'vitest';
-import { getAdmission, getObligationForAdmission, listSubagents, spawnSubagents, stopSubagents, sweepOnce, type Admission } from '../../../services/core/index.js';
+import { getAdmission, getObligationForAdmission, listSubagents, spawnSubagents, steerSubagent, stopSubagents, sweepOnce, type Admission } from '../../../services/core/index.js';
 import { eventually } from '../../support/services.js';
 import { lastUser, type ChatRequestBody, type Script } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
@@ -142,6 +142,18 @@ describe('delegate_task', () => {
     expect((await getAdmission(sys.rt.db.pool, child!.childAdmissionId))!.outcome).toBe('interrupted');
     const { rows } = await sys.rt.db.pool.query(`SELECT 1 FROM admissions WHERE session_id = $1 AND content LIKE '[Delegated task results%'`, [parent.sessionId]);
     expect(rows).toEqual([]);
+  });
+
+  it('answers steer and stop of an id that names no subagent (not a UUID) or an ended one with a clear error', async () => {
+    // A model's typo ("sub-1") reached Postgres as a uuid and came back as
+    // "[TOOL_ERROR] invalid input syntax for type uuid".
+    const agentId = await agent('deleg-bad-id');
+    const { a: parent } = await delegate(agentId, 'deleg:bad-id', [{ goal: 'alpha' }]);
+    await resultsTurn(parent.sessionId);
+    expect(await steerSubagent(sys.rt.db.pool, parent.sessionId, 'sub-1', 'more')).toEqual({ ok: false, reason: 'no subagent sub-1 in this conversation (action "list" shows them)' });
+    expect(await stopSubagents(sys.rt.db.pool, parent.sessionId, 'sub-1')).toEqual({ ids: [], signals: [] });
+    const [done] = await listSubagents(sys.rt.db.pool, parent.sessionId);
+    expect(await steerSubagent(sys.rt.db.pool, parent.sessionId, done!.id, 'more')).toEqual({ ok: false, reason: `subagent ${done!.id} has already ended (completed)` });
   });
 
   it('stops a child that has not started yet at once; its turn then ends without a model call', async () => {
