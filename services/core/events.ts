@@ -28,6 +28,12 @@ export const turnEventSchema = z.discriminatedUnion('type', [
     /** What to tell the user, in words. */
     message: z.string(),
   }) }),
+  /** A clarify question waits for the user's next message (status pending), or its wait ended. */
+  z.object({ type: z.literal('clarify'), clarify: z.object({
+    id: z.string(), status: z.string(), question: z.string(), choices: z.array(z.string()).nullable(), expiresAt: z.string(),
+    /** The question as the chat shows it (numbered choices, how to answer). */
+    message: z.string(),
+  }) }),
 ]);
 export type TurnEvent = z.infer<typeof turnEventSchema>;
 

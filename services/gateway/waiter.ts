@@ -36,11 +36,14 @@ export interface UntilDoneOptions {
   onDelta?: (text: string) => void;
   /** A command of the turn waits for /approve or /deny, or its approval ended (pub/sub: a latency aid). */
   onApproval?: (approval: ApprovalEvent) => void;
+  /** A clarify question of the turn waits for the user's next message, or its wait ended (pub/sub: a latency aid). */
+  onClarify?: (clarify: ClarifyEvent) => void;
   /** Called with the first state read and on each change. */
   onState?: (admission: AdmissionProgress) => void;
 }
 
 export type ApprovalEvent = Extract<TurnEvent, { type: 'approval' }>['approval'];
+export type ClarifyEvent = Extract<TurnEvent, { type: 'clarify' }>['clarify'];
 
 export const isSettled = (a: Pick<AdmissionProgress, 'state'>) => a.state === 'terminal' || a.state === 'unknown';
 
@@ -80,6 +83,7 @@ export class AdmissionFollower {
   private buffered: string[] = [];
   private onDelta: ((text: string) => void) | undefined;
   private onApproval: ((approval: ApprovalEvent) => void) | undefined;
+  private onClarify: ((clarify: ClarifyEvent) => void) | undefined;
   private following = false;
   private changedEarly = false;
   private complete = true;
@@ -153,13 +157,19 @@ export class AdmissionFollower {
     else this.changedEarly = true;
   }
 
+  /** The turn waits for a person (an approval, a clarify question), or that wait ended. */
+  private onHumanWait(event: Extract<TurnEvent, { type: 'approval' | 'clarify' }>): void {
+    if (event.type === 'approval') this.onApproval?.(event.approval);
+    else this.onClarify?.(event.clarify);
+  }
+
   private onMessage(raw: string, channelOf: string): void {
     const event = parseTurnEvent(raw);
     if (event?.type === 'delta') {
       if (this.onDelta) this.onDelta(event.text);
       else this.buffered.push(event.text);
-    } else if (event?.type === 'approval') {
-      this.onApproval?.(event.approval);
+    } else if (event?.type === 'approval' || event?.type === 'clarify') {
+      this.onHumanWait(event);
     } else if (event?.type === 'changed' && event.end && channelOf === this.followed) {
       // Published after the commit that ended the turn, with what it wrote: no read needed.
       const { outcome, reply, usage } = event.end;
@@ -178,6 +188,7 @@ export class AdmissionFollower {
     if (o.signal.aborted) throw o.signal.reason as Error;
     this.onDelta = o.onDelta;
     this.onApproval = o.onApproval;
+    this.onClarify = o.onClarify;
     for (const text of this.buffered.splice(0)) o.onDelta?.(text);
     if (!this.startedFrom) throw new Error('AdmissionFollower.open() has not completed');
     let current: FollowedProgress = this.startedFrom;
@@ -224,6 +235,7 @@ export class AdmissionFollower {
       this.following = false;
       this.onDelta = undefined;
       this.onApproval = undefined;
+      this.onClarify = undefined;
     }
   }
 

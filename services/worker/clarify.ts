@@ -7,8 +7,9 @@
 // answering message itself is answered silently when the waiting turn took it; an answer nobody
 // took (the turn died) runs as an ordinary message, so nothing the user wrote is lost.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
 import {
-  SILENT_REPLY, adoptClarification, appendTurnMessage, clarificationAnsweredBy, closeClarification, consumeClarification, enqueueDelivery, parkClarification, readClarification, turnStillWaits,
+  SILENT_REPLY, adoptClarification, clarifyEventOf, publishTurnEvent, appendTurnMessage, clarificationAnsweredBy, closeClarification, consumeClarification, enqueueDelivery, parkClarification, readClarification, turnStillWaits,
   type Admission, type Clarification, type CompiledAgent, type Db, type Lease, type Logger, type Queues, type TurnContext, type TurnResult,
 } from '../core/index.js';
 import type { ClarifyAccess, ClarifyOutcome, ClarifyRequest } from '../agent/index.js';
@@ -29,6 +30,17 @@ export interface ClarifyWaitDeps {
   log: Logger;
   /** How often the pending row is re-read. */
   pollMs: number;
+  /** Where message-API clients following the turn hear of the question (pub/sub: a latency aid; they also read it from Postgres). */
+  events?: { redis: Redis; prefix: string };
+}
+
+const outcomeStatus = (out: ClarifyOutcome): string => (out.status === 'answered' ? 'answered' : out.status === 'timeout' ? 'expired' : out.status === 'stopped' ? 'cancelled' : 'unavailable');
+
+/** Tells the clients following admission `admissionId` that question `c` waits (or ended as `status`). */
+async function announce(deps: ClarifyWaitDeps, admissionId: string, c: Clarification, status: string = c.status): Promise<void> {
+  if (!deps.events) return;
+  await publishTurnEvent(deps.events.redis, deps.events.prefix, admissionId, { type: 'clarify', clarify: { ...clarifyEventOf(c), status } })
+    .catch((err: unknown) => deps.log.warn({ err, clarification: c.id }, 'Could not announce a clarify question to the turn\'s followers'));
 }
 
 /** Polls question `id` until it is answered, expired or the signal stops the wait. */
@@ -85,7 +97,10 @@ export class DurableClarify implements ClarifyAccess {
       await enqueueDelivery(queues, { obligationId: parked.obligationId }).catch((err: unknown) => log.warn({ err, obligation: parked.obligationId }, 'Question delivery enqueue failed; the sweeper will send it'));
     }
     log.info({ admission: this.adm.id, clarification: parked.clarification.id }, 'Asked the user a clarify question; waiting for the answer');
-    return waitFor(this.deps, parked.clarification.id, this.timeoutSeconds, signal, keepAlive);
+    await announce(this.deps, this.adm.id, parked.clarification);
+    const out = await waitFor(this.deps, parked.clarification.id, this.timeoutSeconds, signal, keepAlive);
+    if (!(signal.aborted && handedOver(signal.reason))) await announce(this.deps, this.adm.id, parked.clarification, outcomeStatus(out));
+    return out;
   }
 }
 
@@ -119,7 +134,9 @@ export async function resumeClarification(s: ResumeSetup, ctx: TurnContext): Pro
   if (!c) return ctx;
   deps.log.info({ admission: adm.id, clarification: c.id }, 'Resumed the wait for a clarify answer');
   const timeoutSeconds = clarifyTimeoutOf(s.agent);
+  if (c.status === 'pending') await announce(deps, adm.id, c);
   const out = await waitFor(deps, c.id, timeoutSeconds, s.signal);
+  if (!(s.signal.aborted && handedOver(s.signal.reason))) await announce(deps, adm.id, c, outcomeStatus(out));
   if (s.signal.aborted && out.status !== 'answered') return ctx;
   const call = { id: `clarify-resumed-${c.id}`, name: 'clarify', arguments: JSON.stringify({ question: c.question, ...(c.choices?.length ? { choices: c.choices } : {}) }) };
   const content = resultText(c, out, timeoutSeconds);

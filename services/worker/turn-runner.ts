@@ -27,6 +27,7 @@ import { curatorReply } from './curator-commands.js';
 import { reviewSkipReason } from './review-policy.js';
 import { approvalReply, turnGuard } from './approvals.js';
 import { clarifyAnswerReply, resumeClarification } from './clarify.js';
+import { clarifyEvents } from './reach-tools.js';
 import { settleTurn, whileLeaseHolds, type TurnFence } from './settle.js';
 import { REPLY, historyFor, sessionPrompt } from './turn-context.js';
 import { turnPermissions } from './turn-permissions.js';
@@ -167,7 +168,7 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
     if (!read) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
     watching?.catchUp(read.signals);
     // A turn resumed after a shutdown cut while clarify waited: the wait goes on here first.
-    const clarifyDeps = { db: deps.db, queues: deps.queues, log: deps.log, pollMs: deps.config.HERMES_APPROVAL_POLL_MS };
+    const clarifyDeps = { db: deps.db, queues: deps.queues, log: deps.log, pollMs: deps.config.HERMES_APPROVAL_POLL_MS, ...clarifyEvents(deps) };
     const ctx = await resumeClarification({ deps: clarifyDeps, lease, adm, agent, signal: AbortSignal.any([fence.signal, control.signal]) }, read);
     // Asked only of a turn a new message interrupted: no target parse on every turn.
     const answersEach = () => answersEachRequest(deps, adm);

@@ -4,6 +4,7 @@
 // this agent and this conversation's person, the past conversations session_search reads, the
 // skills the agent offers, the Kanban board (dispatched turns, or the Profile's kanban toolset),
 // and who the turn may reach (clarify, send_message).
+import type { Redis } from 'ioredis';
 import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions, type Queues } from '../core/index.js';
 import { CHILD_EXCLUDED_TOOLS, CHILD_EXCLUDED_TOOLSETS, Checkpoints, DEFAULT_TOOLSETS, ORCHESTRATOR_ONLY, pgKanbanAccess, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type DelegationAccess, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
@@ -97,7 +98,7 @@ export interface TurnToolOptions {
 const offeredDelegation = (tools: readonly Tool[], delegation: DelegationAccess | undefined) =>
   (delegation && tools.some((t) => t.name === 'delegate_task') ? { delegation } : {});
 
-export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver; queues?: Queues }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
+export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver; queues?: Queues; redis?: Redis }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
   const { perms, guard, summary, delegation } = opts;
   const permitted = permittedToolsets(agent, adm, perms);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));

@@ -85,6 +85,29 @@ describe('clarify', () => {
     expect(model.requests.length).toBe(calls + 1);
   });
 
+  it('a message-API caller sees the question: on the admission and on its event stream (live and joining late), then its end', async () => {
+    // The question was only a delivery obligation ("read as delivered"), which the message API never
+    // shows: the caller saw state "started", reply null and no event until the wait timed out.
+    const { follow } = messageApi(() => gateway.url, auth);
+    const turn = await post('demo', 'ask: Which database?', 'erin');
+    const live = follow(turn);
+    await live.until('clarify.pending');
+    const q = await questionOf(turn);
+    const message = '❓ Which database?\n1. staging\n2. production\n\nReply with a number or in your own words.';
+    const pending = { id: q.id, status: 'pending', question: 'Which database?', choices: ['staging', 'production'], expiresAt: expect.any(String), message };
+    expect(live.events.find((e) => e.event === 'clarify.pending')?.data).toEqual(pending);
+    const view = async () => (await (await fetch(`${gateway.url}${turn.links.self}`, { headers: auth })).json()) as { state: string; clarify: unknown };
+    expect(await view()).toMatchObject({ state: 'started', clarify: pending });
+    const late = follow(turn);
+    await late.until('clarify.pending');
+    await post('demo', 'staging', 'erin');
+    const events = await live.done;
+    expect(events.find((e) => e.event === 'clarify.resolved')?.data).toMatchObject({ id: q.id, status: 'answered' });
+    expect(events.at(-1)).toMatchObject({ event: 'reply', data: { content: 'got: {"question":"Which database?","choices_offered":["staging","production"],"user_response":"staging"}' } });
+    await late.done;
+    expect(await view()).toMatchObject({ state: 'terminal', clarify: null });
+  });
+
   it('a timeout ends the wait with a clear result, and a late message is ordinary', async () => {
     const turn = await post('quick', 'ask: Which region?', 'bob');
     const q = await questionOf(turn);

@@ -61,6 +61,17 @@ export async function readClarification(sql: Sql, id: string): Promise<Clarifica
   return rows[0];
 }
 
+/** The question admission `admissionId`'s turn waits on (pending, not past its deadline), if any. */
+export async function pendingClarificationOf(sql: Sql, admissionId: string): Promise<Clarification | undefined> {
+  const { rows } = await sql.query<Clarification>(
+    `SELECT ${COLUMNS} FROM clarifications WHERE admission_id = $1 AND status = 'pending' AND expires_at > now() ORDER BY created_at DESC LIMIT 1`, [admissionId]);
+  return rows[0];
+}
+
+/** The event a message-API client gets for question `c` (SSE `clarify.pending` / `clarify.resolved`, the admission's `clarify`). */
+export const clarifyEventOf = (c: Pick<Clarification, 'id' | 'status' | 'question' | 'choices' | 'expiresAt'>) =>
+  ({ id: c.id, status: c.status, question: c.question, choices: c.choices, expiresAt: c.expiresAt, message: clarifyQuestionText(c) });
+
 /** Ends a still-pending question as `status` (expired only past its deadline); the row as it is now. */
 export async function closeClarification(sql: Sql, id: string, status: 'expired' | 'cancelled' | 'abandoned'): Promise<Clarification | undefined> {
   await sql.query(

@@ -4,14 +4,17 @@
 // and not re-run) and the stream ends; `error` {code, message} when we stop following early
 // (timeout, shutdown, ledger unreachable); `approval.pending` {id, command, reason, expiresAt,
 // message} when a command waits for `/approve` or `/deny` (also to a client that joins late: read
-// from Postgres), `approval.resolved` {id, status, …} when it ends. Only the key that admitted it may follow it; each
+// from Postgres), `approval.resolved` {id, status, …} when it ends; `clarify.pending` {id, question,
+// choices, expiresAt, message} when the agent asked a clarify question (the caller's next message
+// answers it; also to a client that joins late), `clarify.resolved` {id, status, …} when the wait
+// ended. Only the key that admitted it may follow it; each
 // stream takes one of the key's HERMES_MAX_WAITS_PER_KEY slots.
 import type { FastifyInstance } from 'fastify';
-import { HermesError, approvalPendingMessage, pendingApprovalsOf } from '../../core/index.js';
+import { HermesError, approvalPendingMessage, clarifyEventOf, pendingApprovalsOf, pendingClarificationOf } from '../../core/index.js';
 import { admissionLinks, waitSignal, type GatewayContext } from '../context.js';
 import { hermesErrorBody, toApiError } from '../errors.js';
 import { openSse } from '../sse.js';
-import type { ApprovalEvent } from '../waiter.js';
+import type { ApprovalEvent, ClarifyEvent } from '../waiter.js';
 import { admissionTarget, belongsTo, notFound } from './admissions.js';
 
 export function registerAdmissionEventRoutes(app: FastifyInstance, ctx: GatewayContext): void {
@@ -35,11 +38,20 @@ export function registerAdmissionEventRoutes(app: FastifyInstance, ctx: GatewayC
           seen.add(`${a.id}:${a.status}`);
           sse.send(a, a.status === 'pending' ? 'approval.pending' : 'approval.resolved');
         };
+        const clarify = (c: ClarifyEvent) => {
+          if (seen.has(`${c.id}:${c.status}`)) return;
+          seen.add(`${c.id}:${c.status}`);
+          sse.send(c, c.status === 'pending' ? 'clarify.pending' : 'clarify.resolved');
+        };
         try {
           for (const a of await pendingApprovalsOf(ctx.deps.db.pool, id)) approval({ id: a.id, status: a.status, command: a.command, reason: a.reason, expiresAt: a.expiresAt, message: approvalPendingMessage(a) });
+          // Only a started turn can be waiting on a question; one asked later is published after we subscribed.
+          const asked = follower.first.state === 'started' ? await pendingClarificationOf(ctx.deps.db.pool, id) : undefined;
+          if (asked) clarify(clarifyEventOf(asked));
           const end = await follower.untilDone({
             signal: wait.signal,
             onApproval: approval,
+            onClarify: clarify,
             onDelta: (text) => sse.send({ text }, 'delta'),
             onState: (a) => sse.send({ state: a.state, outcome: a.outcome }, 'state'),
           });

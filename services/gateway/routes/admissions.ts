@@ -5,8 +5,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
-  HermesError, errorCatalogue, getAdmissionStatus, getObligationForAdmission,
-  type AdmissionProgress, type AdmissionStatus, type AgentRecord, type ErrorCode, type Obligation,
+  HermesError, clarifyEventOf, errorCatalogue, getAdmissionStatus, getObligationForAdmission, pendingClarificationOf,
+  type AdmissionProgress, type AdmissionStatus, type AgentRecord, type Clarification, type ErrorCode, type Obligation,
 } from '../../core/index.js';
 import { admittedBy } from '../admission.js';
 import { authorizeAgent, callerFrom, type Caller } from '../auth.js';
@@ -21,7 +21,7 @@ export function publicError(a: Pick<AdmissionProgress, 'state' | 'outcome'>): { 
   return code ? { code, message: errorCatalogue[code].message } : null;
 }
 
-export function admissionView(a: AdmissionStatus, reply: Obligation | undefined) {
+export function admissionView(a: AdmissionStatus, reply: Obligation | undefined, asked?: Clarification) {
   return {
     id: a.id,
     sessionId: a.sessionId,
@@ -34,6 +34,8 @@ export function admissionView(a: AdmissionStatus, reply: Obligation | undefined)
     // A turn cut by a shutdown (or its worker's fence) answers under the admission that resumes it.
     continuedBy: a.continuedBy,
     reply: reply ? { content: reply.content, delivery: { state: reply.state, attempts: reply.attempts } } : null,
+    // The agent asked a clarify question and waits: the caller's next message is the answer.
+    clarify: asked ? clarifyEventOf(asked) : null,
   };
 }
 
@@ -60,6 +62,8 @@ export function registerAdmissionRoutes(app: FastifyInstance, ctx: GatewayContex
     const target = await admissionTarget(ctx, request);
     const admission = await getAdmissionStatus(ctx.deps.db.pool, target.id);
     if (!admission || !belongsTo(admission, target)) throw notFound(target.id, target.namespace, target.name);
-    return admissionView(admission, await getObligationForAdmission(ctx.deps.db.pool, target.id));
+    const { pool } = ctx.deps.db;
+    const asked = admission.state === 'started' ? await pendingClarificationOf(pool, target.id) : undefined;
+    return admissionView(admission, await getObligationForAdmission(pool, target.id), asked);
   });
 }

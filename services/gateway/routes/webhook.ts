@@ -15,7 +15,7 @@
 // the `user` it names must be in the platform's allowlist when one is set.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { HermesError, getAdmissionStatus, getObligationForAdmission, injectTraceContext, type AgentRecord } from '../../core/index.js';
+import { HermesError, getAdmissionStatus, getObligationForAdmission, injectTraceContext, pendingClarificationOf, type AgentRecord } from '../../core/index.js';
 import { platformOf, webhook, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
 import { admitPlatformEvent } from '../platform-admission.js';
@@ -95,7 +95,8 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: GatewayContext)
       if (!admission || admission.agentId !== agent.agentId || admission.platform !== 'webhook') {
         throw new HermesError('HERMES_ADMISSION_NOT_FOUND', `Agent "${namespace}/${name}" has no webhook admission "${id}".`);
       }
-      return admissionView(admission, await getObligationForAdmission(ctx.deps.db.pool, id));
+      const asked = admission.state === 'started' ? await pendingClarificationOf(ctx.deps.db.pool, id) : undefined;
+      return admissionView(admission, await getObligationForAdmission(ctx.deps.db.pool, id), asked);
     });
   });
 }
