@@ -10,7 +10,7 @@
 // breaker is kept per (agent, server configuration, session) across turns, so a broken server
 // stops costing each turn a start once it is open.
 import {
-  guardedMcpFetch, isEnvRef, McpConnection, McpPool, mcpPoolKey, mcpServerTools, mcpToolset, sandboxStdioOpener, ServerBreaker, toolsFingerprint,
+  guardedMcpFetch, isEnvRef, McpConnection, McpPool, mcpModelTools, mcpPoolKey, mcpToolNames, mcpToolRefKey, mcpToolset, mcpWantedTools, sandboxStdioOpener, ServerBreaker, toolsFingerprint,
   type BreakerOptions, type SecretResolver, type Tool, type UrlGuard,
 } from '../agent/index.js';
 import { toolsetAllowed, type Admission, type CompiledAgent, type Logger, type Permissions } from '../core/index.js';
@@ -150,13 +150,17 @@ export async function turnMcpTools(d: McpTurnDeps, agent: CompiledAgent, adm: Ad
     const conn = turnConnection(d, { agent, adm }, s, opts, box);
     if (typeof conn === 'string') {
       d.log.warn({ agent: agent.agent, server: s.name, why: conn }, 'MCP server is not offered');
-      return [];
+      return undefined;
     }
-    const tools = await mcpServerTools(conn, opts.signal);
-    if (!conn.connected) d.log.warn({ agent: agent.agent, server: s.name, tools: tools.length, why: conn.breaker.refusal() }, 'MCP server is unreachable; its last known tools are offered');
-    return tools;
+    const listed = await mcpWantedTools(conn, opts.signal);
+    if (!conn.connected) d.log.warn({ agent: agent.agent, server: s.name, tools: listed.length, why: conn.breaker.refusal() }, 'MCP server is unreachable; its last known tools are offered');
+    return { conn, listed };
   }));
-  const tools = lists.flat().sort((a, b) => a.name.localeCompare(b.name));
+  // Names are given across all servers at once: two tools that would share a name get distinct ones.
+  const offered = lists.filter((l) => l !== undefined);
+  const names = mcpToolNames(offered.flatMap(({ conn, listed }) => listed.map((t) => ({ server: conn.server.name, tool: t.name }))));
+  const nameOf = (server: string) => (tool: string) => names.get(mcpToolRefKey({ server, tool }))!;
+  const tools = offered.flatMap(({ conn, listed }) => mcpModelTools(conn, listed, nameOf(conn.server.name))).sort((a, b) => a.name.localeCompare(b.name));
   return tools.length ? { tools, version: toolsFingerprint(tools) } : { tools };
 }
 

@@ -5,21 +5,31 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { defineTool, type Tool } from '../tools/registry.js';
+import type { Tool as McpListedTool } from '@modelcontextprotocol/sdk/types.js';
 import { McpUnavailable, type McpConnection } from './connection.js';
 import { mcpToolName, mcpToolset, toolWanted } from './names.js';
 
 const MAX_DESCRIPTION = 1_024;
 
-/** The model-visible tools of `conn` (connecting first when needed). */
-export async function mcpServerTools(conn: McpConnection, signal?: AbortSignal): Promise<Tool[]> {
+/** The tools of `conn` the Profile wants (connecting first when needed), as the server lists them. */
+export async function mcpWantedTools(conn: McpConnection, signal?: AbortSignal): Promise<McpListedTool[]> {
+  return (await conn.tools(signal)).filter((t) => toolWanted(conn.server, t.name));
+}
+
+/** The model-visible tools of `conn` (connecting first when needed), named by `nameOf` (default: Hermes' mcp_<server>_<tool>). */
+export async function mcpServerTools(conn: McpConnection, signal?: AbortSignal, nameOf: (tool: string) => string = (tool) => mcpToolName(conn.server.name, tool)): Promise<Tool[]> {
+  return mcpModelTools(conn, await mcpWantedTools(conn, signal), nameOf);
+}
+
+/** `listed` tools of `conn` as the agent's tools, named by `nameOf`. */
+export function mcpModelTools(conn: McpConnection, listed: readonly McpListedTool[], nameOf: (tool: string) => string): Tool[] {
   const server = conn.server;
-  const listed = await conn.tools(signal);
-  return listed.filter((t) => toolWanted(server, t.name)).map((t) => {
+  return listed.map((t) => {
     const description = `[MCP ${server.name}] ${t.description ?? t.title ?? t.name}`.slice(0, MAX_DESCRIPTION);
     const parameters = { ...(t.inputSchema as Record<string, unknown>), type: 'object' };
     return {
       ...defineTool({
-        name: mcpToolName(server.name, t.name),
+        name: nameOf(t.name),
         description,
         toolset: mcpToolset(server.name),
         sideEffect: 'external',

@@ -76,6 +76,32 @@ describe('MCP servers in worker turns', () => {
     expect(JSON.stringify(leak)).not.toContain('mcp-secret-token');
   });
 
+  it('gives tools that would share a name distinct names, so each call reaches its own tool', async () => {
+    // "get.item" and "get_item" (one server), and server "dup_get"'s "item" all came out as
+    // mcp_dup_get_item: the model got three tools of one name and every call ran the last one.
+    const dup = await startFakeMcp();
+    try {
+      for (const [name, reply] of [['get.item', 'from get.item'], ['get_item', 'from get_item'], ['item', 'from item']] as const) dup.addTool({ name, description: reply, reply });
+      const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
+        agent: { namespace: 'default', name: 'mcp-dup' },
+        mcpServers: [{ name: 'dup', transport: 'http', url: dup.url, include: ['get.item', 'get_item'] }, { name: 'dup_get', transport: 'http', url: dup.url, include: ['item'] }],
+      });
+      const sessionKey = `${agentId}:u`;
+      await runTurn(sys.rt, { agentId, sessionKey, content: 'list' });
+      const tools = sys.model.requests.filter((r) => lastUser(r.body) === 'list').at(-1)!.body.tools!.filter((t) => t.function.name.startsWith('mcp_'));
+      const names = tools.map((t) => t.function.name);
+      expect(new Set(names).size).toBe(3);
+      for (const t of tools) {
+        expect(t.function.name).toMatch(/^mcp_dup_get_item_[0-9a-f]{8}$/);
+        const reply = (await runTurn(sys.rt, { agentId, sessionKey, content: `tool ${t.function.name} {}` })).reply;
+        expect(toldResult(reply)).toEqual({ result: t.function.description!.replace(/^\[MCP [a-z_]+\] /, '') });
+      }
+      expect(dup.calls.sort()).toEqual(['get.item', 'get_item', 'item']);
+    } finally {
+      await dup.stop();
+    }
+  });
+
   it('leaves the server out where the platform narrows the toolsets (the signed webhook\'s default set)', async () => {
     const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
       agent: { namespace: 'default', name: 'mcp-narrowed' }, mcpServers: servers(),
