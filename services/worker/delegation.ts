@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import {
   DEFAULT_CHILD_ITERATIONS, MAX_CONCURRENT_CHILDREN, SUBAGENT_HEARTBEAT_SECONDS, SUBAGENT_PLATFORM,
-  beatSubagent, enqueueTurn, listSubagents, markSubagentRunning, publishSignal, settleSubagent, spawnSubagents, steerSubagent, stopSubagents, subagentOfChild,
+  beatSubagent, enqueueTurn, getAdmission, listSubagents, markSubagentRunning, publishSignal, settleSubagent, spawnSubagents, steerSubagent, stopSubagents, subagentOfChild,
   type Admission, type CompiledAgent, type Config, type Db, type Logger, type Queues, type SessionSignal, type Subagent,
 } from '../core/index.js';
 import type { DelegationAccess } from '../agent/index.js';
@@ -83,6 +83,11 @@ export async function stopChildrenOf(deps: DelegationDeps, sessionId: string): P
 /** A running child turn: its fresh iteration budget, and its heartbeat (beats in cycles that made progress). */
 export interface ChildTurn {
   sub: Subagent;
+  /**
+   * The platform of the turn that spawned it: its toolsets narrowing (Agent spec.platforms[].toolsets)
+   * holds for the child too, so delegating never reaches a toolset the parent's platform withholds.
+   */
+  parentPlatform: string;
   maxIterations: number;
   progress(): void;
   end(): void;
@@ -97,6 +102,7 @@ export async function startChildTurn(deps: DelegationDeps, agent: CompiledAgent,
   const sub = await subagentOfChild(deps.db.pool, adm.sessionId);
   if (!sub) return undefined;
   if (!(await markSubagentRunning(deps.db.pool, adm.sessionId))) return 'stopped';
+  const parentPlatform = (await getAdmission(deps.db.pool, sub.parentAdmissionId))?.platform ?? SUBAGENT_PLATFORM;
   let progressed = false;
   const timer = setInterval(() => {
     if (!progressed) return; // an idle cycle: no beat (15 of them in a row make the child stale)
@@ -106,6 +112,7 @@ export async function startChildTurn(deps: DelegationDeps, agent: CompiledAgent,
   timer.unref();
   return {
     sub,
+    parentPlatform,
     maxIterations: agent.delegation?.maxIterations ?? DEFAULT_CHILD_ITERATIONS,
     progress: () => { progressed = true; },
     end: () => clearInterval(timer),

@@ -60,9 +60,9 @@ export interface McpTurnDeps {
 }
 
 /** Whether this turn may offer the server's toolset (team-mode permissions, the platform's narrowed toolsets). */
-function serverOffered(agent: CompiledAgent, adm: Admission, perms: Permissions | undefined, server: Server): boolean {
+function serverOffered(agent: CompiledAgent, platform: string, perms: Permissions | undefined, server: Server): boolean {
   const toolset = mcpToolset(server.name);
-  const narrowed = platformToolsets(agent, adm.platform);
+  const narrowed = platformToolsets(agent, platform);
   return (!perms || toolsetAllowed(perms, toolset)) && (!narrowed || narrowed.includes(toolset));
 }
 
@@ -129,6 +129,8 @@ export interface TurnMcpOptions {
   signal?: AbortSignal;
   /** Aborted when the turn ends: its stdio servers' processes end then. */
   turnEnded?: AbortSignal;
+  /** The platform whose toolsets narrowing applies (default: the turn's own; a child: its parent's). */
+  platform?: string;
 }
 
 /** The connection of `s` for this turn, or why there is none (a stdio server without a sandbox, an HTTP one without the guard). */
@@ -142,7 +144,7 @@ function turnConnection(d: McpTurnDeps, turn: TurnOf, s: Server, opts: TurnMcpOp
 
 /** The MCP tools this turn offers (a server that cannot be reached offers its last known tools, or none). */
 export async function turnMcpTools(d: McpTurnDeps, agent: CompiledAgent, adm: Admission, opts: TurnMcpOptions = {}): Promise<TurnMcpTools> {
-  const servers = (agent.mcpServers ?? []).filter((s) => serverOffered(agent, adm, opts.perms, s));
+  const servers = (agent.mcpServers ?? []).filter((s) => serverOffered(agent, opts.platform ?? adm.platform, opts.perms, s));
   if (!servers.length) return { tools: [] };
   let sandbox: SessionSandbox | undefined | null = null;
   const box = () => (sandbox === null ? (sandbox = d.sandboxes ? sessionSandboxOf(d.sandboxes, agent, adm, STDERR_CHARS) : undefined) : sandbox);

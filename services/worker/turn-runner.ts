@@ -269,8 +269,10 @@ function withMoaCommand(history: ChatMessage[], adm: Admission): ChatMessage[] {
 async function loopTools(s: LoopSetup, direct: ModelRoute[]) {
   const { deps, loop, agent, adm } = s;
   const delegation = s.child ? undefined : turnDelegation(deps, agent, adm);
-  const { tools: builtin, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes: direct, accounting: s.accounting }, ...(delegation ? { delegation } : {}) });
-  const mcp = await mcpToolsOf(loop, deps, agent, adm, { perms: s.perms, signal: s.fence.signal, ...(s.ended ? { turnEnded: s.ended } : {}) });
+  // A child is narrowed as its parent's platform narrows (delegating never widens the toolsets).
+  const platform = s.child ? { platform: s.child.parentPlatform } : {};
+  const { tools: builtin, context: toolContext, sandbox } = turnTools(deps, loop, agent, adm, { perms: s.perms, summary: { loop, routes: direct, accounting: s.accounting }, ...(delegation ? { delegation } : {}), ...platform });
+  const mcp = await mcpToolsOf(loop, deps, agent, adm, { perms: s.perms, signal: s.fence.signal, ...(s.ended ? { turnEnded: s.ended } : {}), ...platform });
   return { tools: [...builtin, ...mcp.tools], toolContext, sandbox, mcp };
 }
 

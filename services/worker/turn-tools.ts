@@ -61,8 +61,8 @@ const unusable = (agent: CompiledAgent, loop: ToolDeps, adm: Admission) => (t: T
  * The agent's toolsets this turn may offer: a platform may narrow them (the signed webhook:
  * untrusted input), and team mode the person's (toolsets they may not use are not offered at all).
  */
-function permittedToolsets(agent: CompiledAgent, adm: Admission, perms?: Permissions): string[] {
-  const narrowed = platformToolsets(agent, adm.platform);
+function permittedToolsets(agent: CompiledAgent, adm: Admission, perms?: Permissions, platform = adm.platform): string[] {
+  const narrowed = platformToolsets(agent, platform);
   const toolsets = (agent.toolsets ?? DEFAULT_TOOLSETS).filter((t) => (!perms || toolsetAllowed(perms, t)) && (!narrowed || narrowed.includes(t)));
   return isCronTurn(adm) ? cronToolsets(toolsets) : toolsets;
 }
@@ -92,6 +92,8 @@ export interface TurnToolOptions {
   summary?: WebSummaryDeps;
   /** `delegate_task`'s ledger-backed subagents (worker/delegation.ts); absent for a child turn. */
   delegation?: DelegationAccess;
+  /** The platform whose toolsets narrowing applies (default: the turn's own; a child: its parent's). */
+  platform?: string;
 }
 
 /** The delegation service, when delegate_task is among the turn's tools. */
@@ -100,7 +102,7 @@ const offeredDelegation = (tools: readonly Tool[], delegation: DelegationAccess 
 
 export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: SecretResolver; queues?: Queues; redis?: Redis }, loop: ToolDeps, agent: CompiledAgent, adm: Admission, opts: TurnToolOptions = {}): TurnTools {
   const { perms, guard, summary, delegation } = opts;
-  const permitted = permittedToolsets(agent, adm, perms);
+  const permitted = permittedToolsets(agent, adm, perms, opts.platform);
   const wantsSandbox = !perms || perms.toolsets === 'all' || permitted.some((t) => SANDBOX_TOOLSETS.includes(t));
   const sandbox = loop.sandboxes && wantsSandbox ? sessionSandboxOf(loop.sandboxes, agent, adm, MAX_RESULT_CHARS) : undefined;
   const toolsets = withKanban(adm, permitted.filter((t) => sandbox || !SANDBOX_TOOLSETS.includes(t)));

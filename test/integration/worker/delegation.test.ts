@@ -144,6 +144,19 @@ describe('delegate_task', () => {
     expect(rows).toEqual([]);
   });
 
+  it('narrows a child\'s tools as the parent\'s platform narrows them: delegating never widens the toolsets', async () => {
+    // A child runs on platform "subagent", which no Agent narrows: a Telegram conversation limited
+    // to [clock, delegation] got children with every toolset of the Profile.
+    const telegram = { type: 'telegram', credentialsSecret: 'tg', allowlist: [], allowAll: true, dmPairing: false, groupPolicy: 'mention', toolsets: ['clock', 'delegation'] };
+    const agentId = await agent('deleg-narrow', { toolsets: ['delegation', 'clock', 'todo'], platforms: [telegram] });
+    const { a: parent } = await runTurn(sys.rt, { agentId, sessionKey: 'deleg:narrow', content: `delegate ${JSON.stringify([{ goal: 'narrowed' }])}`, platform: 'telegram' });
+    await resultsTurn(parent.sessionId);
+    const parentCall = sys.model.requests.find((r) => !isChild(r.body) && lastUser(r.body).startsWith('delegate [{"goal":"narrowed"'))!;
+    expect(offered(parentCall.body)).toEqual(['delegate_task', 'get_time', 'read_tool_result']);
+    const childCall = sys.model.requests.find((r) => isChild(r.body) && goalOf(r.body) === 'narrowed')!;
+    expect(offered(childCall.body)).toEqual(['get_time', 'read_tool_result']);
+  });
+
   it('answers steer and stop of an id that names no subagent (not a UUID) or an ended one with a clear error', async () => {
     // A model's typo ("sub-1") reached Postgres as a uuid and came back as
     // "[TOOL_ERROR] invalid input syntax for type uuid".
