@@ -89,9 +89,18 @@ function withAdvice(messages: readonly ChatMessage[], refs: readonly Reference[]
   return [...messages.slice(0, at), adviceMessage(refs), ...messages.slice(at)];
 }
 
+/**
+ * How long one reference may take, its retry included: past it the reference is left out like one
+ * that failed, so a reference that hangs never holds the turn (the aggregator answers with the
+ * others' advice). Well under the turn's 600 s liveness watchdog.
+ */
+export const MOA_REFERENCE_TIMEOUT_MS = 120_000;
+
 export interface MoaProviderOptions {
   clock?: Clock;
   cooldowns?: CooldownBook;
+  /** @defaultValue {@link MOA_REFERENCE_TIMEOUT_MS} */
+  referenceTimeoutMs?: number;
 }
 
 /** One Mixture-of-Agents preset as a provider. Keep one per turn: the advice cache is the turn's. */
@@ -127,12 +136,14 @@ export class MoaProvider implements ChatProvider {
     const cached = perIteration ? undefined : this.advice.get(key);
     if (cached) return cached;
     const messages: ChatMessage[] = [{ role: 'system', content: REFERENCE_SYSTEM }, { role: 'user', content: view }];
+    const timeoutMs = this.opts.referenceTimeoutMs ?? MOA_REFERENCE_TIMEOUT_MS;
     const answers = await Promise.all(this.preset.references.map(async (route) => {
+      const signal = AbortSignal.any([req.signal, AbortSignal.timeout(timeoutMs)]);
       const res = await callModel({
         routes: [route], policy: referencePolicy, clock: this.opts.clock ?? systemClock, ...(this.opts.cooldowns ? { cooldowns: this.opts.cooldowns } : {}),
-        request: { messages, signal: req.signal, maxOutputTokens: this.preset.maxTokens, temperature: this.preset.referenceTemperature, ...(req.headers ? { headers: req.headers } : {}), ...(req.onChunk ? { onChunk: req.onChunk } : {}) },
-      });
-      if (!res.ok) return undefined;
+        request: { messages, signal, maxOutputTokens: this.preset.maxTokens, temperature: this.preset.referenceTemperature, ...(req.headers ? { headers: req.headers } : {}), ...(req.onChunk ? { onChunk: req.onChunk } : {}) },
+      }).catch(() => undefined); // a reference cut at its deadline is left out like a failed one
+      if (!res?.ok) return undefined;
       this.pending.push({ completion: res.completion, route, reference: true });
       return res.completion.text.trim() ? { model: route.model, text: res.completion.text } : undefined;
     }));

@@ -22,6 +22,8 @@ export interface LoopDeps extends ToolDeps {
   approvalBreaker?: DenialBreaker;
   clock?: Clock;
   policy?: RetryPolicy;
+  /** How long one Mixture-of-Agents reference may take (default 120 s). */
+  moaReferenceTimeoutMs?: number;
   /** Liveness watchdog time source and ticker (tests inject them; default: Date.now, setInterval). */
   watchdog?: WatchdogTime;
   /** Token budget of the verbatim tail after compression. @defaultValue 20 000 (SPEC) */
@@ -51,6 +53,8 @@ export interface LoopOptions {
   webGuard?: UrlGuard;
   /** The MCP connection pool (tests inject a clock and breaker timings); default: a pool on Date.now. */
   mcp?: McpDeps;
+  /** How long one Mixture-of-Agents reference may take. @defaultValue 120 000 (MOA_REFERENCE_TIMEOUT_MS) */
+  moaReferenceTimeoutMs?: number;
 }
 
 export function createLoopDeps(config: Config, secrets: SecretResolver, opts: LoopOptions = {}): LoopDeps {
@@ -67,5 +71,5 @@ export function createLoopDeps(config: Config, secrets: SecretResolver, opts: Lo
     processes = registerSandboxTools(tools);
   }
   const webGuard = opts.webGuard ?? workerUrlGuard(config);
-  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools, webGuard, mcp: opts.mcp ?? createMcpDeps(), ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}) };
+  return { router, cooldowns: new CooldownBook(), summaryCooldown: new SummaryCooldown(), approvalBreaker: new DenialBreaker(), tools, webGuard, mcp: opts.mcp ?? createMcpDeps(), ...(processes ? { processes } : {}), ...(opts.sandboxes ? { sandboxes: opts.sandboxes } : {}), ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.policy ? { policy: opts.policy } : {}), ...(opts.watchdog ? { watchdog: opts.watchdog } : {}), ...(opts.keepRecentTokens !== undefined ? { keepRecentTokens: opts.keepRecentTokens } : {}), ...(opts.moaReferenceTimeoutMs !== undefined ? { moaReferenceTimeoutMs: opts.moaReferenceTimeoutMs } : {}) };
 }

@@ -9,6 +9,8 @@ export interface ModelLoopDeps {
   cooldowns: CooldownBook;
   clock?: Clock;
   policy?: RetryPolicy;
+  /** How long one Mixture-of-Agents reference may take (tests shorten it). @defaultValue MOA_REFERENCE_TIMEOUT_MS (120 s) */
+  moaReferenceTimeoutMs?: number;
 }
 
 /** Model options of the agent, for the loop (absent fields stay absent). */
@@ -32,7 +34,7 @@ async function presetRoute(loop: ModelLoopDeps, agent: CompiledAgent, preset: Co
   return moaRoute(key, {
     name: preset.name, references, aggregator, referenceTemperature: preset.referenceTemperature, aggregatorTemperature: preset.aggregatorTemperature,
     maxTokens: preset.maxTokens, fanout: preset.fanout,
-  }, { ...(loop.clock ? { clock: loop.clock } : {}), cooldowns: loop.cooldowns });
+  }, { ...(loop.clock ? { clock: loop.clock } : {}), cooldowns: loop.cooldowns, ...(loop.moaReferenceTimeoutMs !== undefined ? { referenceTimeoutMs: loop.moaReferenceTimeoutMs } : {}) });
 }
 
 /**

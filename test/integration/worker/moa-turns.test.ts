@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CompiledAgent } from '../../../services/core/index.js';
 import { lastUser, toolsAsTold, type ChatRequestBody, type Script } from '../../support/fake-openai.js';
+import { eventually } from '../../support/services.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 
 const adviceOf = (b: ChatRequestBody) => b.messages.find((m) => m.role === 'system' && m.content.startsWith('Advice from'))?.content;
@@ -18,6 +19,7 @@ function script(b: ChatRequestBody): Script {
     case 'ref-a': return { text: `A thinks: ${lastUser(b).slice(0, 40)}`, usage };
     case 'ref-b': return { text: 'B thinks: four', usage };
     case 'ref-broken': return { status: 400, errorMessage: 'this reference model is broken' };
+    case 'ref-hang': return { hold: new Promise<void>(() => undefined), text: 'never' };
     case 'agg': {
       const told = toolsAsTold(b);
       if (told.toolCalls) return { ...told, usage };
@@ -29,7 +31,8 @@ function script(b: ChatRequestBody): Script {
   }
 }
 
-const sys = useAgentSystem(script);
+// A reference may take 1 s here (120 s in production), so a hanging one is left out quickly.
+const sys = useAgentSystem(script, { loop: { moaReferenceTimeoutMs: 1_000 } });
 
 const member = (model: string, priced = false) => ({
   provider: 'openai' as const, model, baseURL: sys.model.baseURL, apiKeyRef: { name: 'openai', key: 'OPENAI_API_KEY' },
@@ -95,6 +98,19 @@ describe('Mixture of Agents', () => {
     });
     const { a, reply } = await runTurn(sys.rt, { agentId, sessionKey: `${agentId}:u`, content: 'q3: still there?' });
     expect(reply).toBe('final | advice: [Reference 1: ref-a]');
+    expect((await usageRows(a.id)).map((r) => [r.task, r.model])).toEqual([['moa_reference', 'ref-a'], ['turn', 'agg']]);
+  });
+
+  it('leaves a reference that never answers out at its deadline, and still answers', async () => {
+    // A hung reference held the whole turn until the liveness watchdog failed it (600 s, "no progress").
+    const agentId = await createTestAgent(sys.rt, sys.model.baseURL, {
+      agent: { namespace: 'default', name: 'half-hung' }, model: { provider: 'moa', model: 'p' },
+      moa: { defaultPreset: 'p', presets: [preset('p', ['ref-a', 'ref-hang'])] },
+    });
+    const { a, reply } = await runTurn(sys.rt, { agentId, sessionKey: `${agentId}:u`, content: 'q9: anyone?' });
+    expect([a.outcome, reply]).toEqual(['completed', 'final | advice: [Reference 1: ref-a]']);
+    const hung = sys.model.requests.find((r) => r.body.model === 'ref-hang' && lastUser(r.body).includes('q9'))!;
+    await eventually(() => hung.aborted || undefined, 'the hung reference\'s request cut');
     expect((await usageRows(a.id)).map((r) => [r.task, r.model])).toEqual([['moa_reference', 'ref-a'], ['turn', 'agg']]);
   });
 
