@@ -138,11 +138,15 @@ export class MoaProvider implements ChatProvider {
     const messages: ChatMessage[] = [{ role: 'system', content: REFERENCE_SYSTEM }, { role: 'user', content: view }];
     const timeoutMs = this.opts.referenceTimeoutMs ?? MOA_REFERENCE_TIMEOUT_MS;
     const answers = await Promise.all(this.preset.references.map(async (route) => {
-      const signal = AbortSignal.any([req.signal, AbortSignal.timeout(timeoutMs)]);
+      // An AbortController the timer holds, not AbortSignal.timeout(): AbortSignal.any() keeps its
+      // sources weakly, so a timeout signal nothing else holds may be collected and never fire.
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new Error(`the reference model did not answer within ${timeoutMs} ms`)), timeoutMs);
+      const signal = AbortSignal.any([req.signal, deadline.signal]);
       const res = await callModel({
         routes: [route], policy: referencePolicy, clock: this.opts.clock ?? systemClock, ...(this.opts.cooldowns ? { cooldowns: this.opts.cooldowns } : {}),
         request: { messages, signal, maxOutputTokens: this.preset.maxTokens, temperature: this.preset.referenceTemperature, ...(req.headers ? { headers: req.headers } : {}), ...(req.onChunk ? { onChunk: req.onChunk } : {}) },
-      }).catch(() => undefined); // a reference cut at its deadline is left out like a failed one
+      }).catch(() => undefined).finally(() => clearTimeout(timer)); // a reference cut at its deadline is left out like a failed one
       if (!res?.ok) return undefined;
       this.pending.push({ completion: res.completion, route, reference: true });
       return res.completion.text.trim() ? { model: route.model, text: res.completion.text } : undefined;
