@@ -176,7 +176,9 @@ function parseQuantities(v: string, ctx: z.RefinementCtx): Record<string, string
 /** Settings of ours that nobody declared: a typo here would otherwise be silently ignored. */
 function unknownHermesSettings(env: NodeJS.ProcessEnv): string[] {
   const known = new Set(Object.keys(configSchema.shape));
-  const passthrough = new Set(['HERMES_PG_PORT', 'HERMES_REDIS_PORT']); // read by hack/services.sh only
+  // The checkout's ports (hack/ports.sh; README: "override") and the test harness's marks, read by
+  // hack/ and test/support/ only: an exported one must not stop `make dev` / `make dev K8S=1`.
+  const passthrough = new Set(['HERMES_PG_PORT', 'HERMES_REDIS_PORT', 'HERMES_KUBE_PORT', 'HERMES_ETCD_PORT', 'HERMES_KUBE_DEV_DIR', 'HERMES_TEST_RUN', 'HERMES_TEST_RESULTS', 'HERMES_TEST_PLANE_OWNER']);
   return Object.keys(env).filter((k) => k.startsWith('HERMES_') && !known.has(k) && !passthrough.has(k));
 }
 

@@ -19,6 +19,12 @@ describe('config', () => {
     expect(() => loadConfig({ ...base, HERMES_PROT: '9000' })).toThrow(/HERMES_PROT: unknown setting/);
   });
 
+  it('accepts the port overrides the README documents (hack/ports.sh) and the test harness marks', () => {
+    const ports = { HERMES_PG_PORT: '18340', HERMES_REDIS_PORT: '18341', HERMES_KUBE_PORT: '18342', HERMES_ETCD_PORT: '18343' };
+    expect(() => loadConfig({ ...base, ...ports })).not.toThrow();
+    expect(() => loadConfig({ ...base, HERMES_KUBE_DEV_DIR: '/tmp/k', HERMES_TEST_RUN: '1-2', HERMES_TEST_RESULTS: '/tmp/r.json', HERMES_TEST_PLANE_OWNER: '1:2' })).not.toThrow();
+  });
+
   it('fails with every invalid value listed, with what was given', () => {
     try {
       loadConfig({ DATABASE_URL: 'not a url', REDIS_URL: base.REDIS_URL, HERMES_PORT: '70000' });
