@@ -1,8 +1,9 @@
 // `hermes dev --k8s` (behind `make dev K8S=1`): instead of compiling manifest files directly,
 // install the CRDs into the dev kube-apiserver, apply the manifests there (hermes.dev objects,
 // ConfigMaps and Secrets; Secrets they reference and the folder lacks are created from the
-// allow-listed variables, as `hermes dev` resolves them), and run the operator against
-// it — so the local loop exercises the same path as a cluster.
+// allow-listed variables, as `hermes dev` resolves them), delete what an earlier run applied and
+// the folder no longer declares, and run the operator against it — so the local loop exercises
+// the same path as a cluster.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,9 @@ import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObj
 import { parseAllDocuments } from 'yaml';
 import type { Db, Logger } from '../core/index.js';
 import { startOperator, type OperatorHandle } from '../../operator/manager.js';
+import { ManifestError } from '../../operator/index.js';
+import { markApplied, objectKey, pruneDevObjects } from './dev-k8s-prune.js';
+import { applyCrd } from './dev-k8s-crds.js';
 
 const crdsDir = fileURLToPath(new URL('../../crds/', import.meta.url));
 const fieldManager = 'hermes-dev';
@@ -42,8 +46,80 @@ export function referencedSecretKeys(docs: unknown[]): Map<string, Set<string>> 
   return out;
 }
 
+/**
+ * The Secrets the manifests reference and the folder lacks, each in the namespace of the objects
+ * that name it (a reference is always to the object's own namespace), from the allow-listed `env`.
+ */
+function secretsFromEnv(docs: KubernetesObject[], env: Readonly<Record<string, string | undefined>>): KubernetesObject[] {
+  const given = new Set(docs.filter((d) => d.kind === 'Secret').map((d) => `${d.metadata!.namespace}/${d.metadata!.name}`));
+  const wanted = new Map<string, { namespace: string; name: string; keys: Set<string> }>();
+  for (const d of docs.filter((x) => x.kind !== 'Secret')) {
+    const namespace = d.metadata!.namespace!;
+    for (const [name, keys] of referencedSecretKeys([d])) {
+      const at = `${namespace}/${name}`;
+      if (given.has(at)) continue;
+      const entry = wanted.get(at) ?? { namespace, name, keys: new Set<string>() };
+      keys.forEach((k) => entry.keys.add(k));
+      wanted.set(at, entry);
+    }
+  }
+  const out: KubernetesObject[] = [];
+  for (const { namespace, name, keys } of wanted.values()) {
+    const stringData = Object.fromEntries([...keys].filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));
+    if (Object.keys(stringData).length) out.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, stringData } as KubernetesObject);
+  }
+  return out;
+}
+
 async function apply(api: KubernetesObjectApi, obj: KubernetesObject): Promise<void> {
   await api.patch(obj, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
+}
+
+/** The apiserver's own message of a refused request (its Status body), else the error's. */
+function apiMessage(err: unknown): string {
+  try {
+    const body = (err as { body?: unknown }).body;
+    const status = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: string } | undefined;
+    if (status?.message) return status.message;
+  } catch { /* not a Status body */ }
+  return (err as Error).message;
+}
+
+/** A kind the apiserver does not serve yet (CRDs just installed): discovery fails or the resource is 404. */
+const notServedYet = (err: unknown): boolean => (err as { code?: number }).code === 404 || /Unrecognized API version and kind/.test((err as Error).message ?? '');
+
+/** Creates the namespaces the manifests name that the cluster lacks (a dev cluster starts with `default` only). */
+async function ensureNamespaces(api: KubernetesObjectApi, objects: KubernetesObject[]): Promise<void> {
+  for (const name of new Set(objects.map((o) => o.metadata!.namespace!))) {
+    try {
+      await api.read({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 404) throw err;
+      await api.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    }
+  }
+}
+
+/**
+ * Server-side applies `objects` in order. The CRDs need a moment to be served: only "kind not
+ * served" is retried (30 s); anything else the apiserver refuses stops `hermes dev` with its
+ * message and the object's name.
+ */
+async function applyAll(api: KubernetesObjectApi, objects: KubernetesObject[]): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (const o of objects) {
+    for (;;) {
+      try {
+        await apply(api, o);
+        break;
+      } catch (err) {
+        if (!notServedYet(err) || Date.now() > deadline) {
+          throw new ManifestError(`${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}: the dev cluster refused it: ${apiMessage(err)}`);
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  }
 }
 
 /** Whether a Profile among `docs` gives its agents commands (the terminal or file toolset). */
@@ -72,47 +148,37 @@ export interface DevManifestOptions {
   sandboxServiceAccount?: string;
 }
 
+/** What {@link applyDevManifests} did: the Agents' keys, and the objects an earlier run applied that it deleted. */
+export interface DevManifestResult { agents: string[]; pruned: string[] }
+
 /**
- * Installs the CRDs, the Secrets (the folder's, else from `env`: only pass allow-listed variables)
- * and the hermes.dev manifests of `dir`; when a Profile enables the terminal or file toolset, the
- * namespaces of the Agents become sandbox namespaces (see {@link prepareSandboxNamespace}).
- * Returns the Agents' keys.
+ * Installs the CRDs, then the folder's hermes.dev manifests, ConfigMaps and Secrets (Secrets it
+ * references and lacks come from `env`: only pass allow-listed variables), creating the
+ * namespaces they name; when a Profile enables the terminal or file toolset, the namespaces of
+ * the Agents become sandbox namespaces (see {@link prepareSandboxNamespace}). Then deletes what an
+ * earlier run applied and the folder no longer declares ({@link pruneDevObjects}).
  */
-export async function applyDevManifests(kc: KubeConfig, dir: string, env: Readonly<Record<string, string | undefined>>, opts: DevManifestOptions = {}): Promise<string[]> {
+export async function applyDevManifests(kc: KubeConfig, dir: string, env: Readonly<Record<string, string | undefined>>, opts: DevManifestOptions = {}): Promise<DevManifestResult> {
   const namespace = opts.namespace ?? 'default';
   const api = KubernetesObjectApi.makeApiClient(kc);
-  for (const crd of await yamlDocs(crdsDir, false)) await apply(api, crd);
+  for (const crd of await yamlDocs(crdsDir, false)) await applyCrd(kc, crd, fieldManager);
   const docs = (await yamlDocs(dir, true)).filter((d) => d.apiVersion === 'hermes.dev/v1alpha1' || (d.apiVersion === 'v1' && (d.kind === 'ConfigMap' || d.kind === 'Secret')))
     .map((d) => ({ ...d, metadata: { ...d.metadata, namespace: d.metadata?.namespace ?? namespace } }));
-  const given = new Set(docs.filter((d) => d.kind === 'Secret').map((d) => `${d.metadata.namespace}/${d.metadata.name}`));
-  for (const [name, keys] of referencedSecretKeys(docs)) {
-    if (given.has(`${namespace}/${name}`)) continue;
-    const stringData = Object.fromEntries([...keys].filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));
-    if (Object.keys(stringData).length) await apply(api, { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, stringData } as KubernetesObject);
-  }
-  // The CRDs need a moment to be served: retry the first apply until the kind is known.
-  const deadline = Date.now() + 30_000;
-  for (const d of docs) {
-    for (;;) {
-      try {
-        await apply(api, d);
-        break;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
-  }
+  // Secrets first: an Agent applied before its Secret would wait for it.
+  const objects = [...docs.filter((d) => d.kind === 'Secret'), ...secretsFromEnv(docs, env), ...docs.filter((d) => d.kind !== 'Secret')].map(markApplied);
+  await ensureNamespaces(api, objects);
+  await applyAll(api, objects);
   const agents = docs.filter((d) => d.kind === 'Agent');
   if (needsSandbox(docs)) {
     for (const ns of new Set(agents.map((d) => d.metadata!.namespace!))) await prepareSandboxNamespace(api, ns, opts.sandboxServiceAccount ?? 'hermes-sandbox');
   }
-  return agents.map((d) => `${d.metadata!.namespace}/${d.metadata!.name}`);
+  const pruned = await pruneDevObjects(kc, new Set(objects.map(objectKey)));
+  return { agents: agents.map((d) => `${d.metadata!.namespace}/${d.metadata!.name}`), pruned };
 }
 
 /** Applies the manifests and runs the operator in this process (no leader election). */
-export async function startDevOperator(opts: { kc: KubeConfig; db: Db; log: Logger; dir: string; env: Readonly<Record<string, string>>; gatewayUrl: string; sandboxServiceAccount: string }): Promise<{ agents: string[]; operator: OperatorHandle }> {
-  const agents = await applyDevManifests(opts.kc, opts.dir, opts.env, { sandboxServiceAccount: opts.sandboxServiceAccount });
+export async function startDevOperator(opts: { kc: KubeConfig; db: Db; log: Logger; dir: string; env: Readonly<Record<string, string>>; gatewayUrl: string; sandboxServiceAccount: string }): Promise<DevManifestResult & { operator: OperatorHandle }> {
+  const applied = await applyDevManifests(opts.kc, opts.dir, opts.env, { sandboxServiceAccount: opts.sandboxServiceAccount });
   const operator = await startOperator({ kc: opts.kc, db: opts.db, log: opts.log, gatewayUrl: opts.gatewayUrl, leaderElection: false, secretEnv: opts.env });
-  return { agents, operator };
+  return { ...applied, operator };
 }

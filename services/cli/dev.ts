@@ -81,6 +81,7 @@ async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 
   const env = secretEnv(rt.config, setup);
   const gatewayUrl = `http://${rt.config.HERMES_HOST}:${rt.config.HERMES_PORT}`;
   const started = await startDevOperator({ kc, db: rt.db, log: rt.log, dir, env, gatewayUrl, sandboxServiceAccount: rt.config.HERMES_SANDBOX_SERVICE_ACCOUNT });
+  if (started.pruned.length) say(`hermes dev: deleted from the dev cluster what an earlier run applied and ${dir} no longer declares: ${started.pruned.join(', ')}`);
   const deadline = Date.now() + 30_000;
   for (const key of started.agents) {
     const [ns, name] = key.split('/') as [string, string];
@@ -89,7 +90,7 @@ async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 
   }
   // The worker reads the Secrets from the dev cluster, as a cluster worker does.
   const secrets = await openSecrets(rt.config, { ...setup, defaultSource: 'kubernetes', kubeConfig: () => kc });
-  return { ...started, secrets };
+  return { agents: started.agents, operator: started.operator, secrets };
 }
 
 /**

@@ -138,7 +138,7 @@ describe('Profile and Agent controllers', () => {
 
   it('hermes dev --k8s: installs CRDs, creates referenced Secrets from the environment and applies the manifests; the operator makes them Ready', async () => {
     const ns = await plane.cp.createNamespace('devk8s');
-    const agents = await applyDevManifests(kc(), `${examplesDir}minimal`, { OPENAI_API_KEY: 'sk-env', HERMES_DEV_API_KEY: 'hk-env' }, { namespace: ns });
+    const { agents } = await applyDevManifests(kc(), `${examplesDir}minimal`, { OPENAI_API_KEY: 'sk-env', HERMES_DEV_API_KEY: 'hk-env' }, { namespace: ns });
     expect(agents).toEqual([`${ns}/hermes`]);
     const secret = JSON.parse(await kubectlOk(plane.cp, ['-n', ns, 'get', 'secret', 'openai', '-o', 'json'])) as { data: Record<string, string> };
     expect(Buffer.from(secret.data.OPENAI_API_KEY!, 'base64').toString()).toBe('sk-env');
