@@ -32,3 +32,25 @@ export async function applyCrd(kc: KubeConfig, crd: KubernetesObject, fieldManag
     req.end(body);
   });
 }
+
+/**
+ * Whether a request failed because a CRD just installed or changed is not served yet: discovery
+ * does not know the kind, the resource is 404, or its storage is (re)initializing (429, 503).
+ */
+export function notServedYet(err: unknown): boolean {
+  const code = (err as { code?: number }).code;
+  return code === 404 || code === 429 || code === 503 || /Unrecognized API version and kind/.test((err as Error).message ?? '');
+}
+
+/** Runs `fn`, again every 250 ms while it fails with {@link notServedYet}, for at most `ms`; `wrap` turns the last error into the one thrown. */
+export async function whenServed<T>(fn: () => Promise<T>, wrap: (err: unknown) => Error = (err) => err as Error, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!notServedYet(err) || Date.now() > deadline) throw wrap(err);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}

@@ -3,6 +3,7 @@
 // after an apply the labelled objects the folder no longer declares are deleted. Objects created
 // by hand (kubectl, Helm) carry no such label and are never touched.
 import { KubernetesObjectApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { whenServed } from './dev-k8s-crds.js';
 
 /** Label `hermes dev --k8s` puts on what it applies (value `hermes-dev`). */
 export const appliedByLabel = 'hermes.dev/applied-by';
@@ -33,7 +34,8 @@ export async function pruneDevObjects(kc: KubeConfig, keep: ReadonlySet<string>)
   const api = KubernetesObjectApi.makeApiClient(kc);
   const deleted: string[] = [];
   for (const { apiVersion, kind } of prunable) {
-    const list = await api.list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, `${appliedByLabel}=${appliedByValue}`);
+    // Right after a CRD changed, its storage may still be (re)initializing (429).
+    const list = await whenServed(() => api.list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, `${appliedByLabel}=${appliedByValue}`));
     for (const item of list.items) {
       const obj = { ...item, apiVersion, kind };
       if (keep.has(objectKey(obj))) continue;

@@ -13,7 +13,7 @@ import type { Db, Logger } from '../core/index.js';
 import { startOperator, type OperatorHandle } from '../../operator/manager.js';
 import { ManifestError } from '../../operator/index.js';
 import { markApplied, objectKey, pruneDevObjects } from './dev-k8s-prune.js';
-import { applyCrd } from './dev-k8s-crds.js';
+import { applyCrd, whenServed } from './dev-k8s-crds.js';
 
 const crdsDir = fileURLToPath(new URL('../../crds/', import.meta.url));
 const fieldManager = 'hermes-dev';
@@ -85,9 +85,6 @@ function apiMessage(err: unknown): string {
   return (err as Error).message;
 }
 
-/** A kind the apiserver does not serve yet (CRDs just installed): discovery fails or the resource is 404. */
-const notServedYet = (err: unknown): boolean => (err as { code?: number }).code === 404 || /Unrecognized API version and kind/.test((err as Error).message ?? '');
-
 /** Creates the namespaces the manifests name that the cluster lacks (a dev cluster starts with `default` only). */
 async function ensureNamespaces(api: KubernetesObjectApi, objects: KubernetesObject[]): Promise<void> {
   for (const name of new Set(objects.map((o) => o.metadata!.namespace!))) {
@@ -101,24 +98,13 @@ async function ensureNamespaces(api: KubernetesObjectApi, objects: KubernetesObj
 }
 
 /**
- * Server-side applies `objects` in order. The CRDs need a moment to be served: only "kind not
- * served" is retried (30 s); anything else the apiserver refuses stops `hermes dev` with its
- * message and the object's name.
+ * Server-side applies `objects` in order. The CRDs need a moment to be served: only that is
+ * retried (30 s); anything else the apiserver refuses stops `hermes dev` with its message and the
+ * object's name.
  */
 async function applyAll(api: KubernetesObjectApi, objects: KubernetesObject[]): Promise<void> {
-  const deadline = Date.now() + 30_000;
   for (const o of objects) {
-    for (;;) {
-      try {
-        await apply(api, o);
-        break;
-      } catch (err) {
-        if (!notServedYet(err) || Date.now() > deadline) {
-          throw new ManifestError(`${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}: the dev cluster refused it: ${apiMessage(err)}`);
-        }
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    await whenServed(() => apply(api, o), (err) => new ManifestError(`${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}: the dev cluster refused it: ${apiMessage(err)}`));
   }
 }
 

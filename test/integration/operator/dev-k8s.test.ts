@@ -4,15 +4,15 @@
 // on the next run, while objects made by hand are left alone; a manifest the apiserver refuses
 // stops the run with the apiserver's message and the object's name. The plane starts without the
 // CRDs, as the dev cluster does: hermes dev installs them, with every rule and default.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { ManifestError } from '../../../operator/index.js';
 import { applyDevManifests } from '../../../services/cli/dev-k8s.js';
 import { startControlPlane, type ControlPlane } from '../../support/kube/index.js';
-import { getObject, kubectlOk } from './harness.js';
+import { crdsDir, getObject, kubectlOk } from './harness.js';
 
 const doc = (o: Record<string, unknown>) => stringify({ apiVersion: 'hermes.dev/v1alpha1', ...o });
 const profile = (name: string, namespace?: string) => doc({ kind: 'Profile', metadata: { name, ...(namespace ? { namespace } : {}) },
@@ -86,6 +86,28 @@ describe('hermes dev --k8s manifests', () => {
     const cel = await plane.cp.kubectl(['apply', '-n', ns, '-f', '-'], { input: doc({ kind: 'CronJob', metadata: { name: 'c' }, spec: { agentRef: { name: 'hermes' }, schedule: 'every day', prompt: 'x' } }) });
     expect(cel.code).not.toBe(0);
     expect(cel.stderr).toContain('schedule must be a 5-field cron expression');
+  });
+
+  it('replaces CRDs an older hermes dev installed without their rules, while their storage reinitializes', async () => {
+    // What client-node's typed serializer used to leave of the CRDs: no enum, default or CEL rule.
+    const strip = (v: unknown): unknown => Array.isArray(v) ? v.map(strip) : v && typeof v === 'object'
+      ? Object.fromEntries(Object.entries(v).filter(([k]) => !['enum', 'default', 'x-kubernetes-validations'].includes(k)).map(([k, x]) => [k, strip(x)])) : v;
+    const crds = await readdir(crdsDir);
+    for (const f of crds) {
+      const stripped = strip(parse(await readFile(join(crdsDir, f), 'utf8')));
+      await kubectlOk(plane.cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=hermes-dev', '-f', '-'], JSON.stringify(stripped));
+    }
+    const ns = await plane.cp.createNamespace('devk8s-upgrade');
+    const own = await mkdtemp(join(tmpdir(), 'hermes-dev-k8s-upgrade-'));
+    try {
+      await writeFile(join(own, 'main.yaml'), `${profile('p')}---\n${agent('hermes', 'p')}`);
+      await applyDevManifests(kc(), own, {}, { namespace: ns });
+      await kubectlOk(plane.cp, ['wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=hermes']);
+      const refused = await plane.cp.kubectl(['apply', '-n', ns, '-f', '-'], { input: agent('yolo', 'p', undefined, { busyPolicy: 'yolo' }) });
+      expect(refused.stderr).toContain('Unsupported value: "yolo"');
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
   });
 
   it('a manifest the apiserver refuses stops the run with its message and name', async () => {
