@@ -24,8 +24,11 @@ export const receivesWebhooks = (p: Agent['spec']['platforms'][number]) => HOOK_
 
 const cond = (type: string, status: ConditionInput['status'], reason: string, message: string): ConditionInput => ({ type, status, reason, message });
 
+/** Where commands run is known only from a compiled revision: until then SandboxReady says so (not "first reconcile"). */
+const sandboxNotChecked = cond(SANDBOX_CONDITION, 'Unknown', 'AgentNotReady', 'Checked once the Agent compiles: see the Ready condition.');
+
 function notReady(profile: ConditionInput, credentials: ConditionInput, ready: ConditionInput, fields: Record<string, unknown> = {}): StatusDraft {
-  return { applied: false, conditions: [profile, credentials, ready], fields };
+  return { applied: false, conditions: [profile, credentials, ready, sandboxNotChecked], fields };
 }
 
 type Resolved = { agent: Agent; profile: Profile } | { draft: StatusDraft };

@@ -78,6 +78,8 @@ describe('Profile and Agent controllers', () => {
     await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=OPENAI_API_KEY=sk']);
     await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], agent('a', 'later'));
     const a = await waitForCondition(kc(), 'agents', ns, 'a', { type: 'ProfileResolved', status: 'False', reason: 'ProfileNotFound' });
+    // Every condition speaks of this reconcile: none is left at "first reconcile not finished".
+    expect(conditionOf(a, 'SandboxReady')).toMatchObject({ status: 'Unknown', reason: 'AgentNotReady', observedGeneration: a.metadata.generation });
     expect(conditionOf(a, 'ProfileResolved')?.message).toContain(`Profile "later" not found in namespace ${ns}`);
     expect(conditionOf(a, 'CredentialsResolved')?.status).toBe('Unknown');
 
