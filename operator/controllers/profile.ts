@@ -1,6 +1,7 @@
 // Profile controller: validates the spec and checks that every referenced Secret and key exists
 // (values are never read into status) and that every ConfigMap text (personaFrom,
 // contextFiles[].contentFrom) is there and within its size limit. Conditions: Valid, Ready.
+import { forbiddenSecretEnv } from '../../services/core/index.js';
 import { profileSchema, type Profile } from '../api/profile.js';
 import type { SecretValue } from '../api/common.js';
 import { parseKey } from '../runtime/kube.js';
@@ -31,6 +32,20 @@ export function profileSecretRefs(p: Profile): { field: string; source: SecretVa
   return out;
 }
 
+/** `env:` secret sources a Profile names (any `{ env: NAME }` in the spec), with the field path for messages. */
+export function profileEnvSources(p: Profile): { field: string; env: string }[] {
+  const out: { field: string; env: string }[] = [];
+  const walk = (v: unknown, path: string): void => {
+    if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${path}[${i}]`));
+    if (!v || typeof v !== 'object') return;
+    const o = v as Record<string, unknown>;
+    if (typeof o.env === 'string') out.push({ field: path, env: o.env });
+    for (const [k, x] of Object.entries(o)) walk(x, `${path}.${k}`);
+  };
+  walk(p.spec, 'spec');
+  return out;
+}
+
 /** Semantic checks the schema cannot express. */
 function semanticProblems(p: Profile): string[] {
   const models = [p.spec.model, ...p.spec.fallbackModels];
@@ -40,6 +55,11 @@ function semanticProblems(p: Profile): string[] {
 
 /** The first unresolved Secret of a valid Profile, as a Ready=False condition; undefined when all resolve. */
 export function missingProfileSecret(ctx: OperatorContext, p: Profile): { reason: string; message: string } | undefined {
+  // No install can allow-list these (DATABASE_URL, Hermes settings, PG*, cluster credentials): every turn would fail.
+  for (const { field, env } of profileEnvSources(p)) {
+    const why = forbiddenSecretEnv(env);
+    if (why) return { reason: 'SecretEnvForbidden', message: `${field}.env: ${env} can never be a secret source (${why}); put the key in a Secret and use secretKeyRef` };
+  }
   for (const { field, source } of profileSecretRefs(p)) {
     const ref = source.secretKeyRef;
     if (!ref) continue; // env: resolved by the worker's environment

@@ -73,6 +73,17 @@ describe('Profile and Agent controllers', () => {
     await waitFor(async () => (await findAgent(plane.db.pool, ns, 'bot'))?.hash !== first?.hash, { what: 'a new revision after the key rotation' });
   });
 
+  it('a Profile whose key is env DATABASE_URL (never allowed) is not Ready, and neither is its Agent', async () => {
+    const ns = await plane.cp.createNamespace('envdb');
+    const hostile = doc({ kind: 'Profile', metadata: { name: 'p' }, spec: { model: { provider: 'openai', model: 'gpt-4o-mini', apiKey: { env: 'DATABASE_URL' } } } });
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], `${hostile}---\n${agent('a', 'p')}`);
+    const p = await waitForCondition(kc(), 'profiles', ns, 'p', { type: 'Ready', status: 'False', reason: 'SecretEnvForbidden' });
+    expect(conditionOf(p, 'Ready')?.message).toBe('spec.model.apiKey.env: DATABASE_URL can never be a secret source (it is a Hermes setting); put the key in a Secret and use secretKeyRef');
+    const a = await waitForCondition(kc(), 'agents', ns, 'a', { type: 'CredentialsResolved', status: 'False', reason: 'SecretEnvForbidden' });
+    expect(conditionOf(a, 'Ready')?.status).toBe('False');
+    expect(await findAgent(plane.db.pool, ns, 'a')).toBeUndefined();
+  });
+
   it('reports a missing Profile, and an invalid Profile, as conditions; fixing them makes the Agent Ready', async () => {
     const ns = await plane.cp.createNamespace('prof');
     await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=OPENAI_API_KEY=sk']);
