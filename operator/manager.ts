@@ -18,7 +18,7 @@ import type { Caches, OperatorContext, RawObject } from './controllers/context.j
 import { reconcileAgent } from './controllers/agent.js';
 import { reconcileProfile } from './controllers/profile.js';
 import { reconcileSkill } from './controllers/skill.js';
-import { skillSelectionFingerprint } from './controllers/agent-skills.js';
+import { skillNameOf, skillSelectionFingerprint } from './controllers/agent-skills.js';
 import { reconcileCronJob } from './controllers/cronjob.js';
 import { agentSecretNames, profileConfigMapNames, profileSecretNames } from './controllers/refs.js';
 import { agentLabel, childSelector } from './controllers/dedicated.js';
@@ -182,8 +182,12 @@ export async function startOperator(opts: OperatorOptions): Promise<OperatorHand
       skills.enqueue(keyOf(s));
       // Only a change of what Agents select (labels, name, deletion) re-queues them, debounced so a burst recompiles once.
       const fp = skillSelectionFingerprint(s);
-      if (skillSeen.get(keyOf(s)) === fp) return;
+      const before = skillSeen.get(keyOf(s));
+      if (before === fp) return;
       skillSeen.set(keyOf(s), fp);
+      // The Skills that shared its name before or share it now: which of them is offered may have changed (NameConflict).
+      const names = new Set([skillNameOf(s), ...(before ? [String((JSON.parse(before) as unknown[])[1])] : [])]);
+      for (const o of ctx.caches.skills.list(s.metadata.namespace)) if (o.metadata.name !== s.metadata.name && names.has(skillNameOf(o))) skills.enqueue(keyOf(o));
       for (const a of ctx.caches.agents.list(s.metadata.namespace)) agents.enqueueAfter(keyOf(a), 500);
     },
     child: (o: KubernetesObject) => {

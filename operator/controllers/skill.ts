@@ -2,11 +2,13 @@
 // descriptions over 1024 characters), flags descriptions over Hermes' advised 60 characters,
 // scans the body and files for injection patterns, and stores the content as a hashed,
 // versioned row in Postgres. Community and trusted skills with findings are not published.
-// Conditions: Valid, Ready. A finalizer deletes the rows when the Skill is deleted.
+// Two Skills of a namespace with the same spec.name: the first object name is offered, the other
+// is NameConflict. Conditions: Valid, Ready. A finalizer deletes the rows when the Skill is deleted.
 import { skillDescriptionAdvised, skillSchema, type Skill } from '../api/skill.js';
 import { keyOf, parseKey } from '../runtime/kube.js';
 import type { ReconcileResult } from '../runtime/controller.js';
 import { scanContent } from '../skills/scan.js';
+import { skillNameOwner } from './agent-skills.js';
 import { deleteSkill, findSkill, publishSkill, skillHash } from '../skills/store.js';
 import type { OperatorContext, RawObject } from './context.js';
 import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } from './status.js';
@@ -37,6 +39,11 @@ async function draftFor(ctx: OperatorContext, obj: RawObject): Promise<StatusDra
       message: `Not offered to agents: the injection scan found ${findings.length} problem(s): ${findings.join('; ')}. Remove them (a previously published version stays active).` }] };
   }
   const { namespace, name } = skill.metadata;
+  const owner = skillNameOwner(ctx.caches.skills.list(namespace), namespace, skill.spec.name);
+  if (owner !== undefined && owner !== name) {
+    return { applied: true, fields, conditions: [valid, { type: 'Ready', status: 'False', reason: 'NameConflict',
+      message: `Skill "${owner}" in namespace ${namespace} already has spec.name "${skill.spec.name}": agents are offered that one, not this. Rename spec.name or delete one of them.` }] };
+  }
   const stored = await findSkill(ctx.db, namespace, name);
   const result = stored?.hash === skillHash(skill.spec) ? stored : await publishSkill(ctx.db, { namespace, name }, skill.spec);
   if ('changed' in result && result.changed) ctx.log.info({ skill: `${namespace}/${name}`, version: result.version }, 'Published Skill version');

@@ -191,4 +191,20 @@ describe('Skill and CronJob controllers, examples', () => {
     await kubectlOk(plane.cp, ['-n', ns, 'label', 'skills.hermes.dev', 'beta', 'team=a']);
     await waitFor(async () => JSON.stringify(await compiledSkills()) === JSON.stringify([{ name: 'alpha', object: 'alpha' }, { name: 'beta', object: 'beta' }]), { what: 'the newly labelled skill in the revision' });
   });
+
+  it('two Skills with the same spec.name: one is offered (the first object name), the other says NameConflict until the first goes', async () => {
+    const ns = await namespaceWithSecrets('skilldup');
+    const named = (object: string, body: string) => doc({ kind: 'Skill', metadata: { name: object }, spec: { name: 'same', description: 'Does a thing.', body } });
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], [named('dup-b', '# B'), named('dup-a', '# A'),
+      doc({ kind: 'Profile', metadata: { name: 'p' }, spec: { model: { provider: 'openai', model: 'm' } } }),
+      doc({ kind: 'Agent', metadata: { name: 'bot' }, spec: { profileRef: { name: 'p' } } })].join('---\n'));
+    await waitForCondition(kc(), 'skills', ns, 'dup-a', { type: 'Ready', status: 'True', reason: 'Published' });
+    const loser = await waitForCondition(kc(), 'skills', ns, 'dup-b', { type: 'Ready', status: 'False', reason: 'NameConflict' });
+    expect(conditionOf(loser, 'Ready')?.message).toContain('Skill "dup-a"');
+    const compiledSkills = async () => (await plane.db.pool.query(`SELECT r.compiled->'skills' AS s FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id WHERE a.namespace = $1 AND a.name = 'bot'`, [ns])).rows[0]?.s as unknown;
+    await waitFor(async () => JSON.stringify(await compiledSkills()) === JSON.stringify([{ name: 'same', object: 'dup-a' }]), { what: 'one skill of that name in the revision' });
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'skills.hermes.dev', 'dup-a']);
+    await waitForCondition(kc(), 'skills', ns, 'dup-b', { type: 'Ready', status: 'True', reason: 'Published' });
+    await waitFor(async () => JSON.stringify(await compiledSkills()) === JSON.stringify([{ name: 'same', object: 'dup-b' }]), { what: 'the remaining skill in the revision' });
+  });
 });
