@@ -132,6 +132,15 @@ export interface DevManifestOptions {
   namespace?: string;
   /** The sandbox ServiceAccount (HERMES_SANDBOX_SERVICE_ACCOUNT) to create where agents run commands. @defaultValue 'hermes-sandbox' */
   sandboxServiceAccount?: string;
+  /** HERMES_DEV_MODEL: the model name every Profile of the folder uses instead of its own, as file-mode `hermes dev` does. @defaultValue the Profiles' own */
+  model?: string | undefined;
+}
+
+/** A Profile with `spec.model.model` replaced by `model` (HERMES_DEV_MODEL); other objects as they are. */
+function withDevModel(d: KubernetesObject, model: string | undefined): KubernetesObject {
+  const spec = (d as { spec?: { model?: Record<string, unknown> } }).spec;
+  if (!model || d.kind !== 'Profile' || !spec?.model) return d;
+  return { ...d, spec: { ...spec, model: { ...spec.model, model } } } as KubernetesObject;
 }
 
 /** What {@link applyDevManifests} did: the Agents' keys, and the objects an earlier run applied that it deleted. */
@@ -149,7 +158,7 @@ export async function applyDevManifests(kc: KubeConfig, dir: string, env: Readon
   const api = KubernetesObjectApi.makeApiClient(kc);
   for (const crd of await yamlDocs(crdsDir, false)) await applyCrd(kc, crd, fieldManager);
   const docs = (await yamlDocs(dir, true)).filter((d) => d.apiVersion === 'hermes.dev/v1alpha1' || (d.apiVersion === 'v1' && (d.kind === 'ConfigMap' || d.kind === 'Secret')))
-    .map((d) => ({ ...d, metadata: { ...d.metadata, namespace: d.metadata?.namespace ?? namespace } }));
+    .map((d) => withDevModel({ ...d, metadata: { ...d.metadata, namespace: d.metadata?.namespace ?? namespace } }, opts.model));
   // Secrets first: an Agent applied before its Secret would wait for it.
   const objects = [...docs.filter((d) => d.kind === 'Secret'), ...secretsFromEnv(docs, env), ...docs.filter((d) => d.kind !== 'Secret')].map(markApplied);
   await ensureNamespaces(api, objects);
@@ -163,8 +172,8 @@ export async function applyDevManifests(kc: KubeConfig, dir: string, env: Readon
 }
 
 /** Applies the manifests and runs the operator in this process (no leader election). */
-export async function startDevOperator(opts: { kc: KubeConfig; db: Db; log: Logger; dir: string; env: Readonly<Record<string, string>>; gatewayUrl: string; sandboxServiceAccount: string }): Promise<DevManifestResult & { operator: OperatorHandle }> {
-  const applied = await applyDevManifests(opts.kc, opts.dir, opts.env, { sandboxServiceAccount: opts.sandboxServiceAccount });
+export async function startDevOperator(opts: { kc: KubeConfig; db: Db; log: Logger; dir: string; env: Readonly<Record<string, string>>; gatewayUrl: string; sandboxServiceAccount: string; model?: string | undefined }): Promise<DevManifestResult & { operator: OperatorHandle }> {
+  const applied = await applyDevManifests(opts.kc, opts.dir, opts.env, { sandboxServiceAccount: opts.sandboxServiceAccount, model: opts.model });
   const operator = await startOperator({ kc: opts.kc, db: opts.db, log: opts.log, gatewayUrl: opts.gatewayUrl, leaderElection: false, secretEnv: opts.env });
   return { ...applied, operator };
 }

@@ -80,7 +80,7 @@ async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 
   const kc = loadClusterConfig();
   const env = secretEnv(rt.config, setup);
   const gatewayUrl = `http://${rt.config.HERMES_HOST}:${rt.config.HERMES_PORT}`;
-  const started = await startDevOperator({ kc, db: rt.db, log: rt.log, dir, env, gatewayUrl, sandboxServiceAccount: rt.config.HERMES_SANDBOX_SERVICE_ACCOUNT });
+  const started = await startDevOperator({ kc, db: rt.db, log: rt.log, dir, env, gatewayUrl, sandboxServiceAccount: rt.config.HERMES_SANDBOX_SERVICE_ACCOUNT, model: rt.config.HERMES_DEV_MODEL });
   if (started.pruned.length) say(`hermes dev: deleted from the dev cluster what an earlier run applied and ${dir} no longer declares: ${started.pruned.join(', ')}`);
   const deadline = Date.now() + 30_000;
   for (const key of started.agents) {

@@ -52,7 +52,7 @@ export const configSchema = z.object({
   HERMES_REPLY_WAIT_SECONDS: seconds(600, 'How long /v1/chat/completions waits for a turn before answering 504.'),
   HERMES_SHUTDOWN_GRACE_SECONDS: seconds(30, 'On SIGTERM, how long running turns may finish before being handed back.'),
   HERMES_DEV_API_KEY: z.string().min(8).optional().describe('hermes dev: the example agent API key (generated and printed when unset).'),
-  HERMES_DEV_MODEL: z.string().min(1).optional().describe('hermes dev: use this model name instead of the one in the example Profile (e.g. llama3.2 on Ollama).'),
+  HERMES_DEV_MODEL: z.string().min(1).optional().describe('hermes dev: use this model name instead of the one in the folder\'s Profiles (e.g. llama3.2 on Ollama); with --k8s the Profiles are applied to the dev cluster with it.'),
   HERMES_DEV_MANIFESTS: z.string().default('examples/minimal').describe('hermes dev: folder of Agent/Profile manifests to load.'),
   OPENAI_API_KEY: z.string().optional().describe('hermes dev: resolves Profile secret refs whose key is OPENAI_API_KEY (when allowed by HERMES_SECRETS_ENV_ALLOW).'),
   HERMES_SECRETS_SOURCE: z.enum(['kubernetes', 'files', 'local']).optional().describe('Where workers read Profile Secrets ({name, key} in the Agent\'s namespace): kubernetes (the API; default of `hermes worker` and `hermes dev --k8s`), files (HERMES_SECRETS_DIR/<namespace>/<name>/<key>) or local (Secret manifests, then allow-listed variables named by the key; default of `hermes dev`).'),

@@ -110,6 +110,20 @@ describe('hermes dev --k8s manifests', () => {
     }
   });
 
+  it('HERMES_DEV_MODEL replaces the model of the folder\'s Profiles, as file-mode hermes dev does', async () => {
+    const ns = await plane.cp.createNamespace('devk8s-model');
+    const own = await mkdtemp(join(tmpdir(), 'hermes-dev-k8s-model-'));
+    try {
+      await writeFile(join(own, 'main.yaml'), `${profile('p')}---\n${agent('hermes', 'p')}`);
+      await applyDevManifests(kc(), own, {}, { namespace: ns, model: 'llama3.2' });
+      expect((await getObject(kc(), 'profiles', ns, 'p'))?.spec.model).toMatchObject({ provider: 'openai', model: 'llama3.2' });
+      await applyDevManifests(kc(), own, {}, { namespace: ns });
+      expect((await getObject(kc(), 'profiles', ns, 'p'))?.spec.model).toMatchObject({ model: 'gpt-4o-mini' });
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
+  });
+
   it('a manifest the apiserver refuses stops the run with its message and name', async () => {
     const ns = await plane.cp.createNamespace('devk8s-bad');
     const bad = await mkdtemp(join(tmpdir(), 'hermes-dev-k8s-bad-'));
