@@ -2,7 +2,6 @@
 // fields, `kubectl get hermes` lists every kind, and each CEL rule and enum refuses a bad object
 // with its message.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { startControlPlane, waitFor, type ControlPlane } from '../../support/kube/index.js';
 
 const crdsDir = new URL('../../../crds/', import.meta.url).pathname;
@@ -22,7 +21,8 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
   });
   afterAll(async () => { await cp?.stop(); });
 
-  const apply = (obj: Record<string, unknown>) => cp.kubectl(['apply', '-n', ns, '-f', '-'], { input: stringify({ apiVersion: 'hermes.dev/v1alpha1', ...obj }) });
+  // JSON, not YAML: kubectl reads YAML 1.1, where a bare off (groupPolicy, approvals.mode) is a boolean.
+  const apply = (obj: Record<string, unknown>) => cp.kubectl(['apply', '-n', ns, '-f', '-'], { input: JSON.stringify({ apiVersion: 'hermes.dev/v1alpha1', ...obj }) });
   const agent = (name: string, spec: Record<string, unknown>) => ({ kind: 'Agent', metadata: { name }, spec: { profileRef: { name: 'p' }, ...spec } });
   const profile = (name: string, spec: Record<string, unknown>) => ({ kind: 'Profile', metadata: { name }, spec: { model: { provider: 'openai', model: 'gpt-4o-mini' }, ...spec } });
   const skill = (name: string, spec: Record<string, unknown>) => ({ kind: 'Skill', metadata: { name }, spec: { name, description: 'Does a thing.', body: '# Do it', ...spec } });
@@ -42,6 +42,9 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
       profile('mcpstdio-ok', { sandbox: {}, mcpServers: [{ name: 'fs', transport: 'stdio', command: 'npx', args: ['-y', 'server-fs', '/workspace'], env: { API_TOKEN: { secretKeyRef: { name: 'fs', key: 'token' } } } }] }),
       agent('messenger', { messaging: { homeChannels: [{ name: 'ops', target: 'slack:COPS' }], allowedTargets: ['telegram:-1001234:17', 'discord:*'] } }),
       profile('asks', { toolsets: ['clarify', 'messaging'], clarify: {} }),
+      // "off" in an enum: kubectl reads the CRD as YAML 1.1, where a bare off is a boolean.
+      agent('quietgroups', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 's' } }, groupPolicy: 'off' }] }),
+      profile('noapprovals', { approvals: { mode: 'off' } }),
       skill('good', {}), cron('good', '0 9 * * 1-5'), cron('macro', '@every 30m')]) {
       const r = await apply(obj);
       expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
