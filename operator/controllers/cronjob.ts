@@ -2,7 +2,7 @@
 // the Agent, writes the compiled schedule to Postgres and reports what the scheduler did from the
 // database: lastScheduleTime, nextScheduleTime, lastSuccessfulTime, active runs, the last outcome.
 // A new value of the hermes.dev/run-now annotation asks for one run now. Conditions: Valid, Ready.
-import { cronStatus, parseDeliver, requestRunNow } from '../../services/core/index.js';
+import { cronStatus, parseDeliver, requestRunNow, type CronDelivery } from '../../services/core/index.js';
 import { cronJobSchema, runNowAnnotation, type CronJob } from '../api/cronjob.js';
 import { cronHash, deleteSchedule, findSchedule, upsertSchedule, type ScheduleRow } from '../cron/store.js';
 import { nextRun, ScheduleError } from '../cron/schedule.js';
@@ -52,14 +52,29 @@ async function reported(ctx: OperatorContext, job: CronJob, row: ScheduleRow): P
   };
 }
 
+/**
+ * Why the Agent cannot send this CronJob's results where `deliver` points (it lacks that platform,
+ * or a webhook callbackUrl), or undefined when it can. Runs still happen and are stored.
+ */
+function deliveryProblem(deliver: CronDelivery, agent: RawObject): string | undefined {
+  if (deliver.platform === 'local') return undefined;
+  const platforms = ((agent.spec as { platforms?: { type?: string; callbackUrl?: string }[] } | undefined)?.platforms ?? []);
+  const name = `Agent "${agent.metadata.name}"`;
+  if (deliver.platform === 'webhook') {
+    return platforms.some((p) => p.type === 'webhook' && p.callbackUrl) ? undefined : `${name} has no webhook platform with a callbackUrl to POST the result to`;
+  }
+  return platforms.some((p) => p.type === deliver.platform) ? undefined : `${name} has no ${deliver.platform} platform (its bot token sends the result)`;
+}
+
 async function draftFor(ctx: OperatorContext, obj: RawObject): Promise<StatusDraft> {
   const parsed = cronJobSchema.safeParse(obj);
   if (!parsed.success) return invalid('InvalidSpec', zodMessage(parsed.error.issues));
   const job = parsed.data;
   let next: Date;
+  let deliver: CronDelivery;
   try {
     next = nextRun(job.spec.schedule, job.spec.timeZone, new Date());
-    parseDeliver(job.spec.deliver, `${job.metadata.namespace}/${job.metadata.name}`);
+    deliver = parseDeliver(job.spec.deliver, `${job.metadata.namespace}/${job.metadata.name}`);
   } catch (err) {
     if (err instanceof ScheduleError) return invalid(err.message.startsWith('deliver:') ? 'InvalidDeliver' : 'InvalidSchedule', err.message);
     throw err;
@@ -71,7 +86,14 @@ async function draftFor(ctx: OperatorContext, obj: RawObject): Promise<StatusDra
   }
   const row = await store(ctx, job, next);
   await runNowFromAnnotation(ctx, job, obj);
-  return { applied: true, ...(await reported(ctx, job, row)) };
+  const status = await reported(ctx, job, row);
+  const problem = deliveryProblem(deliver, agent);
+  if (problem) {
+    const ready = status.conditions.find((c) => c.type === 'Ready')!;
+    Object.assign(ready, { status: 'False', reason: 'DeliveryNotConfigured',
+      message: `${ready.message} Runs are stored, but deliver "${job.spec.deliver}" cannot be sent: ${problem}. Add it to the Agent, or set deliver: local.` });
+  }
+  return { applied: true, ...status };
 }
 
 export async function reconcileCronJob(ctx: OperatorContext, key: string): Promise<ReconcileResult | void> {

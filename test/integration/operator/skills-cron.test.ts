@@ -207,4 +207,21 @@ describe('Skill and CronJob controllers, examples', () => {
     await waitForCondition(kc(), 'skills', ns, 'dup-b', { type: 'Ready', status: 'True', reason: 'Published' });
     await waitFor(async () => JSON.stringify(await compiledSkills()) === JSON.stringify([{ name: 'same', object: 'dup-b' }]), { what: 'the remaining skill in the revision' });
   });
+
+  it('a CronJob delivering to a platform its Agent lacks is scheduled but not Ready, until the Agent has it', async () => {
+    const ns = await namespaceWithSecrets('crondeliver');
+    const agentWith = (platforms: unknown[]) => doc({ kind: 'Agent', metadata: { name: 'ops' }, spec: { profileRef: { name: 'p' }, platforms } });
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], [doc({ kind: 'Profile', metadata: { name: 'p' }, spec: { model: { provider: 'openai', model: 'm' } } }), agentWith([]),
+      doc({ kind: 'CronJob', metadata: { name: 'to-slack' }, spec: { agentRef: { name: 'ops' }, schedule: '0 9 * * *', prompt: 'p', deliver: 'slack:#eng' } }),
+      doc({ kind: 'CronJob', metadata: { name: 'to-hook' }, spec: { agentRef: { name: 'ops' }, schedule: '0 9 * * *', prompt: 'p', deliver: 'webhook' } }),
+      doc({ kind: 'CronJob', metadata: { name: 'kept' }, spec: { agentRef: { name: 'ops' }, schedule: '0 9 * * *', prompt: 'p', deliver: 'local' } })].join('---\n'));
+    const slack = await waitForCondition(kc(), 'cronjobs', ns, 'to-slack', { type: 'Ready', status: 'False', reason: 'DeliveryNotConfigured' });
+    expect(conditionOf(slack, 'Ready')?.message).toContain('deliver "slack:#eng" cannot be sent: Agent "ops" has no slack platform');
+    expect(slack.status?.nextScheduleTime).toBeDefined(); // still scheduled: runs are stored
+    const hook = await waitForCondition(kc(), 'cronjobs', ns, 'to-hook', { type: 'Ready', status: 'False', reason: 'DeliveryNotConfigured' });
+    expect(conditionOf(hook, 'Ready')?.message).toContain('no webhook platform with a callbackUrl');
+    await waitForCondition(kc(), 'cronjobs', ns, 'kept', { type: 'Ready', status: 'True', reason: 'Scheduled' });
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], agentWith([{ type: 'slack', credentials: { secretRef: { name: 'slack-team' } }, allowAll: true }]));
+    await waitForCondition(kc(), 'cronjobs', ns, 'to-slack', { type: 'Ready', status: 'True', reason: 'Scheduled' });
+  });
 });
