@@ -7,7 +7,7 @@
 // the call's errors (the loop's retries and fallbacks apply to it). Every call is returned with
 // its route, so each is accounted on its own (task `moa_reference` for references).
 import { createHash } from 'node:crypto';
-import { MOA_MAX_REFERENCES } from '../core/index.js';
+import { MOA_MAX_REFERENCES, withDeadline } from '../core/index.js';
 import { systemClock, type Clock } from './clock.js';
 import { CredentialPool, type CooldownBook } from './credentials.js';
 import type { ChatMessage, ChatProvider, Completion, CompletionRequest } from './messages.js';
@@ -138,15 +138,11 @@ export class MoaProvider implements ChatProvider {
     const messages: ChatMessage[] = [{ role: 'system', content: REFERENCE_SYSTEM }, { role: 'user', content: view }];
     const timeoutMs = this.opts.referenceTimeoutMs ?? MOA_REFERENCE_TIMEOUT_MS;
     const answers = await Promise.all(this.preset.references.map(async (route) => {
-      // An AbortController the timer holds, not AbortSignal.timeout(): AbortSignal.any() keeps its
-      // sources weakly, so a timeout signal nothing else holds may be collected and never fire.
-      const deadline = new AbortController();
-      const timer = setTimeout(() => deadline.abort(new Error(`the reference model did not answer within ${timeoutMs} ms`)), timeoutMs);
-      const signal = AbortSignal.any([req.signal, deadline.signal]);
+      const { signal, clear } = withDeadline(req.signal, timeoutMs, `the reference model did not answer within ${timeoutMs} ms`);
       const res = await callModel({
         routes: [route], policy: referencePolicy, clock: this.opts.clock ?? systemClock, ...(this.opts.cooldowns ? { cooldowns: this.opts.cooldowns } : {}),
         request: { messages, signal, maxOutputTokens: this.preset.maxTokens, temperature: this.preset.referenceTemperature, ...(req.headers ? { headers: req.headers } : {}), ...(req.onChunk ? { onChunk: req.onChunk } : {}) },
-      }).catch(() => undefined).finally(() => clearTimeout(timer)); // a reference cut at its deadline is left out like a failed one
+      }).catch(() => undefined).finally(clear); // a reference cut at its deadline is left out like a failed one
       if (!res?.ok) return undefined;
       this.pending.push({ completion: res.completion, route, reference: true });
       return res.completion.text.trim() ? { model: route.model, text: res.completion.text } : undefined;

@@ -14,6 +14,7 @@ export * from './skills.js';
 export * from './config-listener.js';
 export * from './pg-leader.js';
 export * from './pause.js';
+export * from './deadline.js';
 export * from './agents.js';
 export * from './commands.js';
 export * from './sweeper.js';

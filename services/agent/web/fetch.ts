@@ -2,6 +2,7 @@
 // by hand (at most `maxRedirects`, each new URL checked again, including its resolved address at
 // connect time), a deadline, and a body read up to `maxBytes` (more is cut off, not buffered).
 import { fetch, type Response } from 'undici';
+import { withDeadline } from '../../core/deadline.js';
 import { refusalIn, UrlRefused, type UrlGuard } from './ssrf.js';
 
 export interface FetchLimits {
@@ -88,7 +89,17 @@ function failure(err: unknown, url: string, signal: AbortSignal, limits: FetchLi
  * caller's abort as it came).
  */
 export async function guardedFetch(guard: UrlGuard, url: string, limits: FetchLimits, signal: AbortSignal, request: FetchRequest = {}): Promise<FetchedPage> {
-  const deadline = AbortSignal.any([signal, AbortSignal.timeout(limits.timeoutMs)]);
+  const { signal: deadline, clear } = withDeadline(signal, limits.timeoutMs);
+  try {
+    return await fetchHops(guard, url, limits, { caller: signal, deadline }, request);
+  } finally {
+    clear();
+  }
+}
+
+/** The hops of one guardedFetch: `caller` is the caller's own signal, `deadline` it with the time limit added. */
+async function fetchHops(guard: UrlGuard, url: string, limits: FetchLimits, signals: { caller: AbortSignal; deadline: AbortSignal }, request: FetchRequest): Promise<FetchedPage> {
+  const { caller: signal, deadline } = signals;
   let current = guard.checkUrl(url).toString();
   let init = request;
   for (let hop = 0; ; hop++) {

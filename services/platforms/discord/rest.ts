@@ -4,6 +4,7 @@
 // (`retry_after` from the body, else Retry-After), and the delivery ledger waits without spending
 // an attempt. Bot-authenticated calls send `Authorization: Bot <token>`; interaction webhooks are
 // authenticated by the token in their path and send none.
+import { withDeadline } from '../../core/deadline.js';
 import { RateLimited } from '../adapter.js';
 
 export const DISCORD_DEFAULT_API_URL = 'https://discord.com/api/v10';
@@ -66,12 +67,18 @@ export class DiscordRest {
 
   async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
     const headers = this.headers(o);
-    const timeout = AbortSignal.timeout(this.opts.timeoutMs ?? 30_000);
-    const res = await fetch(`${this.base}${path}`, {
-      method, headers, ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
-      signal: o.signal ? AbortSignal.any([o.signal, timeout]) : timeout,
-    });
-    const body = await readJson(res);
+    const deadline = withDeadline(o.signal, this.opts.timeoutMs ?? 30_000);
+    let res: Response;
+    let body: unknown;
+    try {
+      res = await fetch(`${this.base}${path}`, {
+        method, headers, ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
+        signal: deadline.signal,
+      });
+      body = await readJson(res);
+    } finally {
+      deadline.clear();
+    }
     if (res.status === 429) {
       const global = (body as { global?: boolean } | undefined)?.global === true;
       throw new RateLimited(retryAfterSeconds(res, body), global ? 'global Discord rate limit' : `${method} ${path.replace(/\/webhooks\/(\d+)\/[^/]+/, '/webhooks/$1/<token>')}`);

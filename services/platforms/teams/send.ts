@@ -18,6 +18,7 @@
 // or closed to the bot (a 403 or 404 naming one of TEAMS_GONE) is Undeliverable: the ledger gives up at once.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { withDeadline } from '../../core/deadline.js';
 import { RateLimited, Undeliverable, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
 
 /**
@@ -63,13 +64,20 @@ export class TeamsTokens {
     const hit = this.cache.get(key);
     if (hit && hit.until > now) return hit.token;
     const tenant = encodeURIComponent(c.tenantId ?? TEAMS_DEFAULT_TENANT);
-    const res = await fetch(`${this.opts.loginUrl.replace(/\/+$/, '')}/${tenant}/oauth2/v2.0/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: c.appId, client_secret: c.password, scope: TEAMS_SCOPE }),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(this.opts.timeoutMs ?? 30_000)]),
-    });
-    const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+    const deadline = withDeadline(signal, this.opts.timeoutMs ?? 30_000);
+    let res: Response;
+    let body: Record<string, unknown>;
+    try {
+      res = await fetch(`${this.opts.loginUrl.replace(/\/+$/, '')}/${tenant}/oauth2/v2.0/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: c.appId, client_secret: c.password, scope: TEAMS_SCOPE }),
+        signal: deadline.signal,
+      });
+      body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+    } finally {
+      deadline.clear();
+    }
     if (!res.ok) {
       // Microsoft's `error` (invalid_client, unauthorized_client, …) names the problem; the description may quote ids, not secrets.
       throw new Error(`the Microsoft identity platform refused the Teams app credentials (HTTP ${res.status}${typeof body.error === 'string' ? `, ${body.error}` : ''}): check TEAMS_APP_ID, TEAMS_APP_PASSWORD and TEAMS_TENANT_ID`);
@@ -123,14 +131,21 @@ export class TeamsSender implements PlatformSender {
 
   private async call(method: 'POST' | 'PUT', url: string, body: unknown, signal: AbortSignal): Promise<Record<string, unknown>> {
     const token = await this.opts.tokens.token(this.opts.credentials, signal);
-    const res = await fetch(url, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.any([signal, AbortSignal.timeout(this.opts.timeoutMs ?? 30_000)]),
-    });
-    if (res.status === 429) throw new RateLimited(retryAfterSeconds(res.headers.get('retry-after')), 'Teams connector');
-    const text = await res.text();
+    const deadline = withDeadline(signal, this.opts.timeoutMs ?? 30_000);
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(url, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: deadline.signal,
+      });
+      if (res.status === 429) throw new RateLimited(retryAfterSeconds(res.headers.get('retry-after')), 'Teams connector');
+      text = await res.text();
+    } finally {
+      deadline.clear();
+    }
     if (res.status === 401 || res.status === 403) this.opts.tokens.forget(this.opts.credentials);
     if (!res.ok) {
       const message = `the Teams connector answered HTTP ${res.status} to ${method} ${new URL(url).pathname}: ${text.slice(0, 200)}`;

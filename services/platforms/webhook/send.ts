@@ -9,6 +9,7 @@
 // A 429 is RateLimited (Retry-After honoured, no attempt spent); a 410 (the receiver says the
 // endpoint is gone for good) is Undeliverable; other non-2xx answers fail the attempt.
 import { z } from 'zod';
+import { withDeadline } from '../../core/deadline.js';
 import { RateLimited, Undeliverable } from '../adapter.js';
 import { retryAfterSeconds } from '../teams/send.js';
 import { signWebhook } from './verify.js';
@@ -47,13 +48,14 @@ export interface WebhookCallbackOptions {
 export async function postWebhookReply(opts: WebhookCallbackOptions, reply: WebhookReply, signal: AbortSignal): Promise<void> {
   const body = callbackBody(reply);
   const now = (opts.now ?? Date.now)();
+  const deadline = withDeadline(signal, opts.timeoutMs ?? 30_000);
   const res = await fetch(opts.url, {
     method: 'POST',
     redirect: 'error',
     headers: { 'content-type': 'application/json', 'idempotency-key': reply.obligationId, ...signWebhook(opts.secret, body, Math.floor(now / 1_000)) },
     body,
-    signal: AbortSignal.any([signal, AbortSignal.timeout(opts.timeoutMs ?? 30_000)]),
-  });
+    signal: deadline.signal,
+  }).finally(deadline.clear);
   await res.body?.cancel();
   if (res.status === 429) throw new RateLimited(retryAfterSeconds(res.headers.get('retry-after'), now), 'webhook callback');
   if (res.status === 410) throw new Undeliverable(`the webhook callback ${new URL(opts.url).origin} answered HTTP ${res.status}`);
