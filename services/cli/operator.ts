@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { KubeConfig } from '@kubernetes/client-node';
 import { allowedSecretEnv, ConfigError, createLogger, loadConfig, openDb } from '../core/index.js';
 import { startOperator, type OperatorHandle, type OperatorOptions } from '../../operator/manager.js';
@@ -101,16 +101,31 @@ export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessE
   return { handle, ...(probes ? { url: probes.url } : {}), close: async () => { await handle.stop(); await probes?.close(); await db.close(); } };
 }
 
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** A namespace given on the command line: a typo (`Bad_NS`) would otherwise watch nothing, silently. */
+function namespaceName(v: string): string {
+  if (!DNS_LABEL.test(v)) throw new InvalidArgumentError('expected a Kubernetes namespace name: lowercase letters, digits and \'-\', at most 63.');
+  return v;
+}
+
+/** An object name (a Lease, a Secret) given on the command line. */
+function objectName(v: string): string {
+  if (!DNS_SUBDOMAIN.test(v)) throw new InvalidArgumentError('expected a Kubernetes object name: lowercase letters, digits, \'-\' and \'.\', at most 253.');
+  return v;
+}
+
 export const operatorCommand = new Command('operator')
   .description('Run the Kubernetes operator: watch Agent, Profile, Skill and CronJob resources, compile them into Postgres (DATABASE_URL), report status. Needs KUBECONFIG or an in-cluster ServiceAccount.')
-  .option('-n, --namespace <ns>', 'watch one namespace only (a namespaced RoleBinding then suffices); default: all namespaces')
+  .option('-n, --namespace <ns>', 'watch one namespace only (a namespaced RoleBinding then suffices); default: all namespaces', namespaceName)
   .option('--gateway-url <url>', 'gateway base URL reported in Agent status', 'http://hermes-gateway:8080')
   .option('--no-leader-elect', 'skip leader election (only when exactly one replica runs)')
-  .option('--lease-namespace <ns>', 'namespace of the leader Lease (default: --namespace, POD_NAMESPACE or default)')
-  .option('--lease-name <name>', 'name of the leader Lease', 'hermes-operator')
+  .option('--lease-namespace <ns>', 'namespace of the leader Lease (default: --namespace, POD_NAMESPACE or default)', namespaceName)
+  .option('--lease-name <name>', 'name of the leader Lease', objectName, 'hermes-operator')
   .option('--identity <id>', 'leader election identity (default: POD_NAME or hostname + random suffix)')
   .option('--image <image>', 'image of the Deployments of `runtime: dedicated` Agents (default: ghcr.io/hermes-operator/hermes:0.1.0)')
-  .option('--runtime-secret <name>', 'Secret in the Agent\'s namespace with DATABASE_URL and REDIS_URL for dedicated pods (default: hermes-runtime)')
+  .option('--runtime-secret <name>', 'Secret in the Agent\'s namespace with DATABASE_URL and REDIS_URL for dedicated pods (default: hermes-runtime)', objectName)
   .option('--no-sandbox-hygiene', 'do not delete stray sandbox Pods and expired workspace PVCs (then the operator needs no Pod/PVC permissions)')
   .option('--sandbox-resync-seconds <n>', 'how often every sandbox Pod and workspace PVC is checked again (default: 60)')
   .option('--sandbox-grace-seconds <n>', 'age after which a finished sandbox Pod or one without a hermes.dev/admission-id is deleted (default: 60)')
