@@ -41,6 +41,8 @@ type SkillVerb = 'pin' | 'unpin' | 'restore';
 /** `/curator pin|unpin|restore <skill>`, in words. */
 async function onSkill(db: Db, agentId: string, verb: SkillVerb, name: string | undefined, now: Date): Promise<string> {
   if (!name) return `Say which skill: /curator ${verb} <skill>.`;
-  if (!(await curate(db, agentId, name, verb, now))) return `This agent has no learned skill named ${name}.`;
+  const before = await curate(db, agentId, name, verb, now);
+  if (!before) return `This agent has no learned skill named ${name}.`;
+  if (verb === 'restore' && before !== 'archived') return `${name} is not archived (it is ${before}): it is offered already.`;
   return verb === 'restore' ? `Restored ${name}: it is offered again.` : verb === 'pin' ? `Pinned ${name}: the curator and the agent leave it as it is.` : `Unpinned ${name}.`;
 }

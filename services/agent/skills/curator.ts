@@ -52,9 +52,15 @@ export async function curatedSkills(db: Pick<Db, 'pool'>, agentId: string): Prom
   return rows;
 }
 
-/** pin / unpin / restore (archived → active, counted as used now); false when the agent has no such learned skill. */
-export async function curate(db: Pick<Db, 'pool'>, agentId: string, name: string, action: 'pin' | 'unpin' | 'restore', now = new Date()): Promise<boolean> {
-  const set = action === 'pin' ? 'pinned = true' : action === 'unpin' ? 'pinned = false' : `curator_state = 'active', last_used_at = $3`;
-  const { rowCount } = await db.pool.query(`UPDATE skills SET ${set} WHERE namespace = $1 AND name = $2`, action === 'restore' ? [learnedNamespace(agentId), name, now] : [learnedNamespace(agentId), name]);
-  return rowCount === 1;
+/**
+ * pin / unpin / restore (archived → active, counted as used now; a skill that is not archived is
+ * left as it is). The skill's curator state before the action; undefined when the agent has no such learned skill.
+ */
+export async function curate(db: Pick<Db, 'pool'>, agentId: string, name: string, action: 'pin' | 'unpin' | 'restore', now = new Date()): Promise<CuratorState | undefined> {
+  const set = action === 'pin' ? 'pinned = true' : action === 'unpin' ? 'pinned = false' : `curator_state = CASE WHEN b.state = 'archived' THEN 'active' ELSE s.curator_state END, last_used_at = CASE WHEN b.state = 'archived' THEN $3::timestamptz ELSE s.last_used_at END`;
+  const { rows } = await db.pool.query<{ state: CuratorState }>(`
+    UPDATE skills s SET ${set}
+    FROM (SELECT id, curator_state AS state FROM skills WHERE namespace = $1 AND name = $2 FOR UPDATE) b
+    WHERE s.id = b.id RETURNING b.state`, action === 'restore' ? [learnedNamespace(agentId), name, now] : [learnedNamespace(agentId), name]);
+  return rows[0]?.state;
 }

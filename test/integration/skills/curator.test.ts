@@ -46,6 +46,9 @@ describe('the curator', () => {
     expect((await say('admin', '/curator restore old-one')).reply).toBe('Restored old-one: it is offered again.');
     expect(await offeredNames()).toEqual(['kept-one', 'old-one']);
     expect((await say('admin', '/curator restore nothing-here')).reply).toBe('This agent has no learned skill named nothing-here.');
+    // Restoring a skill that is not archived says so and changes nothing (it used to answer "Restored").
+    expect((await say('admin', '/curator restore old-one')).reply).toBe('old-one is not archived (it is active): it is offered already.');
+    expect((await say('admin', '/curator restore kept-one')).reply).toBe('kept-one is not archived (it is active): it is offered already.');
     // A /curator that does not parse is answered with how to write it, never handed to the model (nor read as /curator status).
     for (const typo of ['/curator pin ../../x', '/curator frobnicate', '/curator pin a b']) {
       expect((await say('admin', typo)).reply).toBe(`Not understood: ${typo}. Use /curator status, /curator run, or /curator pin|unpin|restore <skill> (a learned skill's name).`);
