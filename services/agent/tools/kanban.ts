@@ -5,7 +5,7 @@
 // arguments we cannot honour (workspaces, goal mode, per-task skills) are refused when set.
 import { z } from 'zod';
 import {
-  BLOCK_KINDS, KANBAN_STATUSES, KanbanError, LIST_MAX_LIMIT, addAttachment, addComment, blockTask, completeTask, createTask, heartbeatTask, linkTasks, listTasks, showTask, unblockTask,
+  BLOCK_KINDS, KANBAN_STATUSES, KANBAN_TEXT_LIMITS, KanbanError, LIST_MAX_LIMIT, addAttachment, addComment, blockTask, completeTask, createTask, heartbeatTask, linkTasks, listTasks, showTask, unblockTask,
   type KanbanScope, type KanbanTask, type Sql,
 } from '../../core/index.js';
 import { defineTool, type ToolContext } from './registry.js';
@@ -82,14 +82,14 @@ export const kanbanCreateTool = defineTool({
   sideEffect: 'writes',
   postgresArguments: true,
   schema: z.object({
-    title: z.string().min(1).max(500).describe('Short task title.'),
+    title: z.string().min(1).max(KANBAN_TEXT_LIMITS.title).describe('Short task title.'),
     assignee: z.string().min(1).max(510).describe('Agent that should run it (name or namespace/name). On a person\'s board: this agent.'),
-    body: z.string().max(100_000).optional().describe('Full spec and acceptance criteria: the assignee reads it.'),
+    body: z.string().max(KANBAN_TEXT_LIMITS.body).optional().describe('Full spec and acceptance criteria: the assignee reads it.'),
     parents: z.array(z.string()).max(100).optional().describe('Parent task ids this one waits for.'),
     tenant: z.string().optional().describe('Accepted for compatibility: the board\'s namespace is the tenant.'),
     priority: z.number().int().optional().describe('Higher is dispatched sooner.'),
     triage: z.boolean().optional().describe('true: the task lands in triage for a person instead of todo.'),
-    idempotency_key: z.string().max(200).optional().describe('A task on this board with this key (not archived) is returned instead of a duplicate.'),
+    idempotency_key: z.string().max(KANBAN_TEXT_LIMITS.idempotencyKey).optional().describe('A task on this board with this key (not archived) is returned instead of a duplicate.'),
     max_runtime_seconds: z.number().int().positive().optional().describe('Per-task runtime cap; a longer run is stopped (timed_out).'),
     initial_status: z.enum(['running', 'blocked']).optional().describe('blocked: starts blocked for a person; running (default): the usual dispatch path.'),
     workspace_kind: z.string().optional(), workspace_path: z.string().optional(), skills: z.array(z.string()).optional(), goal_mode: z.boolean().optional(), goal_max_turns: z.number().int().optional(),

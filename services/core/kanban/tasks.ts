@@ -72,7 +72,6 @@ async function insertTask(sql: Sql, scope: KanbanScope, t: Omit<CreateTask, 'ass
   );
 }
 
-/** Creates a task (todo until its parents are done; the dispatcher promotes it). A known idempotency key returns the existing task. */
 /** Postgres `integer`: the columns priority, max_runtime_seconds and max_retries. */
 const INT4_MAX = 2_147_483_647;
 
@@ -86,9 +85,27 @@ function checkNumbers(input: CreateTask): void {
   bounded('max_retries', input.maxRetries, 1);
 }
 
+/**
+ * The longest title, body and idempotency key of a task, in characters — every surface (admin API,
+ * kanban tools, CLI) bounds them so; an idempotency key past a btree index row's size would fail
+ * the insert in Postgres otherwise.
+ */
+export const KANBAN_TEXT_LIMITS = { title: 500, body: 100_000, idempotencyKey: 200 } as const;
+
+function checkLengths(input: CreateTask): void {
+  const bounded = (name: string, v: string | undefined, max: number) => {
+    if (v !== undefined && v.length > max) throw new KanbanError('invalid', `${name} takes at most ${max} characters (got ${v.length}).`);
+  };
+  bounded('title', input.title, KANBAN_TEXT_LIMITS.title);
+  bounded('body', input.body, KANBAN_TEXT_LIMITS.body);
+  bounded('idempotency key', input.idempotencyKey, KANBAN_TEXT_LIMITS.idempotencyKey);
+}
+
+/** Creates a task (todo until its parents are done; the dispatcher promotes it). A known idempotency key returns the existing task. */
 export async function createTask(sql: Sql, scope: KanbanScope, input: CreateTask, now: Date): Promise<{ task: KanbanTask; created: boolean }> {
   const title = input.title.trim();
   if (!title) throw new KanbanError('invalid', 'A task needs a title.');
+  checkLengths(input);
   checkNumbers(input);
   await sql.query(`SELECT 1 FROM kanban_boards WHERE id = $1 FOR UPDATE`, [scope.boardId]); // serialises idempotency checks per board
   if (input.idempotencyKey) {

@@ -11,7 +11,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
-  BLOCK_KINDS, HermesError, KANBAN_STATUSES, KanbanError, addAttachment, addComment, adminScope, archiveTask, bearerMatches, blockTask, completeTask, createTask, linkTasks, listBoards, listTasks,
+  BLOCK_KINDS, HermesError, KANBAN_STATUSES, KANBAN_TEXT_LIMITS, KanbanError, addAttachment, addComment, adminScope, archiveTask, bearerMatches, blockTask, completeTask, createTask, linkTasks, listBoards, listTasks,
   namedBoard, showTask, unblockTask, type KanbanScope, type Sql,
 } from '../../core/index.js';
 import type { GatewayContext } from '../context.js';
@@ -21,8 +21,8 @@ const boardParams = agentParams.extend({ board: z.string().min(1).max(63) });
 const taskParams = boardParams.extend({ id: z.string().min(1).max(64) });
 const verbParams = taskParams.extend({ verb: z.enum(['block', 'unblock', 'complete', 'archive']) });
 const createBody = z.object({
-  title: singleLine.min(1).max(500), body: freeText.max(100_000).optional(), assignee: singleLine.max(510).optional(), parents: z.array(z.string().max(64)).max(100).optional(),
-  priority: z.number().int().optional(), triage: z.boolean().optional(), idempotencyKey: singleLine.max(200).optional(), maxRuntimeSeconds: z.number().int().positive().optional(),
+  title: singleLine.min(1).max(KANBAN_TEXT_LIMITS.title), body: freeText.max(KANBAN_TEXT_LIMITS.body).optional(), assignee: singleLine.max(510).optional(), parents: z.array(z.string().max(64)).max(100).optional(),
+  priority: z.number().int().optional(), triage: z.boolean().optional(), idempotencyKey: singleLine.max(KANBAN_TEXT_LIMITS.idempotencyKey).optional(), maxRuntimeSeconds: z.number().int().positive().optional(),
   maxRetries: z.number().int().positive().optional(), scheduledAt: z.string().datetime().optional(), by: singleLine.max(200).optional(),
 }).strict();
 const listQuery = z.object({ status: z.enum(KANBAN_STATUSES).optional(), assignee: singleLine.max(510).optional(), include_archived: z.enum(['true', 'false']).optional(), limit: z.coerce.number().int().positive().optional() }).strict();

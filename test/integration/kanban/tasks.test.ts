@@ -50,4 +50,14 @@ describe('Kanban task writes', () => {
     expect(await refused({ priority: 2_147_483_647 })).toBeUndefined();
     expect((await listTasks(rt.db.pool, scope, {})).tasks.length).toBe(before + 1);
   });
+
+  it('refuses a title, body or idempotency key past its length with a reason, as every surface does (hermes kanban create had no bound: a long key failed in Postgres)', async () => {
+    const before = (await listTasks(rt.db.pool, scope, {})).tasks.length;
+    const refused = (extra: { title?: string; body?: string; idempotencyKey?: string }) => rt.db.tx((sql) => createTask(sql, scope, { title: 'edge', assignee: 'demo', ...extra }, now)).then(() => undefined, (err: unknown) => err);
+    expect(await refused({ idempotencyKey: 'k'.repeat(9_000) })).toMatchObject({ code: 'invalid', message: 'idempotency key takes at most 200 characters (got 9000).' });
+    expect(await refused({ title: 't'.repeat(501) })).toMatchObject({ code: 'invalid', message: expect.stringContaining('title takes at most 500') });
+    expect(await refused({ body: 'b'.repeat(100_001) })).toMatchObject({ code: 'invalid', message: expect.stringContaining('body takes at most 100000') });
+    expect((await listTasks(rt.db.pool, scope, {})).tasks.length).toBe(before);
+    expect(await refused({ idempotencyKey: 'k'.repeat(200), title: 't'.repeat(500) })).toBeUndefined();
+  });
 });
