@@ -34,8 +34,18 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- end }}
 {{- end -}}
 
+{{/* Refuses an image reference with a moving `:latest` tag, naming the value: dict "value" "what". */}}
+{{- define "hermes.notLatest" -}}
+{{- if hasSuffix ":latest" .value -}}
+{{- fail (printf "%s: not a `:latest` tag — a moving tag makes every Pod restart a possible upgrade and a rollback impossible; pin a version" .what) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "hermes.image" -}}
 {{- $img := .Values.image -}}
+{{- if eq (toString $img.tag) "latest" -}}
+{{- fail "image.tag: not `latest` — a moving tag makes every Pod restart a possible upgrade and a rollback impossible; set a version (empty: the chart's appVersion) or image.digest" -}}
+{{- end -}}
 {{- if $img.digest -}}
 {{- printf "%s@%s" $img.repository $img.digest -}}
 {{- else -}}

@@ -163,7 +163,13 @@ describe('values.schema.json', () => {
   it('refuses wrong types and values, and the latest tag', async () => {
     expect((await template('--set', 'worker.turnConcurrency=lots')).stderr).toMatch(/at '\/worker\/turnConcurrency': got string, want integer/);
     expect((await template('--set', 'sandbox.backend=docker')).stderr).toMatch(/sandbox\/backend/);
-    expect((await template('--set', 'image.tag=latest')).code).not.toBe(0);
+    // The latest tag is refused saying why (the schema's `not` only said "'not' failed").
+    const latest = await template('--set', 'image.tag=latest');
+    expect(latest.code).not.toBe(0);
+    expect(latest.stderr).toMatch(/image\.tag: not `latest`/);
+    const bundledLatest = await template('--set', 'bundled.redis.enabled=true', '--set', 'bundled.redis.image=redis:latest');
+    expect(bundledLatest.stderr).toMatch(/bundled\.redis\.image: not a `:latest` tag/);
+    expect((await template('--set', 'sandbox.image=ghcr.io/x/sandbox:latest')).stderr).toMatch(/sandbox\.image: not a `:latest` tag/);
     expect((await template('--set-string', 'image.digest=abc')).stderr).toMatch(/image\/digest/);
   });
 
