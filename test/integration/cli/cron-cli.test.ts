@@ -1,26 +1,17 @@
 // `hermes cron` as an operator runs it (the real binary against a real Postgres): list, run now
 // (the request the scheduler's next tick fires), history with a skipped slot's reason, and clear
 // errors for a CronJob that does not exist.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDb, type Db } from '../../../services/core/index.js';
 import { cronJobSchema } from '../../../operator/index.js';
 import { upsertSchedule } from '../../../operator/cron/store.js';
+import { runHermes } from '../../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../../support/services.js';
 
-const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 let database: TestDatabase;
 let db: Db;
 
-function hermes(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH, DATABASE_URL: database.url, HERMES_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const hermes = (...args: string[]) => runHermes(args, { DATABASE_URL: database.url });
 
 beforeAll(async () => {
   database = await createTestDatabase();

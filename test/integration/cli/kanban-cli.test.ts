@@ -1,22 +1,13 @@
 // `hermes kanban create` as an operator types it (the real binary against a real Postgres): a
 // numeric option that is not a whole number in range is refused by name before anything is
 // written, instead of reaching Postgres as NaN ("invalid input syntax for type integer").
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runHermes } from '../../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../../support/services.js';
 
-const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 let database: TestDatabase;
 
-function hermes(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH, DATABASE_URL: database.url, HERMES_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const hermes = (...args: string[]) => runHermes(args, { DATABASE_URL: database.url });
 
 beforeAll(async () => { database = await createTestDatabase(); });
 afterAll(async () => { await database?.drop(); });

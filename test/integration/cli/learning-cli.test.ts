@@ -2,35 +2,26 @@
 // memory history / restore / forget (and --purge: nothing left to restore), learned-skill
 // history / restore / export (a manifest and a Hermes folder; applied as a Skill it supersedes the
 // learned copy), and `hermes review` deciding a staged write.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, openDb, publishRevision, type Db } from '../../../services/core/index.js';
 import { pgLearnedSkills, pgMemoryStore, pgStaging, readSkillCatalog, type LearnedSkill } from '../../../services/agent/index.js';
 import { skillSchema } from '../../../operator/index.js';
 import { publishSkill } from '../../../operator/skills/store.js';
+import { runHermes } from '../../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../../support/services.js';
 import { testAgent } from '../../support/system.js';
 
-const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
 let database: TestDatabase;
 let db: Db;
 let agentId: string;
 let aliceId: string;
 let out: string;
 
-function hermes(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH, DATABASE_URL: database.url, HERMES_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const hermes = (...args: string[]) => runHermes(args, { DATABASE_URL: database.url });
 
 const skill = (body: string): LearnedSkill => ({ name: 'deploy-check', description: 'Check a deploy.', tags: [], relatedSkills: [], requiredEnvironmentVariables: [], body, files: [{ path: 'references/dash.md', content: 'Grafana' }] });
 

@@ -1,19 +1,11 @@
 // `hermes operator` as a platform engineer types it (the real binary): a namespace or object name
 // that Kubernetes would never accept is refused by name with exit 1, before the operator starts —
 // `--namespace Bad_NS` used to start and silently watch nothing.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runHermes } from '../../support/cli.js';
 
-const bin = fileURLToPath(new URL('../../../bin/hermes.js', import.meta.url));
-
-function hermes(...args: string[]): Promise<{ code: number | null; stderr: string }> {
-  // No KUBECONFIG and no database: a refused flag must stop before either is needed.
-  const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH, HOME: '/nonexistent' }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr })));
-}
+// No KUBECONFIG and no database: a refused flag must stop before either is needed.
+const hermes = (...args: string[]) => runHermes(args, { HOME: '/nonexistent' });
 
 describe('hermes operator: Kubernetes names on the command line', () => {
   it('refuses each bad name by name with exit 1', async () => {
