@@ -18,29 +18,15 @@ const WARMING_RECHECK_MS = 5_000;
 
 export const profileConditions = ['Valid', 'Ready'] as const;
 
-/** Secret sources a Profile names (any `{ secretKeyRef | env }` in the spec), with the field path for messages. */
-export function profileSecretRefs(p: Profile): { field: string; source: SecretValue }[] {
+/** Secret sources a Profile names (any `{ secretKeyRef }` or `{ env: NAME }` object in the spec), with the field path for messages. */
+export function profileSecretSources(p: Profile): { field: string; source: SecretValue }[] {
   const out: { field: string; source: SecretValue }[] = [];
   const walk = (v: unknown, path: string): void => {
     if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${path}[${i}]`));
     if (!v || typeof v !== 'object') return;
     const o = v as Record<string, unknown>;
-    if (o.secretKeyRef && typeof o.secretKeyRef === 'object') out.push({ field: path, source: o as SecretValue });
+    if ((o.secretKeyRef && typeof o.secretKeyRef === 'object') || typeof o.env === 'string') out.push({ field: path, source: o as SecretValue });
     for (const [k, x] of Object.entries(o)) if (k !== 'secretKeyRef') walk(x, `${path}.${k}`);
-  };
-  walk(p.spec, 'spec');
-  return out;
-}
-
-/** `env:` secret sources a Profile names (any `{ env: NAME }` in the spec), with the field path for messages. */
-export function profileEnvSources(p: Profile): { field: string; env: string }[] {
-  const out: { field: string; env: string }[] = [];
-  const walk = (v: unknown, path: string): void => {
-    if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${path}[${i}]`));
-    if (!v || typeof v !== 'object') return;
-    const o = v as Record<string, unknown>;
-    if (typeof o.env === 'string') out.push({ field: path, env: o.env });
-    for (const [k, x] of Object.entries(o)) walk(x, `${path}.${k}`);
   };
   walk(p.spec, 'spec');
   return out;
@@ -55,12 +41,13 @@ function semanticProblems(p: Profile): string[] {
 
 /** The first unresolved Secret of a valid Profile, as a Ready=False condition; undefined when all resolve. */
 export function missingProfileSecret(ctx: OperatorContext, p: Profile): { reason: string; message: string } | undefined {
+  const sources = profileSecretSources(p);
   // No install can allow-list these (DATABASE_URL, Hermes settings, PG*, cluster credentials): every turn would fail.
-  for (const { field, env } of profileEnvSources(p)) {
-    const why = forbiddenSecretEnv(env);
-    if (why) return { reason: 'SecretEnvForbidden', message: `${field}.env: ${env} can never be a secret source (${why}); put the key in a Secret and use secretKeyRef` };
+  for (const { field, source } of sources) {
+    const why = source.env === undefined ? undefined : forbiddenSecretEnv(source.env);
+    if (why) return { reason: 'SecretEnvForbidden', message: `${field}.env: ${source.env} can never be a secret source (${why}); put the key in a Secret and use secretKeyRef` };
   }
-  for (const { field, source } of profileSecretRefs(p)) {
+  for (const { field, source } of sources) {
     const ref = source.secretKeyRef;
     if (!ref) continue; // env: resolved by the worker's environment
     const state = secretKeyState(ctx, p.metadata.namespace, ref);

@@ -53,15 +53,21 @@ export interface SessionPrompt {
  * `stale`: the turn compressed the history first, so the stored prompt must be rebuilt.
  * `snapshot`: the memory blocks and the skills index, read only when the prompt is built (frozen
  * for the session after that).
+ *
+ * A stored prompt holds the USER block of the person the session was opened for. In a session
+ * several people share (a Slack thread, a Discord or Telegram thread), anyone else's turn gets a
+ * prompt built now with their own USER block, and it is not stored: no person's profile reaches
+ * another's turn (SPEC: no cross-user memory bleed).
  */
 export async function sessionPrompt(adm: Admission, inputs: PromptInputs, ctx: TurnContext, stale: boolean,
   snapshot?: () => Promise<Pick<PromptInputs, 'memory' | 'user' | 'skillsIndex'>>): Promise<SessionPrompt> {
   const identity = promptIdentity(inputs);
-  const { text, identity: storedIdentity, sessionStartedAt } = ctx.prompt;
-  if (!stale && text !== null && storedIdentity === identity) return { stored: text, notices: [] };
+  const { text, identity: storedIdentity, sessionStartedAt, ownerUserId } = ctx.prompt;
+  const guest = adm.userId !== null && ownerUserId !== null && adm.userId !== ownerUserId;
+  if (!guest && !stale && text !== null && storedIdentity === identity) return { stored: text, notices: [] };
   // Memory and skills are read only when the prompt is built: frozen for the session after that.
   const parts = snapshot ? await snapshot() : {};
   const built = buildPrompt({ ...inputs, ...parts, session: { startedAt: sessionStartedAt, platform: adm.platform } });
   const stored = storePrompt(built.layers);
-  return { stored, notices: built.notices, store: { text: stored, identity } };
+  return { stored, notices: built.notices, ...(guest ? {} : { store: { text: stored, identity } }) };
 }

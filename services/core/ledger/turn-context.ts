@@ -6,7 +6,8 @@ import type { SessionSignal } from './signals.js';
 import type { TranscriptMessage } from './transcript.js';
 
 export interface TurnContext {
-  prompt: { text: string | null; identity: string | null; sessionStartedAt: Date };
+  /** `ownerUserId`: the person the session was opened for (sessions.user_id), whose USER block a stored prompt holds. */
+  prompt: { text: string | null; identity: string | null; sessionStartedAt: Date; ownerUserId: string | null };
   transcript: TranscriptMessage[];
   signals: SessionSignal[];
 }
@@ -15,6 +16,7 @@ interface Row {
   system_prompt: string | null;
   prompt_identity: string | null;
   created_at: Date;
+  user_id: string | null;
   transcript: { seq: number; role: TranscriptMessage['role']; content: string; tool_calls: TranscriptMessage['toolCalls']; tool_call_id: string | null; effect_disposition: TranscriptMessage['effectDisposition']; interrupted: boolean; admission_id: string | null }[];
   signals: { id: string; seq: string | number; kind: SessionSignal['kind']; text: string }[];
 }
@@ -23,7 +25,7 @@ interface Row {
 export async function readTurnContext(sql: Sql, sessionId: string, afterSeq: number, transcriptLimit = 1_000): Promise<TurnContext | undefined> {
   const { rows } = await sql.query<Row>({
     name: 'hermes_turn_context', // prepared once per connection: no parse and plan per turn
-    text: `SELECT s.system_prompt, s.prompt_identity, s.created_at,
+    text: `SELECT s.system_prompt, s.prompt_identity, s.created_at, s.user_id,
        (SELECT COALESCE(json_agg(m ORDER BY m.seq), '[]'::json) FROM (
           SELECT seq, role, content, tool_calls, tool_call_id, effect_disposition, interrupted, admission_id
           FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $3) m) AS transcript,
@@ -36,7 +38,7 @@ export async function readTurnContext(sql: Sql, sessionId: string, afterSeq: num
   const r = rows[0];
   if (!r) return undefined;
   return {
-    prompt: { text: r.system_prompt, identity: r.prompt_identity, sessionStartedAt: r.created_at },
+    prompt: { text: r.system_prompt, identity: r.prompt_identity, sessionStartedAt: r.created_at, ownerUserId: r.user_id },
     transcript: r.transcript.map((m) => ({
       seq: m.seq, role: m.role, content: m.content, toolCalls: m.tool_calls, toolCallId: m.tool_call_id,
       effectDisposition: m.effect_disposition, interrupted: m.interrupted, admissionId: m.admission_id,

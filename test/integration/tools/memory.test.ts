@@ -83,6 +83,27 @@ describe('memory', () => {
     expect(stored.filter((r) => r.target === 'user')).toEqual([expect.objectContaining({ revision: 1, entries: ['Alice prefers short answers'] })]);
   });
 
+  it('in a session two people share (a thread), each turn carries its own speaker\'s USER block, never the other\'s', async () => {
+    const agentId = await agent();
+    const say = (userId: string, session: string, content: string) => runTurn(sys.rt, { agentId, sessionKey: `${agentId}:${session}`, content, userId });
+    await say('alice', 'own', remember({ target: 'user', action: 'add', content: 'Alice works on payroll' }));
+    await say('bob', 'own-bob', remember({ target: 'user', action: 'add', content: 'Bob is on call this week' }));
+
+    // Alice opens the thread; Bob answers in it; Alice again.
+    await say('alice', 'thread', 'thread opened by alice');
+    await say('bob', 'thread', 'bob joins the thread');
+    await say('alice', 'thread', 'alice again');
+    expect(promptFor('thread opened by alice')).toContain('Alice works on payroll');
+    const bobPrompt = promptFor('bob joins the thread');
+    expect(bobPrompt).not.toContain('Alice works on payroll');
+    expect(bobPrompt).toContain('Bob is on call this week');
+    // Alice's stored prompt is untouched by Bob's turn: her cache prefix and her snapshot stay.
+    expect(promptFor('alice again')).toBe(promptFor('thread opened by alice'));
+    const { rows: [session] } = await sys.rt.db.pool.query<{ system_prompt: string }>('SELECT system_prompt FROM sessions WHERE agent_id = $1 AND session_key = $2', [agentId, `${agentId}:thread`]);
+    expect(session!.system_prompt).toContain('Alice works on payroll');
+    expect(session!.system_prompt).not.toContain('Bob is on call');
+  });
+
   it('over the limit errs with the current entries (no eviction); a batch that makes room succeeds; every revision is kept', async () => {
     const agentId = await agent({ memory: { memoryCharLimit: 100 } });
     const say = (content: string) => runTurn(sys.rt, { agentId, sessionKey: `${agentId}:limit`, content });
