@@ -37,7 +37,8 @@ export interface MemoryStore {
   restore(scope: MemoryScope, revision: number): Promise<{ ok: true; revision: number } | { ok: false; error: string }>;
   /**
    * Empties the store for new sessions at once (a new, empty revision); with `purge`, deletes every
-   * stored revision too (the right to be forgotten: nothing is left to restore). Returns the rows deleted.
+   * stored revision too and the stored prompts that froze it (the right to be forgotten: nothing is
+   * left to restore, and running sessions stop seeing it). Returns the revisions deleted.
    */
   forget(scope: MemoryScope, purge: boolean): Promise<number>;
 }
@@ -92,6 +93,11 @@ export function pgMemoryStore(db: Pick<Db, 'pool' | 'tx'>): MemoryStore {
         if (purge) {
           // Staged writes carry the text too (write approval): they go with the revisions.
           await sql.query(`DELETE FROM learning_writes WHERE agent_id = $1 AND kind = 'memory' AND target = $2 AND user_id IS NOT DISTINCT FROM $3::uuid`,
+            [scope.agentId, scope.target, scope.target === 'user' ? scope.userId : null]);
+          // A session's stored prompt froze the snapshot (MEMORY: every session of the agent; USER: the
+          // sessions opened for that person): cleared, their next turn builds it again without the text.
+          await sql.query(`UPDATE sessions SET system_prompt = NULL, prompt_identity = NULL
+            WHERE agent_id = $1 AND system_prompt IS NOT NULL AND ($2::text = 'memory' OR user_id = $3::uuid)`,
             [scope.agentId, scope.target, scope.target === 'user' ? scope.userId : null]);
           return (await sql.query(`DELETE FROM memory_revisions WHERE ${SCOPE}`, scopeParams(scope))).rowCount ?? 0;
         }

@@ -53,12 +53,18 @@ describe('hermes memory', () => {
     expect((await hermes('memory', 'forget', 'team/ops', '--user', 'api:alice')).code).toBe(0);
     expect((await store.read(scope)).entries).toEqual([]);
     await pgStaging(db).stage({ agentId, kind: 'memory', target: 'user', userId: aliceId, payload: { ops: [] }, diff: '+ likes tea', sessionId: null });
+    // Alice's running session froze her USER block into its stored prompt; another person's session did not.
+    const bob = await admit(db, { agentId, platform: 'api', sessionKey: 'bob', user: { platformUserId: 'bob' }, content: 'hi' });
+    await db.pool.query(`UPDATE sessions SET system_prompt = 'USER PROFILE: likes tea', prompt_identity = 'x' WHERE agent_id = $1`, [agentId]);
     const purged = await hermes('memory', 'forget', 'team/ops', '--user', 'api:alice', '--purge');
     expect(purged.stdout).toBe('Forgotten: 4 stored revision(s) deleted; nothing is left to restore.\n');
     expect((await hermes('memory', 'history', 'team/ops', '--user', 'api:alice')).stdout).toBe('No revisions.\n');
     const again = await hermes('memory', 'restore', 'team/ops', '1', '--user', 'api:alice');
     expect([again.code, again.stderr]).toEqual([2, 'cannot restore: revision 1 is not stored (it never existed, or it was purged)\n']);
     expect((await db.pool.query('SELECT 1 FROM learning_writes WHERE user_id = $1', [aliceId])).rows).toEqual([]);
+    const prompt = async (userId: string) => (await db.pool.query<{ p: string | null }>('SELECT system_prompt AS p FROM sessions WHERE agent_id = $1 AND user_id = $2', [agentId, userId])).rows.map((r) => r.p);
+    expect(await prompt(aliceId)).toEqual([null]);
+    expect(await prompt(bob.userId)).toEqual(['USER PROFILE: likes tea']);
   });
 
   it('says what is wrong with the agent or the person', async () => {
