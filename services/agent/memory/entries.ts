@@ -58,8 +58,14 @@ function applyOne(working: string[], op: MemoryOp): { error: string; matches?: s
   if (op.action === 'replace' && !content) return { error: 'content is required for replace (use remove to delete an entry)' };
   const found = findOne(working, oldText);
   if ('error' in found) return found;
-  if (op.action === 'replace') working[found.index] = content;
-  else working.splice(found.index, 1);
+  if (op.action === 'remove') {
+    working.splice(found.index, 1);
+    return undefined;
+  }
+  working[found.index] = content;
+  // Like add, replace never leaves two copies of one text: any other copy (an entry it now equals,
+  // or an identical duplicate of the one it matched) goes; the replaced entry keeps its place.
+  for (let i = working.length - 1; i >= 0; i--) if (i !== found.index && working[i] === content) working.splice(i, 1);
   return undefined;
 }
 

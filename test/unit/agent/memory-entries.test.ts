@@ -10,6 +10,9 @@ describe('memory entries', () => {
     expect(added).toEqual({ ok: true, entries: ['uses pnpm', 'deploys on Fridays'], changed: true });
     expect(applyMemoryOps(['uses pnpm'], [{ action: 'add', content: 'uses pnpm' }], 100)).toEqual({ ok: true, entries: ['uses pnpm'], changed: false });
     expect(applyMemoryOps(['uses pnpm', 'tabs'], [{ action: 'replace', old_text: 'pnpm', content: 'uses npm' }], 100)).toMatchObject({ ok: true, entries: ['uses npm', 'tabs'] });
+    // Replacing into the text of another entry leaves one copy, where the replaced one was.
+    expect(applyMemoryOps(['tabs', 'uses pnpm', 'uses npm'], [{ action: 'replace', old_text: 'pnpm', content: 'uses npm' }], 100)).toMatchObject({ ok: true, entries: ['tabs', 'uses npm'] });
+    expect(applyMemoryOps(['uses npm', 'uses pnpm'], [{ action: 'replace', old_text: 'pnpm', content: 'uses npm' }], 100)).toMatchObject({ ok: true, entries: ['uses npm'] });
     expect(applyMemoryOps(['uses pnpm', 'tabs'], [{ action: 'remove', old_text: 'tab' }], 100)).toMatchObject({ ok: true, entries: ['uses pnpm'] });
   });
 
