@@ -17,8 +17,7 @@ export const PROCESS_OUTPUT_CHARS = 200_000;
 export const FINISHED_TTL_MS = 30 * 60_000;
 /**
  * How long a background command may run when its call names no timeout (Hermes ends background
- * processes after 24 h). NOTE: bindSession (services/sandbox/types.ts) still caps every command,
- * background ones included, at MAX_TIMEOUT_SECONDS (600 s) today.
+ * processes after 24 h; bindSession in services/sandbox/types.ts allows MAX_BACKGROUND_SECONDS).
  */
 export const BACKGROUND_TIMEOUT_MS = 24 * 3_600_000;
 

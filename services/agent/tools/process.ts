@@ -14,7 +14,7 @@ const schema = z.object({
   action: z.enum(['list', 'poll', 'log', 'wait', 'kill']).describe("'list' (all of this session's), 'poll' (status + new output), 'log' (output lines, paged), 'wait' (block until it ends or timeout), 'kill' (terminate)"),
   session_id: z.string().optional().describe("The process's id from terminal(background=true) (proc_…). Required for all actions except 'list'."),
   timeout: z.number().int().min(1).optional().describe(`Max seconds to block for 'wait' (default: the sandbox's command timeout, 180 unless configured; at most ${MAX_WAIT_SECONDS})`),
-  offset: z.number().int().min(0).optional().describe("First line for 'log' (0-based; default: the last 200 lines)"),
+  offset: z.number().int().min(0).optional().describe("For 'log': how many lines to skip from the start (line N is offset N-1); 0 or omitted: the last `limit` lines"),
   limit: z.number().int().min(1).optional().describe("Max lines for 'log' (default 200)"),
 }).strict();
 
@@ -44,7 +44,7 @@ function log(p: TrackedProcess, args: Args): string {
   const from = args.offset === undefined || args.offset === 0 ? Math.max(0, lines.length - limit) : args.offset;
   const selected = lines.slice(from, from + limit);
   return JSON.stringify({
-    session_id: p.id, status: state(p), output: selected.join('\n'), total_lines: lines.length, showing: `lines ${from}–${from + selected.length} of ${lines.length}`,
+    session_id: p.id, status: state(p), output: selected.join('\n'), total_lines: lines.length, showing: selected.length ? `lines ${from + 1}–${from + selected.length} of ${lines.length}` : `no lines (${lines.length} in all)`,
     ...(truncated ? { note: `only the newest ${text.length} characters of output are kept` } : {}),
   });
 }

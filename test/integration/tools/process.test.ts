@@ -41,8 +41,9 @@ describe('process', () => {
     expect(String(waited.output)).toContain('line 5');
     expect(await callJson(proc, { action: 'poll', session_id: id }, ctx())).toMatchObject({ status: 'exited', exit_code: 4, output_preview: expect.stringContaining('line 1') });
     const tail = await callJson(proc, { action: 'log', session_id: id, limit: 2 }, ctx());
-    expect(tail).toMatchObject({ output: 'line 4\nline 5', total_lines: 5 });
-    expect((await callJson(proc, { action: 'log', session_id: id, offset: 1, limit: 2 }, ctx())).output).toBe('line 2\nline 3');
+    expect(tail).toMatchObject({ output: 'line 4\nline 5', total_lines: 5, showing: 'lines 4–5 of 5' });
+    expect(await callJson(proc, { action: 'log', session_id: id, offset: 1, limit: 2 }, ctx())).toMatchObject({ output: 'line 2\nline 3', showing: 'lines 2–3 of 5' });
+    expect(await callJson(proc, { action: 'log', session_id: id, offset: 9 }, ctx())).toMatchObject({ output: '', showing: 'no lines (5 in all)' });
   });
 
   it('waits until a timeout and says the process still runs; kill ends it', async () => {
