@@ -124,7 +124,13 @@ export class McpConnection {
       const timedOut = err instanceof McpError && err.code === ErrorCode.RequestTimeout;
       const closed = err instanceof McpError && err.code === ErrorCode.ConnectionClosed && this.transportError;
       const why = timedOut ? `did not answer within ${timeout / 1_000} s` : `failed: ${closed ? this.transportError : messageOf(err)}`;
-      this.lost(why);
+      // A call that timed out is one failed call, not a lost connection: the SDK is sending the
+      // server notifications/cancelled over it, which closing it now would cut off. Only a server
+      // that keeps timing out (its breaker opens) is dropped and reconnected later.
+      if (timedOut) {
+        this.breaker.failed(this.redact(why));
+        if (this.breaker.open) this.drop();
+      } else this.lost(why);
       throw new McpUnavailable(this.redact(`MCP server ${this.server.name} ${why}${timedOut ? '' : '; it is reconnected on the next call'}`));
     }
   }
@@ -139,6 +145,10 @@ export class McpConnection {
   /** Drops the connection after a failure (the next use reconnects, after the breaker's backoff). */
   private lost(why: string): void {
     this.breaker.failed(this.redact(why));
+    this.drop();
+  }
+
+  private drop(): void {
     const client = this.client;
     this.client = undefined;
     void client?.close().catch(() => undefined);

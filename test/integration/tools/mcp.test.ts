@@ -114,6 +114,8 @@ describe('MCP client: failures', () => {
     const tools = await mcpServerTools(connection({ callTimeoutMs: 300 }));
     const out = await run(tools, 'mcp_fake_slow');
     expect(out.error).toBe('MCP server fake did not answer within 0.3 s');
+    // The server is told to stop the call (notifications/cancelled), not left to finish it for nobody.
+    await eventually(() => mcp.methods.includes('notifications/cancelled') || undefined, 'the server got notifications/cancelled');
   });
 
   it('redacts the credentials it sent from a tool\'s error and from a refused connect', async () => {
