@@ -65,6 +65,26 @@ export type SpawnResult =
   | { ok: true; spawned: Subagent[] }
   | { ok: false; reason: string };
 
+/**
+ * How many batches in a row may each be spawned by the turn that reported the batch before it.
+ * Every batch's results start a new parent turn with a fresh budget, so without a bound an agent
+ * could delegate round after round with nobody asking (in Hermes the parent turn's budget bounds
+ * its children); a person's message starts the count again.
+ */
+export const MAX_ROUNDS_WITHOUT_PERSON = 3;
+
+/** How many batch-results turns lead up to `admissionId` (0: a person's, or any other, turn). */
+async function roundsWithoutPerson(sql: Sql, admissionId: string): Promise<number> {
+  const { rows: [row] } = await sql.query<{ rounds: number | null }>(
+    `WITH RECURSIVE chain (admission, rounds) AS (
+       SELECT $1::uuid, 0
+       UNION
+       SELECT s.parent_admission_id, c.rounds + 1 FROM chain c JOIN subagents s ON s.reported_admission_id = c.admission
+       WHERE c.rounds <= $2
+     ) SELECT max(rounds) AS rounds FROM chain`, [admissionId, MAX_ROUNDS_WITHOUT_PERSON]);
+  return row?.rounds ?? 0;
+}
+
 interface ParentTurn { agent_id: string; session_id: string; user_id: string | null; platform: string; trace_context: unknown }
 
 /**
@@ -78,6 +98,10 @@ export async function spawnSubagents(db: Db, parentAdmissionId: string, tasks: r
       `SELECT agent_id, session_id, user_id, platform, trace_context FROM admissions WHERE id = $1`, [parentAdmissionId]);
     if (!parent) return { ok: false, reason: `the delegating turn ${parentAdmissionId} does not exist` };
     if (parent.platform === SUBAGENT_PLATFORM) return { ok: false, reason: 'a subagent cannot delegate (the delegation depth is 1)' };
+    const rounds = await roundsWithoutPerson(sql, parentAdmissionId);
+    if (rounds >= MAX_ROUNDS_WITHOUT_PERSON) {
+      return { ok: false, reason: `this conversation has delegated ${rounds} rounds in a row, each started by the results of the one before, without a message from the user; at most ${MAX_ROUNDS_WITHOUT_PERSON} are allowed. Answer the user with what the subagents found; they can ask for more.` };
+    }
     await sql.query(`SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, [parent.session_id]);
     const { rows: [count] } = await sql.query<{ n: string }>(
       `SELECT count(*) AS n FROM subagents WHERE parent_session_id = $1 AND status IN ${ACTIVE}`, [parent.session_id]);

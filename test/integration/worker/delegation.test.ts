@@ -4,7 +4,7 @@
 // stops them; a child that fails or goes stale ends `failed` with the error; the children's usage
 // counts in the parent's conversation. Real Postgres and Redis; the model is the fake OpenAI server.
 import { describe, expect, it } from 'vitest';
-import { getAdmission, getObligationForAdmission, listSubagents, spawnSubagents, steerSubagent, stopSubagents, sweepOnce, type Admission } from '../../../services/core/index.js';
+import { MAX_ROUNDS_WITHOUT_PERSON, getAdmission, getObligationForAdmission, listSubagents, spawnSubagents, steerSubagent, stopSubagents, sweepOnce, type Admission } from '../../../services/core/index.js';
 import { eventually } from '../../support/services.js';
 import { lastUser, type ChatRequestBody, type Script } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
@@ -22,6 +22,11 @@ const releases: (() => void)[] = [];
 /** The parent: "delegate <json tasks>" calls delegate_task once, then says "spawned"; a results message is answered "results: <it>". */
 function parentScript(b: ChatRequestBody): Script {
   const user = lastUser(b);
+  if (user.startsWith('[Delegated task results') && user.includes('again done')) {
+    // A model that delegates once more on every batch's results.
+    const result = toolResult(b);
+    return result === undefined ? { toolCalls: [{ id: 'd1', name: 'delegate_task', arguments: JSON.stringify({ tasks: [{ goal: 'again' }] }) }] } : { text: `respawn: ${result}` };
+  }
   if (user.startsWith('[Delegated task results')) return { text: `results seen: ${user.includes('alpha done') && user.includes('beta done') ? 'both' : 'some'}` };
   const m = /^delegate (.*)$/s.exec(user);
   if (!m) return { text: 'ok' };
@@ -104,6 +109,22 @@ describe('delegate_task', () => {
     const { a: parent, reply } = await delegate(agentId, 'deleg:limit', [{ goal: 'alpha' }, { goal: 'beta' }, { goal: 'gamma' }]);
     expect(reply).toContain('at most 2 subagents may run at once in this conversation: 0 are running and 3 were asked for');
     expect(await listSubagents(sys.rt.db.pool, parent.sessionId)).toEqual([]);
+  });
+
+  it('bounds the rounds a conversation delegates in a row, each started by the results of the one before, without a person', async () => {
+    const agentId = await agent('deleg-rounds');
+    const { a: parent } = await delegate(agentId, 'deleg:rounds', [{ goal: 'again' }]);
+    const replies = await eventually(async () => {
+      const { rows } = await sys.rt.db.pool.query<{ id: string; state: string }>(
+        `SELECT id, state FROM admissions WHERE session_id = $1 AND content LIKE '[Delegated task results%' ORDER BY seq`, [parent.sessionId]);
+      if (rows.length < MAX_ROUNDS_WITHOUT_PERSON || rows.some((r) => r.state !== 'terminal')) return undefined;
+      return Promise.all(rows.map(async (r) => (await getObligationForAdmission(sys.rt.db.pool, r.id))?.content ?? ''));
+    }, 'the results turns of the parent session');
+    expect(replies).toHaveLength(MAX_ROUNDS_WITHOUT_PERSON);
+    for (const reply of replies.slice(0, -1)) expect(reply).toMatch(/^respawn: .*"status":"spawned"/);
+    expect(replies.at(-1)).toMatch(/^respawn: .*"status":"error".*delegated 3 rounds in a row.*without a message from the user/);
+    // A person's message starts the count again.
+    expect((await delegate(agentId, 'deleg:rounds', [{ goal: 'alpha' }])).reply).toMatch(/"status":"spawned"/);
   });
 
   it('gives each child a fresh iteration budget of its own (Profile spec.delegation.maxIterations)', async () => {
