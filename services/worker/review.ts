@@ -13,10 +13,10 @@ import {
 } from '../core/index.js';
 import { directRoutes, promptMessages, runAgentLoop, type ChatMessage, type Tool } from '../agent/index.js';
 import { spendAccounting } from './usage.js';
-import { historyFor } from './turn-context.js';
+import { historyFor, sessionPrompt, speaksAsGuest } from './turn-context.js';
 import type { TurnDeps } from './turn-runner.js';
 import { createLoopDeps } from './loop-deps.js';
-import { turnTools } from './turn-tools.js';
+import { promptParts, turnTools } from './turn-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { reviewSkipReason } from './review-policy.js';
 
@@ -113,10 +113,15 @@ async function review(deps: TurnDeps, adm: Admission, agent: CompiledAgent, sign
   // The conversation as stored up to this turn's last message (the caller's own history of an OpenAI-style call
   // included), then the instruction. Later turns of the session — one may be running — get reviews of their own.
   const history: ChatMessage[] = [...historyFor({ ...adm, callerHistory: null, intent: 'queue' }, throughTurn(ctx, adm.id)), { role: 'user', content: REVIEW_PROMPT }];
+  // The stored prompt is the one of the person the session was opened for: the review of someone
+  // else's turn in a shared thread gets a prompt with that person's own USER block, as their turn did.
+  const system = speaksAsGuest(adm, ctx.prompt.ownerUserId)
+    ? (await sessionPrompt(adm, { agent, toolNames: turn.tools.map((t) => t.name) }, ctx, false, () => promptParts(turn.tools, turn.context))).stored
+    : ctx.prompt.text;
   const { memory, skills, recall } = turn.context;
   const result = await runAgentLoop({
     sessionId: adm.sessionId, routes, tools, signal,
-    system: promptMessages(ctx.prompt.text),
+    system: promptMessages(system),
     history,
     toolContext: { ...(memory ? { memory } : {}), ...(skills ? { skills } : {}), ...(recall ? { recall } : {}) },
     ...modelOptions(agent, loop),

@@ -47,6 +47,10 @@ export interface SessionPrompt {
   store?: { text: string; identity: string };
 }
 
+/** True when `adm` is someone else's turn in a session opened for `ownerUserId` (a shared thread). */
+export const speaksAsGuest = (adm: Pick<Admission, 'userId'>, ownerUserId: string | null): boolean =>
+  adm.userId !== null && ownerUserId !== null && adm.userId !== ownerUserId;
+
 /**
  * The session's stored prompt: built once (three layers) and reused while its identity
  * (model/provider/toolset) matches, so the provider's prefix cache stays warm across turns.
@@ -63,7 +67,7 @@ export async function sessionPrompt(adm: Admission, inputs: PromptInputs, ctx: T
   snapshot?: () => Promise<Pick<PromptInputs, 'memory' | 'user' | 'skillsIndex'>>): Promise<SessionPrompt> {
   const identity = promptIdentity(inputs);
   const { text, identity: storedIdentity, sessionStartedAt, ownerUserId } = ctx.prompt;
-  const guest = adm.userId !== null && ownerUserId !== null && adm.userId !== ownerUserId;
+  const guest = speaksAsGuest(adm, ownerUserId);
   if (!guest && !stale && text !== null && storedIdentity === identity) return { stored: text, notices: [] };
   // Memory and skills are read only when the prompt is built: frozen for the session after that.
   const parts = snapshot ? await snapshot() : {};

@@ -8,7 +8,7 @@ import {
   agentStopped, busyInterruptText, stoppedReply, SILENT_REPLY, isSilentReply, pulledPlatforms, type AgentRecord, parseCommand,
 } from '../core/index.js';
 import {
-  directRoutes, DenialBreaker, memorySnapshot, promptMessages, runAgentLoop, skillInvocation, skillRequestText, skillsIndexBlock, type PromptInputs, type Tool, TurnControl, ProgressWatchdog, type ChatMessage, type ModelRoute, type SecretResolver,
+  directRoutes, DenialBreaker, promptMessages, runAgentLoop, skillInvocation, skillRequestText, type Tool, TurnControl, ProgressWatchdog, type ChatMessage, type ModelRoute, type SecretResolver,
 } from '../agent/index.js';
 import { stopReason, type ControlHub } from './control.js';
 import { stopOnEmergency } from './agent-stop.js';
@@ -19,7 +19,7 @@ import { compressReply, precompress, recordCompression, tailOptions } from './co
 import { createLoopDeps, type LoopDeps } from './loop-deps.js';
 import { recoveryCommand } from './recovery-commands.js';
 import { rollbackReply } from './rollback-command.js';
-import { turnTools, type TurnTools } from './turn-tools.js';
+import { offers, promptParts, turnTools, type TurnTools } from './turn-tools.js';
 import { mcpToolsOf } from './mcp-tools.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { learningReply } from './learning-commands.js';
@@ -223,15 +223,6 @@ interface LoopSetup {
 function childAccounting(accounting: SpendAccounting, child: ChildTurn | undefined): SpendAccounting {
   if (!child) return accounting;
   return { ...accounting, onCall: (done, route, task) => accounting.onCall(done, route, task === 'turn' ? 'subagent' : task) };
-}
-
-const offers = (tools: readonly Tool[], name: string): boolean => tools.some((t) => t.name === name);
-
-/** What a prompt being built now takes from storage: the memory snapshot and the skills index (each when its tools are offered). */
-async function promptParts(tools: readonly Tool[], context: TurnTools['context']): Promise<Pick<PromptInputs, 'memory' | 'user' | 'skillsIndex'>> {
-  const memory = offers(tools, 'memory') && context.memory ? await memorySnapshot(context.memory) : {};
-  const skills = offers(tools, 'skill_view') && context.skills ? skillsIndexBlock(await context.skills.offered()) : '';
-  return { ...memory, ...(skills ? { skillsIndex: skills } : {}) };
 }
 
 /** `/<skill-name> request`: the model gets the skill's instructions with the request (the transcript keeps the command). */

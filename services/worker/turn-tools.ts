@@ -6,7 +6,7 @@
 // and who the turn may reach (clarify, send_message).
 import type { Redis } from 'ioredis';
 import { toolsetAllowed, type Admission, type CompiledAgent, type Config, type Db, type Logger, type Permissions, type Queues } from '../core/index.js';
-import { CHILD_EXCLUDED_TOOLS, CHILD_EXCLUDED_TOOLSETS, Checkpoints, DEFAULT_TOOLSETS, ORCHESTRATOR_ONLY, pgKanbanAccess, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type DelegationAccess, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
+import { CHILD_EXCLUDED_TOOLS, CHILD_EXCLUDED_TOOLSETS, Checkpoints, DEFAULT_TOOLSETS, ORCHESTRATOR_ONLY, pgKanbanAccess, MAX_RESULT_CHARS, SANDBOX_TOOLSETS, markSkillUsed, memoryLimits, memorySnapshot, skillsIndexBlock, type PromptInputs, offeredSkills, pgLearnedSkills, pgMemoryStore, pgStaging, writeApprovalOn, pgTodoStore, readSkillCatalog, type CommandGuard, type DelegationAccess, type LoopInput, type SecretResolver, type UrlGuard, type MemoryAccess, type Tool, type ToolRegistry } from '../agent/index.js';
 import { platformToolsets } from '../platforms/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 import { sessionSandboxOf, type SandboxBackends } from './sandboxes.js';
@@ -136,4 +136,13 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
     },
     ...(sandbox ? { sandbox } : {}),
   };
+}
+
+export const offers = (tools: readonly Tool[], name: string): boolean => tools.some((t) => t.name === name);
+
+/** What a prompt being built now takes from storage: the memory snapshot and the skills index (each when its tools are offered). */
+export async function promptParts(tools: readonly Tool[], context: TurnTools['context']): Promise<Pick<PromptInputs, 'memory' | 'user' | 'skillsIndex'>> {
+  const memory = offers(tools, 'memory') && context.memory ? await memorySnapshot(context.memory) : {};
+  const skills = offers(tools, 'skill_view') && context.skills ? skillsIndexBlock(await context.skills.offered()) : '';
+  return { ...memory, ...(skills ? { skillsIndex: skills } : {}) };
 }

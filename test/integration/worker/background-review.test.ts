@@ -59,6 +59,20 @@ describe('background review', () => {
     expect((await pgMemoryStore(sys.rt.db).read({ agentId: learner, target: 'user', userId: bob.a.userId! })).entries).toEqual([]);
   });
 
+  it('reviews someone else\'s turn in a shared thread under a prompt with their own profile, never the opener\'s', async () => {
+    const own = await runTurn(sys.rt, { agentId: learner, sessionKey: 'carol-own', content: 'hi', userId: 'carol' });
+    await pgMemoryStore(sys.rt.db).write({ agentId: learner, target: 'user', userId: own.a.userId! }, [{ action: 'add', content: 'Carol is on parental leave' }], 1_375, null);
+    await runTurn(sys.rt, { agentId: learner, sessionKey: 'thread-9', content: 'carol opens the thread', userId: 'carol' });
+    const dan = await runTurn(sys.rt, { agentId: learner, sessionKey: 'thread-9', content: 'dan answers in the thread', userId: 'dan' });
+    await eventually(async () => ((await reviewState(dan.a.id))?.state === 'done' ? true : undefined), 'Dan\'s review to finish', 30_000);
+    const systemOf = (msgs: ChatRequestBody['messages']) => msgs.filter((m) => m.role === 'system').map((m) => m.content);
+    const carrying = (r: { body: ChatRequestBody }) => r.body.messages.some((m) => m.content === 'dan answers in the thread');
+    const turnReq = sys.model.requests.find((r) => !isReview(r.body) && carrying(r))!;
+    const reviewReq = sys.model.requests.find((r) => isReview(r.body) && carrying(r))!;
+    expect(systemOf(reviewReq.body.messages).join('\n')).not.toContain('parental leave');
+    expect(systemOf(reviewReq.body.messages)).toEqual(systemOf(turnReq.body.messages));
+  });
+
   it('runs once per admission; none for cron turns or agents without it', async () => {
     const { a } = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-2', content: 'Reply in German again.', userId: 'alice' });
     await eventually(async () => ((await reviewState(a.id))?.state === 'done' ? true : undefined), 'the review to finish', 30_000);
