@@ -5,7 +5,7 @@
 // platform event is answered once. Answers name commands as users of the platform write them.
 import {
   admitAnswered, commandWord, COMMANDS, publishSignal, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
-  stopSubagents, type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type SessionActivity, type SessionSignal, type Sql,
+  stopSubagents, type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type Permissions, type SessionActivity, type SessionSignal, type Sql,
 } from '../core/index.js';
 import type { GatewayContext } from './context.js';
 import { kanbanAnswer } from './kanban-command.js';
@@ -20,6 +20,8 @@ export interface CommandCall {
   agent: AgentRecord;
   input: AdmitInput;
   command: ParsedCommand;
+  /** The sender's permissions (team mode): /whoami says them. */
+  perms: Permissions;
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -29,12 +31,22 @@ function helpText(platform: string): string {
   return ['Commands:', ...COMMANDS.map(line)].join('\n');
 }
 
-function whoamiText({ agent, input }: CommandCall): string {
+/** What the sender may use (team mode, `perms`), as /whoami says it. */
+function grantsText(perms: Permissions, platform: string): string[] {
+  const word = (name: string) => commandWord(platform, name);
+  if (perms.commands === 'all' && perms.approve && perms.toolsets === 'all') return [`You may use every command (${word('help')} lists them) and every tool of this agent.`];
+  const commands = perms.commands === 'all'
+    ? `every command (${word('help')} lists them)${perms.approve ? '' : `, except ${word('approve')} and ${word('deny')}`}`
+    : [...perms.commands, ...(perms.approve ? ['approve', 'deny'] : [])].map(word).join(', ') || 'no commands';
+  const tools = perms.toolsets === 'all' ? 'every tool of this agent' : perms.toolsets.length ? `the toolsets ${perms.toolsets.join(', ')}` : 'no tools';
+  return [`You may use ${commands}.`, `Your turns may use ${tools}.`];
+}
+
+function whoamiText({ input, perms }: CommandCall): string {
   const id = input.user.platformUserId;
-  const admin = (agent.compiled.admins ?? []).includes(`${input.platform}:${id}`);
   return [`You are ${input.platform}:${id}${input.user.displayName ? ` (${input.user.displayName})` : ''}.`,
-    admin ? 'You are an admin of this agent.' : 'You are a user of this agent (not an admin).',
-    `You may use every command (${commandWord(input.platform, 'help')} lists them).`].join('\n');
+    perms.admin ? 'You are an admin of this agent.' : 'You are a user of this agent (not an admin).',
+    ...grantsText(perms, input.platform)].join('\n');
 }
 
 function modelText({ agent, input, command }: CommandCall): string {

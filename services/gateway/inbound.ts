@@ -112,7 +112,7 @@ export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, inpu
     // THE place commands are dispatched (gateway and turn commands alike): team mode's per-user
     // gate first; a refused command is answered at once, never a turn, never a signal.
     if (!commandAllowed(via.perms, command.name)) return answered(ctx, await answerCommand(ctx, input, { kind: 'answer', reply: commandRefusal(command.name) }), via);
-    const action = gatewayCommand({ ctx, agent, input, command });
+    const action = gatewayCommand({ ctx, agent, input, command, perms: via.perms });
     if (action?.kind === 'answer') return answered(ctx, await answerCommand(ctx, input, action), via);
     if (action?.kind === 'admit') {
       content = action.content;

@@ -19,9 +19,9 @@ const KEYS = { alice: 'key-alice-0123456789', alice2: 'key-alice-second-0123', b
 const keyed = (key: string) => ({ authorization: `Bearer ${key}`, ...json });
 
 const access: CompiledAgent['access'] = {
-  default: { toolsets: ['clock'], commands: ['new', 'help'], approve: false },
+  default: { toolsets: ['clock'], commands: ['new', 'help', 'whoami'], approve: false },
   groups: [{ name: 'ops', members: ['api:carol'], chats: [], commands: ['*'] }],
-  users: [{ match: 'api:alice', toolsets: ['memory'], approve: true }],
+  users: [{ match: 'api:alice', toolsets: ['memory'], approve: true }, { match: 'api:dave', admin: true }],
 };
 
 beforeAll(async () => {
@@ -66,6 +66,17 @@ describe('per-user permissions (spec.access)', () => {
     expect(carol).not.toBe(commandRefusal('usage'));
     // alice may approve (approve: true): her /approve is not refused (nothing is pending).
     expect(await backend.replyOf(await backend.post('team', '/approve', 'alice'))).not.toBe(commandRefusal('approve'));
+  });
+
+  it('/whoami says what the person may use, as the access rules decide it', async () => {
+    const bob = await backend.replyOf(await backend.post('team', '/whoami', 'bob'));
+    expect(bob).toBe('You are api:bob.\nYou are a user of this agent (not an admin).\nYou may use /new, /help, /whoami.\nYour turns may use the toolsets clock.');
+    const alice = await backend.replyOf(await backend.post('team', '/whoami', 'alice'));
+    expect(alice).toContain('You may use /new, /help, /whoami, /approve, /deny.\nYour turns may use the toolsets clock, memory.');
+    const carol = await backend.replyOf(await backend.post('team', '/whoami', 'carol'));
+    expect(carol).toContain('You may use every command (/help lists them), except /approve and /deny.');
+    const dave = await backend.replyOf(await backend.post('team', '/whoami', 'dave'));
+    expect(dave).toBe('You are api:dave.\nYou are an admin of this agent.\nYou may use every command (/help lists them) and every tool of this agent.');
   });
 });
 
