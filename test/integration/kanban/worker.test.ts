@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminScope, createTask, dispatchTick, namedBoard, showTask, type DispatchPolicy, type KanbanScope } from '../../../services/core/index.js';
+import { adminScope, createTask, dispatchTick, namedBoard, personalBoard, showTask, type CompiledAgent, type DispatchPolicy, type KanbanScope } from '../../../services/core/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { lastUser, startFakeOpenAI, toldResult, toolsAsTold, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, runTurn, startTestWorker, type TestRuntime } from '../../support/system.js';
@@ -89,6 +89,30 @@ describe('Kanban turns', () => {
     expect(toldResult(listed.reply)).toMatchObject({ count: 0 });
     const alice = await runTurn(rt, { agentId: orch, sessionKey: 'k:alice', userId: 'alice', content: 'tool kanban_list {}' });
     expect(toldResult(alice.reply)).toMatchObject({ count: 1 });
+  });
+
+  it('a task on a person\'s board runs with no more tools than that person\'s own turns: their platform\'s narrowing, their grants', async () => {
+    const hook: NonNullable<CompiledAgent['platforms']>[number] = { type: 'webhook', credentialsSecret: 'hooks', allowlist: [], allowAll: false, dmPairing: false, groupPolicy: 'mention' };
+    const access: CompiledAgent['access'] = { default: { toolsets: ['clock'] }, groups: [], users: [{ match: 'api:alice', toolsets: ['todo'] }] };
+    const hooked = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'hooked' }, toolsets: ['clock', 'todo'], platforms: [hook] });
+    const team = await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'team' }, toolsets: ['clock', 'todo'], access });
+    const toolsOf = (b: ChatRequestBody) => (b.tools ?? []).map((t) => t.function.name).filter((n) => !n.startsWith('kanban_')).sort();
+    /** A task on `user`'s own board (as `/kanban create` makes it), dispatched: the tools its turn was offered. */
+    const dispatched = async (agent: { id: string; name: string }, platform: string, user: string, title: string) => {
+      await runTurn(rt, { agentId: agent.id, sessionKey: `${agent.name}:${platform}:${user}`, userId: user, platform, content: 'hello' });
+      const userId = (await rt.db.pool.query<{ id: string }>(`SELECT id FROM users WHERE platform = $1 AND platform_user_id = $2`, [platform, user])).rows[0]!.id;
+      const board = (sql: Parameters<typeof personalBoard>[0]) => personalBoard(sql, agent.id, userId);
+      const task = await rt.db.tx(async (sql) => (await createTask(sql, { mode: 'orchestrator', boardId: await board(sql), agentId: agent.id, actor: `user:${userId}` }, { title, assignee: agent.name }, new Date())).task);
+      expect((await tick()).claimed).toContain(task.id);
+      const call = await eventually(async () => model.requests.find((r) => (r.body.messages.find((m) => m.role === 'user')?.content ?? '').includes(`Title: ${title}`)), `the turn of ${title}`);
+      return toolsOf(call.body);
+    };
+    // The webhook's own turns get clock only (WEBHOOK_DEFAULT_TOOLSETS); its task's turn no more.
+    expect(await dispatched({ id: hooked, name: 'hooked' }, 'webhook', 'ci', 'from the hook')).toEqual(['get_time', 'read_tool_result']);
+    expect(await dispatched({ id: hooked, name: 'hooked' }, 'api', 'ci', 'from the api')).toEqual(['get_time', 'read_tool_result', 'todo']);
+    // spec.access: bob has the default (clock), alice also todo — each task runs with its person's grants.
+    expect(await dispatched({ id: team, name: 'team' }, 'api', 'bob', 'for bob')).toEqual(['get_time', 'read_tool_result']);
+    expect(await dispatched({ id: team, name: 'team' }, 'api', 'alice', 'for alice')).toEqual(['get_time', 'read_tool_result', 'todo']);
   });
 
   it('a worker SIGKILLed mid-run: found dead by instance id, the run crashed and counted, the turn not re-run', async () => {
