@@ -17,6 +17,7 @@ import { historyFor, sessionPrompt, speaksAsGuest } from './turn-context.js';
 import type { TurnDeps } from './turn-runner.js';
 import { createLoopDeps } from './loop-deps.js';
 import { promptParts, turnTools } from './turn-tools.js';
+import { turnPermissions } from './turn-permissions.js';
 import { modelOptions, routesOf } from './turn-model.js';
 import { reviewSkipReason } from './review-policy.js';
 
@@ -106,7 +107,8 @@ async function review(deps: TurnDeps, adm: Admission, agent: CompiledAgent, sign
   const routes = directRoutes(routed);
   const ctx = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
   if (!ctx?.prompt.text) return { outcome: 'failed', iterations: 0, failed: 'the session has no stored prompt or transcript' };
-  const turn = turnTools(deps, loop, agent, adm);
+  // The person's grants (team mode) hold for the review of their turn too: no tool their turn was not offered.
+  const turn = turnTools(deps, loop, agent, adm, { perms: await turnPermissions(deps.db, agent, adm) });
   const tools: Tool[] = turn.tools.filter((t) => REVIEW_TOOLS.has(t.name));
   if (!tools.some((t) => t.name === 'memory' || t.name === 'skill_manage')) return { outcome: 'no writable tools', iterations: 0 };
   const accounting = spendAccounting({ db: deps.db, metrics: deps.metrics, adm, agent }, routes);

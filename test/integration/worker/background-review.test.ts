@@ -73,6 +73,19 @@ describe('background review', () => {
     expect(systemOf(reviewReq.body.messages)).toEqual(systemOf(turnReq.body.messages));
   });
 
+  it('follows the person\'s grants: a review of a turn of someone spec.access keeps from memory has no memory tool', async () => {
+    const access = { default: { toolsets: ['skills'] }, groups: [], users: [{ match: 'api:alice', toolsets: ['memory'] }] };
+    const team = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'team-learner' }, toolsets: ['memory', 'skills'], learning: { backgroundReview: true }, access });
+    const reviewed = async (user: string, content: string) => {
+      const { a } = await runTurn(sys.rt, { agentId: team, sessionKey: `team-${user}`, content, userId: user });
+      await eventually(async () => ((await reviewState(a.id))?.state === 'done' ? true : undefined), `${user}'s review to finish`, 30_000);
+      const review = sys.model.requests.find((r) => isReview(r.body) && r.body.messages.some((m) => m.content === content))!;
+      return { tools: review.body.tools?.map((t) => t.function.name).sort(), entries: (await pgMemoryStore(sys.rt.db).read({ agentId: team, target: 'user', userId: a.userId! })).entries };
+    };
+    expect(await reviewed('bob', 'Bob here: answers in German, please.')).toEqual({ tools: ['skill_manage', 'skill_view', 'skills_list'], entries: [] });
+    expect(await reviewed('alice', 'Alice here: answers in German, please.')).toEqual({ tools: ['memory', 'skill_manage', 'skill_view', 'skills_list'], entries: ['Prefers answers in German'] });
+  });
+
   it('runs once per admission; none for cron turns or agents without it', async () => {
     const { a } = await runTurn(sys.rt, { agentId: learner, sessionKey: 'alice-2', content: 'Reply in German again.', userId: 'alice' });
     await eventually(async () => ((await reviewState(a.id))?.state === 'done' ? true : undefined), 'the review to finish', 30_000);
