@@ -1,9 +1,9 @@
 // `/curator status|run|pin <skill>|unpin <skill>|restore <skill>`: an Agent admin looks after the
 // skills the agent learned (the curator: stale after 14 days unused, archived after 30, pinned
 // exempt, archive never deletes). Answered without the model; anyone else is told it is for admins.
-import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
+import type { Admission, CompiledAgent, Db, Permissions, TurnResult } from '../core/index.js';
 import { slashCommandName } from '../core/permissions.js';
-import { ARCHIVE_DAYS, STALE_DAYS, curate, curatedSkills, isAgentAdmin, runCurator } from '../agent/index.js';
+import { ARCHIVE_DAYS, STALE_DAYS, curate, curatedSkills, runCurator } from '../agent/index.js';
 
 const COMMAND = /^\/curator(?:\s+(status|run|pin|unpin|restore))?(?:\s+([a-z0-9][a-z0-9_-]{0,63}))?\s*$/i;
 const USAGE = 'Use /curator status, /curator run, or /curator pin|unpin|restore <skill> (a learned skill\'s name).';
@@ -21,9 +21,9 @@ async function status(db: Db, agentId: string): Promise<string> {
 }
 
 /** The reply to a /curator command in `adm`, or undefined when it is none. Admins only. */
-export async function curatorReply(db: Db, adm: Admission, agent: CompiledAgent, now = new Date()): Promise<TurnResult | undefined> {
+export async function curatorReply(db: Db, adm: Admission, agent: CompiledAgent, perms: Permissions, now = new Date()): Promise<TurnResult | undefined> {
   if (slashCommandName(adm.content) !== 'curator') return undefined;
-  if (!(await isAgentAdmin(db, adm.userId, agent.admins ?? []))) return done('Only this agent\'s admins may run the curator.');
+  if (!perms.admin) return done('Only this agent\'s admins may run the curator.');
   // A /curator that does not parse (an unknown word, a name that is no skill name) gets how to write it, not the model.
   const m = COMMAND.exec(adm.content.trim());
   if (!m || (!m[1] && m[2])) return done(`Not understood: ${adm.content.trim().slice(0, 80)}. ${USAGE}`);

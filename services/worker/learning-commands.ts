@@ -3,13 +3,13 @@
 // the model; anyone else is told it is for admins. An approved write is applied now, against the
 // store as it is (it may fail then: the store changed since, and the decision says so), and
 // reaches new conversations; every decision is recorded with who and when.
-import type { Admission, CompiledAgent, Db, TurnResult } from '../core/index.js';
+import type { Admission, CompiledAgent, Db, Permissions, TurnResult } from '../core/index.js';
 import { slashCommandName } from '../core/permissions.js';
 // The modules themselves rather than the agent package's index: `hermes review` loads this file, and
 // the whole package (model SDKs, tools, MCP) would add ≈ 1.5 s to each of its starts.
 import { decideStagedWrite } from '../agent/learning/decide.js';
 import { pgStaging, shortId, type StagedKind, type StagedWrite } from '../agent/learning/staging.js';
-import { isAgentAdmin, userIdentity } from '../agent/recall/session-recall.js';
+import { userIdentity } from '../agent/recall/session-recall.js';
 
 const COMMAND = /^\/(memory|skills)(?:\s+(pending|approve|reject|diff)(?:\s+([0-9a-f-]+))?)?\s*$/i;
 
@@ -74,12 +74,12 @@ const usage = (kind: StagedKind) => kind === 'memory'
  * `/memory …` or `/skills …` that does not parse (a mistyped id, an unknown word) is answered with
  * how to write it — never handed to the model, which could claim a write was approved.
  */
-export async function learningReply(db: Db, adm: Admission, agent: CompiledAgent): Promise<TurnResult | undefined> {
+export async function learningReply(db: Db, adm: Admission, agent: CompiledAgent, perms: Permissions): Promise<TurnResult | undefined> {
   const name = slashCommandName(adm.content);
   if (name !== 'memory' && name !== 'skills') return undefined;
   const cmd = parseLearningCommand(adm.content);
   const kind: StagedKind = name === 'memory' ? 'memory' : 'skill';
-  if (!(await isAgentAdmin(db, adm.userId, agent.admins ?? []))) return done(`Only this agent's admins may review ${noun(kind)} writes.`);
+  if (!perms.admin) return done(`Only this agent's admins may review ${noun(kind)} writes.`);
   if (!cmd) return done(`Not understood: ${adm.content.trim().slice(0, 80)}. ${usage(kind)}`);
   const by = async () => (await userIdentity(db, adm.userId)) ?? 'unknown';
   return done(await reviewLearningWrite(db, { agentId: adm.agentId, agent, by, sessionId: adm.sessionId }, cmd));

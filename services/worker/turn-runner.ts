@@ -81,11 +81,11 @@ async function controlResult(deps: TurnDeps, adm: Admission): Promise<TurnResult
 }
 
 /** A reply without the model: control commands, /usage, approval and clarify answers, learning and curator commands. */
-async function controlledReply(deps: TurnDeps, adm: Admission, agent: CompiledAgent): Promise<TurnResult | undefined> {
+async function controlledReply(deps: TurnDeps, adm: Admission, agent: CompiledAgent, perms: Permissions): Promise<TurnResult | undefined> {
   // A steer the model saw and a clarify answer end silently (the running turn answers them).
   const passed = (r: TurnResult | undefined) => (r && isSilentReply(r.reply) && answersEachRequest(deps, adm) ? { ...r, reply: PASSED_NOTICE } : r);
   return passed(await controlResult(deps, adm)) ?? (await usageReply(deps.db, adm)) ?? (await approvalReply(deps.db, adm)) ?? passed(await clarifyAnswerReply(deps.db, adm))
-    ?? (await learningReply(deps.db, adm, agent)) ?? (await curatorReply(deps.db, adm, agent));
+    ?? (await learningReply(deps.db, adm, agent, perms)) ?? (await curatorReply(deps.db, adm, agent, perms));
 }
 
 /**
@@ -112,7 +112,7 @@ async function produce(deps: TurnDeps, lease: Lease, adm: Admission, fence: Turn
   // Team mode: a slash command this person may not use is refused here, before any command runs.
   const command = slashCommandName(adm.content);
   if (command && isBuiltinCommand(command) && !commandAllowed(perms, command)) return { outcome: 'completed', reply: commandRefusal(command) };
-  const controlled = await durable(() => controlledReply(deps, adm, agent));
+  const controlled = await durable(() => controlledReply(deps, adm, agent, perms));
   if (controlled) return controlled;
   const recovery = await durable(() => recoveryCommand(deps.db, lease, adm));
   if (recovery && 'reply' in recovery) return recovery.reply;

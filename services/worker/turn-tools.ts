@@ -81,6 +81,9 @@ const withKanban = (adm: Admission, toolsets: string[]): string[] => (adm.platfo
 /** The turn's board, when the kanban toolset is on (core/kanban: a dispatched task's board, or the person's). */
 const turnKanban = (deps: { db: Db; config: Config }, adm: Admission, toolsets: string[]) =>
   (toolsets.includes('kanban') ? { kanban: pgKanbanAccess(deps.db, adm, { claimTtlSeconds: deps.config.HERMES_KANBAN_CLAIM_TTL_SECONDS, now: Date.now }) } : {});
+/** What session_search reaches: this person's sessions, every one of the agent's for an admin who asks. */
+const turnRecall = (db: Db, adm: Admission, perms: Permissions | undefined) =>
+  ({ db, agentId: adm.agentId, userId: adm.userId, admin: perms?.admin === true, sessionId: adm.sessionId });
 /** execute_code's limits from the Profile, when it sets any. */
 const codeExecutionOf = (agent: CompiledAgent) => (agent.codeExecution ? { codeExecution: agent.codeExecution } : {});
 
@@ -125,7 +128,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
       },
       todos: pgTodoStore(deps.db),
       memory: turnMemory(deps.db, agent, adm),
-      recall: { db: deps.db, agentId: adm.agentId, userId: adm.userId, admins: agent.admins ?? [], sessionId: adm.sessionId },
+      recall: turnRecall(deps.db, adm, perms),
       ...(sandbox ? { sandbox, checkpoint: checkpointHook(sandbox, deps.log, adm) } : {}),
       ...(guard ? { guard } : {}),
       ...(web ? { web } : {}),

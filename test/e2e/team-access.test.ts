@@ -68,6 +68,12 @@ describe('per-user permissions (spec.access)', () => {
     expect(await backend.replyOf(await backend.post('team', '/approve', 'alice'))).not.toBe(commandRefusal('approve'));
   });
 
+  it('admin: true in spec.access makes an admin for the admin commands too, as spec.admins does', async () => {
+    expect(await backend.replyOf(await backend.post('team', '/curator', 'dave'))).toBe('This agent has learned no skills yet.');
+    expect(await backend.replyOf(await backend.post('team', '/memory pending', 'dave'))).not.toMatch(/admins/);
+    expect(await backend.replyOf(await backend.post('team', '/curator', 'carol'))).toBe('Only this agent\'s admins may run the curator.');
+  });
+
   it('/whoami says what the person may use, as the access rules decide it', async () => {
     const bob = await backend.replyOf(await backend.post('team', '/whoami', 'bob'));
     expect(bob).toBe('You are api:bob.\nYou are a user of this agent (not an admin).\nYou may use /new, /help, /whoami.\nYour turns may use the toolsets clock.');

@@ -7,7 +7,7 @@ export interface RecallAccess {
   agentId: string;
   /** The person of this conversation (users.id), or null. */
   userId: string | null;
-  /** The Agent's admins (`spec.admins`, "platform:id"): they may search every user's sessions. */
-  admins: readonly string[];
+  /** The person is an admin of the agent (`spec.admins`, or `admin: true` in `spec.access`): they may search every user's sessions. */
+  admin: boolean;
   sessionId: string;
 }

@@ -148,9 +148,3 @@ export async function userIdentity(db: Pick<Db, 'pool'>, userId: string | null):
   return rows[0]?.id;
 }
 
-/** Whether the person `userId` is one of `admins`. */
-export async function isAgentAdmin(db: Pick<Db, 'pool'>, userId: string | null, admins: readonly string[]): Promise<boolean> {
-  if (admins.length === 0) return false;
-  const id = await userIdentity(db, userId);
-  return id !== undefined && admins.includes(id);
-}

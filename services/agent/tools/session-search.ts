@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { defineTool, type ToolContext } from './registry.js';
 import type { RecallAccess } from '../recall/access.js';
-import { isAgentAdmin, messagesAround, readSession, recentSessions, searchSessions, type RecallFence } from '../recall/session-recall.js';
+import { messagesAround, readSession, recentSessions, searchSessions, type RecallFence } from '../recall/session-recall.js';
 
 const NO_RECALL = 'Session search is not available here (no session store is configured for this worker).';
 
@@ -30,13 +30,13 @@ const schema = z.object({
 const json = (value: unknown): string => JSON.stringify(value);
 const NOT_FOUND = (id: string) => json({ success: false, error: `No conversation ${id} that you can read.` });
 
-async function fenceOf(access: RecallAccess, allUsers: boolean): Promise<RecallFence | string> {
-  if (allUsers && !(await isAgentAdmin(access.db, access.userId, access.admins))) return 'all_users is for the agent\'s admins; you can search the current user\'s conversations.';
+function fenceOf(access: RecallAccess, allUsers: boolean): RecallFence | string {
+  if (allUsers && !access.admin) return 'all_users is for the agent\'s admins; you can search the current user\'s conversations.';
   return { agentId: access.agentId, userId: access.userId, allUsers, currentSessionId: access.sessionId };
 }
 
 async function run(access: RecallAccess, args: z.infer<typeof schema>): Promise<string> {
-  const fence = await fenceOf(access, args.all_users === true);
+  const fence = fenceOf(access, args.all_users === true);
   if (typeof fence === 'string') return json({ success: false, error: fence });
   if (args.session_id && args.around_message_id) {
     const messages = await messagesAround(access.db, fence, args.session_id, args.around_message_id, args.window ?? 5);

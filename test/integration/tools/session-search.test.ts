@@ -33,7 +33,7 @@ async function say(user: string, conversation: string, content: string) {
 }
 
 const access = (user: string, current = '00000000-0000-4000-8000-000000000000'): RecallAccess =>
-  ({ db: sys.rt.db, agentId, userId: userOf[user]!, admins: ['slack:carol'], sessionId: current });
+  ({ db: sys.rt.db, agentId, userId: userOf[user]!, admin: user === 'carol', sessionId: current });
 const search = (user: string, args: unknown, current?: string) => callJson(sessionSearchTool, args, toolContext({ recall: access(user, current) }));
 
 beforeAll(async () => {
