@@ -75,13 +75,15 @@ export const threadIsOurs = (ctx: GatewayContext, agent: AgentRecord, event: Inb
 
 /**
  * What Postgres can store of a platform's event, before anything (pairing included) is read or
- * written: a NUL in an id is a 400; a display name is stored as text is (U+FFFD).
+ * written: a NUL in an id is a 400; a display name and the message text are stored as text is
+ * (U+FFFD) — the text before any command reads it, so `/kanban create` gets what it can store.
  */
 function storableEvent(event: InboundEvent): InboundEvent {
   pgId('user id', event.user.id);
   pgId('chat id', event.chat.id);
   pgId('event id', event.eventId);
-  return event.user.name === undefined ? event : { ...event, user: { ...event.user, name: pgText(event.user.name) } };
+  const text = pgText(event.text);
+  return { ...event, text, ...(event.user.name === undefined ? {} : { user: { ...event.user, name: pgText(event.user.name) } }) };
 }
 
 export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, received: InboundEvent, via: Via): Promise<PlatformAdmission> {

@@ -319,6 +319,13 @@ describe('Slack conversations', () => {
     expect(help).not.toMatch(/(^|\s)\/retry/);
   });
 
+  it('takes a NUL in a command\'s text as any other text (U+FFFD): `!kanban create` answers, not a 500 Slack retries', async () => {
+    const m = send({ user: ALLOWED, text: '!kanban create buy\u0000milk', channel: 'DNULCMD', channelType: 'im' });
+    expect((await m.res).status).toBe(200);
+    const reply = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DNULCMD'), 'the /kanban reply');
+    expect(reply.args.text).toMatch(/^Created t_\S+ \[\w+\] buy\uFFFDmilk/);
+  });
+
   it('takes `!usage` as the /usage command: answered without the model', async () => {
     const calls = model.requests.length;
     const m = send({ user: ALLOWED, text: '!usage', channel: 'DCMD', channelType: 'im' });
