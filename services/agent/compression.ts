@@ -151,10 +151,18 @@ export function fallbackSummary(head: readonly ChatMessage[]): string {
 
 export const SUMMARY_INSTRUCTION = 'Summarise the conversation below for your own later use: the user\'s goals, decisions made, facts learned, tool results that matter, and open tasks. Be specific and brief. Do not address the user.';
 
-/** The request that asks the model for a summary of `head`. */
-export function summaryRequest(head: readonly ChatMessage[]): ChatMessage[] {
+/** At most this much of a `/compress <focus>` topic reaches the summary request. */
+export const FOCUS_MAX_CHARS = 500;
+
+/** The line that asks the summary to favour `focus` (Hermes' `/compress <focus topic>`). */
+export const focusInstruction = (focus: string) =>
+  `Focus the summary on: ${focus.slice(0, FOCUS_MAX_CHARS)}. Keep what concerns it in full detail; everything else may be shortened more.`;
+
+/** The request that asks the model for a summary of `head` (with a `focus`: favouring that topic). */
+export function summaryRequest(head: readonly ChatMessage[], focus?: string): ChatMessage[] {
   const transcript = head.map(line).join('\n');
-  return [{ role: 'system', content: SUMMARY_INSTRUCTION }, { role: 'user', content: transcript }];
+  const guided: ChatMessage[] = focus ? [{ role: 'system', content: focusInstruction(focus) }] : [];
+  return [{ role: 'system', content: SUMMARY_INSTRUCTION }, ...guided, { role: 'user', content: transcript }];
 }
 
 /** Max tokens for the summary: 0.20 of what it replaces (at least 256). */
@@ -199,6 +207,8 @@ export interface CompressOptions extends TailOptions {
   now: () => number;
   cooldown: SummaryCooldown;
   summarise: (req: ChatMessage[], maxTokens: number) => Promise<string>;
+  /** `/compress <focus>`: the topic the summary keeps in detail. */
+  focus?: string;
 }
 
 /**
@@ -213,7 +223,7 @@ export async function compress(messages: readonly ChatMessage[], opts: CompressO
   let source: Compressed['source'] = 'fallback';
   if (!opts.cooldown.cooling(opts.session, opts.now())) {
     try {
-      const text = (await opts.summarise(summaryRequest(head), summaryBudget(head))).trim();
+      const text = (await opts.summarise(summaryRequest(head, opts.focus), summaryBudget(head))).trim();
       if (text) {
         summary = `${SUMMARY_PREFIX}\n${text}`;
         source = 'model';

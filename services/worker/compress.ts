@@ -1,7 +1,7 @@
 // Compression records, `/compress` and hygiene pre-compression: the summary goes into the
 // transcript as a marker row (history after it starts from the summary), and the session prompt is
 // rebuilt after it.
-import { appendTurnMessage, type Admission, type CompiledAgent, type Db, type Lease, type Logger, type TurnResult, type UsageTask } from '../core/index.js';
+import { appendTurnMessage, parseCommand, type Admission, type CompiledAgent, type Db, type Lease, type Logger, type TurnResult, type UsageTask } from '../core/index.js';
 import { callModel, compress, estimateTokens, hygieneTokens, summaryRow, SummaryRefused, type ChatMessage, type CompressOptions, type ModelRoute, type TailOptions } from '../agent/index.js';
 import type { LoopDeps } from './loop-deps.js';
 import type { SpendAccounting } from './usage.js';
@@ -51,11 +51,12 @@ function compressor(c: CompressCommand, task: UsageTask): CompressOptions {
   };
 }
 
-/** `/compress`: summarise the conversation now (a recent tail stays). Undefined for other messages. */
+/** `/compress [focus]`: summarise the conversation now (a recent tail stays), favouring the focus. Undefined for other messages. */
 export async function compressReply(c: CompressCommand): Promise<TurnResult | undefined> {
-  if (c.adm.content.trim().toLowerCase() !== '/compress') return undefined;
+  const command = parseCommand(c.adm.content);
+  if (command?.name !== 'compress') return undefined;
   const history = (await c.history()).slice(0, -1); // without the /compress line itself
-  const out = await compress(history, compressor(c, 'compress_command'));
+  const out = await compress(history, { ...compressor(c, 'compress_command'), ...(command.args ? { focus: command.args } : {}) });
   if (!out) return { outcome: 'completed', reply: 'Nothing to compress yet: the last 20 messages are always kept as they are.' };
   await recordCompression(c.db, c.lease, c.adm, out.summary, out.coversSeq);
   const how = out.source === 'model' ? 'a model-written summary' : 'an automatic digest (the summary call failed, was refused by a spend cap, or is cooling down)';

@@ -1,7 +1,7 @@
 // A turn's view of its session, from one read (core readTurnContext): the conversation history
 // the model gets, and the session prompt — reused while its identity matches, else built here
 // and stored with the turn's end (hermes_finish_turn), so neither costs a statement of its own.
-import type { Admission, TurnContext } from '../core/index.js';
+import { parseCommand, type Admission, type TurnContext } from '../core/index.js';
 import { buildPrompt, historyFromTranscript, promptIdentity, storePrompt, type ChatMessage, type PromptInputs, type ToolCall } from '../agent/index.js';
 import { NOTHING_TO_RETRY, isRecoveryCommand } from './recovery-commands.js';
 
@@ -12,6 +12,8 @@ export const REPLY = {
   sent: 'Sent to the running turn.',
 } as const;
 const CONTROL_REPLIES: ReadonlySet<string> = new Set([...Object.values(REPLY), NOTHING_TO_RETRY]);
+/** Commands (whatever their arguments) that act on the session and are not conversation, with their replies. */
+const CONTROL_COMMANDS: ReadonlySet<string> = new Set(['stop', 'usage', 'compress', 'discard']);
 
 /** Request-only (never stored): what a resumed turn is told about the turn it continues. */
 export const RESUME_NOTE = '[System note: your previous reply to the user was cut off because the service restarted before it finished. Continue from where it stopped and answer the user\'s last request. A tool call without a result may or may not have run; check before repeating it.]';
@@ -31,7 +33,7 @@ export function historyFor(adm: Admission, ctx: TurnContext): ChatMessage[] {
   }
   const all = ctx.transcript;
   // Control messages that acted on a turn (and their one-line replies) are not conversation.
-  const isCommand = (m: (typeof all)[number]) => (m.role === 'user' && /^\/(stop|usage|compress|discard)\s*$/i.test(m.content)) || (m.role === 'assistant' && CONTROL_REPLIES.has(m.content));
+  const isCommand = (m: (typeof all)[number]) => (m.role === 'user' && CONTROL_COMMANDS.has(parseCommand(m.content)?.name ?? '')) || (m.role === 'assistant' && CONTROL_REPLIES.has(m.content));
   const control = new Set(all.filter((m) => m.admissionId && isCommand(m)).map((m) => m.admissionId));
   // A "/retry" line is followed by the request it re-ran (recovery-commands.ts): only that is conversation.
   const stored = all.filter((m) => m.role === 'system' || !((m.admissionId && control.has(m.admissionId)) || (m.role === 'user' && isRecoveryCommand(m.content))));

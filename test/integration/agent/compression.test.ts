@@ -5,7 +5,7 @@
 // turn loads its prompt (hygiene).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, appendMessage, enqueueTurn, getAdmission, getObligationForAdmission, listTranscript, type CompiledAgent } from '../../../services/core/index.js';
-import { CredentialPool, OpenAIChatProvider, SUMMARY_INSTRUCTION, SummaryCooldown, runAgentLoop, type ChatMessage } from '../../../services/agent/index.js';
+import { CredentialPool, OpenAIChatProvider, SUMMARY_INSTRUCTION, focusInstruction, SummaryCooldown, runAgentLoop, type ChatMessage } from '../../../services/agent/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, withoutSessionFacts, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
@@ -133,6 +133,21 @@ describe('compression in the worker', () => {
     const sent = withoutSessionFacts(requestsFor('after')[0]!.body.messages);
     expect(sent[1]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
     expect(sent.map((m) => m.content)).not.toContain('/compress');
+  });
+
+  it('/compress <focus> summarises now, asking the summary to favour the focus; neither line is conversation', async () => {
+    const { say } = await conversation('focused', 1_000_000, 30);
+    const summaries = model.requests.filter((r) => isSummary(r.body)).length;
+    const { reply } = await say('/compress  the database design');
+    expect(reply).toMatch(/^Compressed \d+ earlier messages into a model-written summary\.$/);
+    expect(requestsFor('/compress  the database design')).toHaveLength(0);
+    const summary = model.requests.filter((r) => isSummary(r.body));
+    expect(summary).toHaveLength(summaries + 1);
+    expect(summary.at(-1)!.body.messages[1]).toEqual({ role: 'system', content: focusInstruction('the database design') });
+    await say('after focus');
+    const sent = withoutSessionFacts(requestsFor('after focus')[0]!.body.messages);
+    expect(sent[1]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
+    expect(JSON.stringify(sent)).not.toMatch(/\/compress|Compressed \d+/);
   });
 
   it('/compress on a conversation of 20 messages or fewer changes nothing and says why', async () => {
