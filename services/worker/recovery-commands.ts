@@ -5,15 +5,18 @@
 //    (Hermes' /retry re-sends the last user message).
 // The model sees the transcript as it is (with "effect UNKNOWN" for calls that never reported)
 // and the retried request in place of the "/retry" line.
-import { commandWord, discardUnknown, takeUnknownForRetry, type Admission, type Db, type Lease, type TurnResult } from '../core/index.js';
+import { commandWord, discardUnknown, parseCommand, takeUnknownForRetry, type Admission, type Db, type Lease, type TurnResult } from '../core/index.js';
 
-const RETRY = /^\/retry\s*$/i;
-const DISCARD = /^\/discard\s*$/i;
+/** `retry`, `discard`, or undefined. Read as the gateway reads commands: text after the word is ignored (Hermes' commands take none). */
+function recoveryName(content: string): 'retry' | 'discard' | undefined {
+  const name = parseCommand(content)?.name;
+  return name === 'retry' || name === 'discard' ? name : undefined;
+}
 
 /** The one-line reply of a `/retry` with nothing to run (not conversation). */
 export const NOTHING_TO_RETRY = 'Nothing to retry yet.';
 
-export const isRecoveryCommand = (content: string) => RETRY.test(content.trim()) || DISCARD.test(content.trim());
+export const isRecoveryCommand = (content: string) => recoveryName(content) !== undefined;
 
 /** What to do with a recovery command: a reply now, or the request to run as this turn. */
 export type Recovery = { reply: TurnResult } | { rerun: string; notice?: string };
@@ -28,13 +31,13 @@ async function lastUserRequest(db: Db, adm: Admission): Promise<string | undefin
 }
 
 export async function recoveryCommand(db: Db, lease: Lease, adm: Admission): Promise<Recovery | undefined> {
-  const text = adm.content.trim();
-  if (DISCARD.test(text)) {
+  const name = recoveryName(adm.content);
+  if (name === 'discard') {
     const n = await discardUnknown(db, lease, adm.id);
     const reply = n === 0 ? 'Nothing to discard: no interrupted turn is waiting.' : `Discarded ${n === 1 ? 'the interrupted turn' : `${n} interrupted turns`}; they will not be run.`;
     return { reply: { outcome: 'completed', reply } };
   }
-  if (!RETRY.test(text)) return undefined;
+  if (name !== 'retry') return undefined;
   const taken = await takeUnknownForRetry(db, lease, adm.id);
   if (taken) {
     if (!taken.remaining) return { rerun: taken.content };

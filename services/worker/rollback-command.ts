@@ -1,13 +1,17 @@
 // `/rollback` lists the workspace's checkpoints, `/rollback N` restores the N-th newest (Hermes'
 // command). Answered by the worker without a model call; the restore runs in the session's
 // sandbox like every other workspace change, and is itself undoable (`/rollback 1`).
-import type { TurnResult } from '../core/index.js';
+import { parseCommand, type TurnResult } from '../core/index.js';
 import { Checkpoints, CheckpointError, type Checkpoint, type RestoreResult } from '../agent/index.js';
 import type { SessionSandbox } from '../sandbox/index.js';
 
-const ROLLBACK = /^\/rollback(?:\s+(\S+))?\s*$/i;
+/** The argument of a `/rollback` ('' for none), read as the gateway reads commands; undefined for any other message. */
+function rollbackArgs(content: string): string | undefined {
+  const c = parseCommand(content);
+  return c?.name === 'rollback' ? c.args : undefined;
+}
 
-export const isRollbackCommand = (content: string) => ROLLBACK.test(content.trim());
+export const isRollbackCommand = (content: string) => rollbackArgs(content) !== undefined;
 
 const line = (c: Checkpoint, i: number) => `${i + 1}. ${c.id}  ${c.at}  ${c.reason}`;
 
@@ -24,10 +28,10 @@ function restoreReply(n: number, r: RestoreResult): string {
 
 /** The reply to a `/rollback` turn, or undefined when the message is something else. */
 export async function rollbackReply(content: string, sandbox: SessionSandbox | undefined, signal: AbortSignal): Promise<TurnResult | undefined> {
-  const m = ROLLBACK.exec(content.trim());
-  if (!m) return undefined;
+  const args = rollbackArgs(content);
+  if (args === undefined) return undefined;
   if (!sandbox) return { outcome: 'completed', reply: 'This agent has no sandbox (its Profile enables neither the terminal nor the file toolset): there are no checkpoints.' };
-  const arg = m[1];
+  const arg = args || undefined;
   if (arg !== undefined && !/^[0-9]{1,5}$/.test(arg)) return { outcome: 'completed', reply: `/rollback takes a checkpoint number (1 = the newest), got "${arg.slice(0, 40)}". Send /rollback to list them.` };
   const checkpoints = new Checkpoints(sandbox);
   try {

@@ -76,6 +76,19 @@ describe('/retry and /discard', () => {
     expect((await runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content: '/discard' })).reply).toBe('Nothing to discard: no interrupted turn is waiting.');
     expect((await runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content: '/retry' })).reply).toBe('echo: two');
   });
+
+  it('/discard and /retry with words after them are still the commands (as the gateway reads them), never a message to the model', async () => {
+    const key = 'agent:default/demo:api:dm:args';
+    const lost = await unknownTurn(key, 'water the plants');
+    const calls = sys.model.requests.length;
+    const discarded = await runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content: '/discard it please' });
+    expect(discarded.reply).toBe('Discarded the interrupted turn; they will not be run.');
+    expect(sys.model.requests.length).toBe(calls);
+    expect(await getAdmission(sys.rt.db.pool, lost)).toMatchObject({ state: 'terminal', outcome: 'discarded' });
+    expect((await runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content: 'feed the cat' })).reply).toBe('echo: feed the cat');
+    expect((await runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content: '/RETRY  that again' })).reply).toBe('echo: feed the cat');
+    expect(JSON.stringify(sys.model.requests.slice(calls).map((r) => r.body.messages))).not.toMatch(/discard it|that again/);
+  });
 });
 
 describe('NUL in what the model and tools produce', () => {

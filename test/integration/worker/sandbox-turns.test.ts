@@ -121,6 +121,8 @@ describe('sandboxed turns', () => {
     expect(await readFile(file, 'utf8')).toBe('alpha\n');
     expect(model.requests.length).toBe(calls); // no model call for /rollback
     expect((await runTurn(rt, { agentId: sandboxed, sessionKey: 'coder:s1', content: '/rollback 99' })).reply).toMatch(/There is no checkpoint 99: the workspace has \d+/);
+    // Read as the gateway reads commands: more words are a bad argument, never a message to the model.
+    expect((await runTurn(rt, { agentId: sandboxed, sessionKey: 'coder:s1', content: '/rollback 1 2' })).reply).toBe('/rollback takes a checkpoint number (1 = the newest), got "1 2". Send /rollback to list them.');
     expect((await runTurn(rt, { agentId: bare, sessionKey: 'talker:s1', content: '/rollback' })).reply).toMatch(/no sandbox/);
   });
 });
