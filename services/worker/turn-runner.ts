@@ -5,7 +5,7 @@ import {
   AgentCache, type Admission, type CompiledAgent, type Config, type Db, type Lease, type Logger, type Metrics, type Queues,
   appendTurnMessage, readToolResultSpill, saveToolResultSpill, expireSignalOf, parseControlCommand, signalOfAdmission, inSpan, publishTurnEvent, readTurnContext, type TurnContext, LeaseLostError, extractTraceContext, recordModelCall,
   type TurnResult, enqueueReview, commandAllowed, commandRefusal, isBuiltinCommand, slashCommandName, type Permissions,
-  agentStopped, busyInterruptText, stoppedReply, SILENT_REPLY, isSilentReply, pulledPlatforms, type AgentRecord, parseCommand,
+  agentStopped, busyInterruptText, commandWord, stoppedReply, SILENT_REPLY, isSilentReply, pulledPlatforms, type AgentRecord, parseCommand,
 } from '../core/index.js';
 import {
   directRoutes, DenialBreaker, promptMessages, runAgentLoop, skillInvocation, skillRequestText, type Tool, TurnControl, ProgressWatchdog, type ChatMessage, type ModelRoute, type SecretResolver,
@@ -172,7 +172,7 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
     const ctx = await resumeClarification({ deps: clarifyDeps, lease, adm, agent, signal: AbortSignal.any([fence.signal, control.signal]) }, read);
     // Asked only of a turn a new message interrupted: no target parse on every turn.
     const answersEach = () => answersEachRequest(deps, adm);
-    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ended: ended.signal, ...(child ? { child } : {}) }, ctx), control, answersEach);
+    const result = busyInterrupted(await loopIn({ deps, lease, adm, fence, agent, perms, loop, routes, accounting, control, durable, ended: ended.signal, ...(child ? { child } : {}) }, ctx), control, adm, answersEach);
     const usageRows = accounting.takeDeferred(); // written with the turn's end, in one transaction
     return usageRows.length ? { ...result, usageRows } : result;
   } finally {
@@ -187,17 +187,23 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
 /** What an interrupted request that waits for its own reply gets instead of silence (busyInterrupted). */
 export const SUPERSEDED_NOTICE = 'Interrupted by your next message: that one is answered instead.';
 
+/** What a turn stopped by `/new` or `/reset` (`word`, as its platform writes it) says when it had said nothing yet. */
+export const resetStoppedReply = (word: string) => `The turn was stopped by ${word}; the new conversation starts with your next message.`;
+
 /**
  * A turn stopped by a new message (busy policy interrupt) with nothing said yet ends silently: the
  * new message runs next and answers in the same chat; its partial text, if any, is kept and sent
  * marked interrupted. A target that waits for one reply to this very request (`answersEach`: a
  * Discord `/ask`, a webhook request) would wait for ever on silence: it gets a short notice.
+ * One stopped by `/new` or `/reset` is not offered `/retry`: the session key has a new session,
+ * where a `/retry` cannot reach it.
  */
-function busyInterrupted(result: TurnResult, control: TurnControl, answersEach: () => boolean): TurnResult {
+function busyInterrupted(result: TurnResult, control: TurnControl, adm: Admission, answersEach: () => boolean): TurnResult {
   const reason: unknown = control.signal.reason;
-  const byMessage = control.signal.aborted && reason instanceof Error && reason.message === stopReason(busyInterruptText);
-  if (!byMessage || result.outcome !== 'interrupted' || result.partial) return result;
-  return { ...result, reply: answersEach() ? SUPERSEDED_NOTICE : SILENT_REPLY };
+  if (!control.signal.aborted || !(reason instanceof Error) || result.outcome !== 'interrupted' || result.partial) return result;
+  if (reason.message === stopReason(busyInterruptText)) return { ...result, reply: answersEach() ? SUPERSEDED_NOTICE : SILENT_REPLY };
+  const reset = ['new', 'reset'].map((name) => commandWord(adm.platform, name)).find((word) => reason.message === stopReason(word));
+  return reset ? { ...result, reply: resetStoppedReply(reset) } : result;
 }
 
 interface LoopSetup {

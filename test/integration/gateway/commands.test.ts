@@ -13,6 +13,7 @@ import {
 import { builtinRegistry, defineTool } from '../../../services/agent/index.js';
 import { buildGatewayApp } from '../../../services/gateway/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
+import { resetStoppedReply } from '../../../services/worker/turn-runner.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
 import { startFakeOpenAI, lastUser, type ChatRequestBody, type FakeOpenAI, type Script } from '../../support/fake-openai.js';
 import { createTestAgent, openTestRuntime, startTestWorker, testAgent, testApiKey, type TestRuntime } from '../../support/system.js';
@@ -145,7 +146,9 @@ describe('commands while a turn runs', () => {
     expect(await answeredNow(fresh)).toBe('Started a new conversation; the previous one is kept. Its running turn was stopped.');
     const { a, reply } = await finished(turn.admissionId);
     expect(a.outcome).toBe('interrupted');
-    expect(reply).toBe('The turn was interrupted (stopped by /new). Send your message again or /retry.');
+    // Not "send /retry": a /retry now reaches the new session, which has nothing of this turn.
+    expect(reply).toBe(resetStoppedReply('/new'));
+    expect((await finished((await post('/retry', 'fresh')).admissionId)).reply).toBe('Nothing to retry yet.');
     const next = await post('what do you remember?', 'fresh');
     expect(next.sessionId).not.toBe(first.sessionId);
     expect((await finished(next.admissionId)).reply).toBe('saw: what do you remember?');
