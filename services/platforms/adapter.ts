@@ -5,7 +5,7 @@
 // RateLimited error that the ledger turns into `not_before` without spending an attempt, and a
 // typed Undeliverable error (the chat is gone or closed to the bot) that it abandons at once.
 // One module per platform (slack/, telegram/); Discord and Teams add theirs beside them.
-import type { CompiledAgent, SecretRef } from '../core/index.js';
+import { BUILTIN_COMMANDS, type CompiledAgent, type SecretRef } from '../core/index.js';
 
 export type PlatformSettings = NonNullable<CompiledAgent['platforms']>[number];
 
@@ -165,10 +165,8 @@ export function splitMessage(text: string, limit: number): string[] {
   return out.filter((p) => p.length > 0);
 }
 
-/** The commands users type (SPEC; issue 11 point 4); a notice that names one is reworded per platform. */
-export const COMMAND_NAMES = ['new', 'reset', 'stop', 'status', 'usage', 'approve', 'deny', 'retry', 'discard', 'compress', 'model', 'queue', 'steer', 'redirect', 'whoami', 'help', 'rollback'] as const;
-
-const COMMAND_MENTION = new RegExp(`(^|[\\s(\`"'«“])/(${COMMAND_NAMES.join('|')})(?=$|[\\s.,;:!?)\`"'»”])`, 'gim');
+/** A notice that names a built-in command (core BUILTIN_COMMANDS: the gateway's and the worker's, /memory, /curator … too) is reworded per platform. */
+const COMMAND_MENTION = new RegExp(`(^|[\\s(\`"'«“])/(${[...BUILTIN_COMMANDS].join('|')})(?=$|[\\s.,;:!?)\`"'»”])`, 'gim');
 
 /**
  * Rewrites the commands a text names (`/retry`, `/new`, …) as users write them on a platform whose

@@ -117,4 +117,9 @@ describe('phraseCommands (notices name commands as users write them on the platf
     expect(phraseCommands('Edit /new/file.txt, /usr/bin/stop and a/retry; /retrying is no command', '!')).toBe('Edit /new/file.txt, /usr/bin/stop and a/retry; /retrying is no command');
     expect(phraseCommands(notice, '/')).toBe(notice);
   });
+
+  it('rewrites every built-in command, the worker\'s too (/memory, /skills, /curator, /kanban, /moa)', () => {
+    const usage = 'Not understood: /memory frob. Use /memory pending, /skills approve <id>, /curator status, /kanban list or /moa <prompt>.';
+    expect(phraseCommands(usage, '!')).toBe('Not understood: !memory frob. Use !memory pending, !skills approve <id>, !curator status, !kanban list or !moa <prompt>.');
+  });
 });
