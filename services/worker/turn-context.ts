@@ -1,7 +1,7 @@
 // A turn's view of its session, from one read (core readTurnContext): the conversation history
 // the model gets, and the session prompt — reused while its identity matches, else built here
 // and stored with the turn's end (hermes_finish_turn), so neither costs a statement of its own.
-import { parseCommand, type Admission, type TurnContext } from '../core/index.js';
+import { parseCommand, parseControlCommand, type Admission, type TurnContext } from '../core/index.js';
 import { buildPrompt, historyFromTranscript, promptIdentity, storePrompt, type ChatMessage, type PromptInputs, type ToolCall } from '../agent/index.js';
 import { NOTHING_TO_RETRY, isRecoveryCommand } from './recovery-commands.js';
 
@@ -25,6 +25,16 @@ export const RESUME_NOTE = '[System note: your previous reply to the user was cu
  */
 export const hasCallerConversation = (adm: Pick<Admission, 'callerHistory'>) => adm.callerHistory?.some((m) => m.role !== 'system') ?? false;
 
+/**
+ * What the user said in a stored user line: a `/steer <text>` or `/redirect <text>` is `<text>` (the
+ * running turn got it as a plain user line; one no turn took runs as its own turn, with the text
+ * as its request — never the command word, which the model would read as a skill or an order).
+ */
+function asSaid(content: string): string {
+  const control = parseControlCommand(content);
+  return control && control.kind !== 'stop' ? control.text : content;
+}
+
 /** The conversation for `adm`: the caller's own history (OpenAI API), else the stored transcript. */
 export function historyFor(adm: Admission, ctx: TurnContext): ChatMessage[] {
   if (adm.callerHistory && hasCallerConversation(adm)) {
@@ -37,7 +47,7 @@ export function historyFor(adm: Admission, ctx: TurnContext): ChatMessage[] {
   const control = new Set(all.filter((m) => m.admissionId && isCommand(m)).map((m) => m.admissionId));
   // A "/retry" line is followed by the request it re-ran (recovery-commands.ts): only that is conversation.
   const stored = all.filter((m) => m.role === 'system' || !((m.admissionId && control.has(m.admissionId)) || (m.role === 'user' && isRecoveryCommand(m.content))));
-  const history = historyFromTranscript(stored.map((m) => ({ seq: m.seq, role: m.role, content: m.content, toolCalls: m.toolCalls as ToolCall[] | null, toolCallId: m.toolCallId })));
+  const history = historyFromTranscript(stored.map((m) => ({ seq: m.seq, role: m.role, content: m.role === 'user' ? asSaid(m.content) : m.content, toolCalls: m.toolCalls as ToolCall[] | null, toolCallId: m.toolCallId })));
   return adm.intent === 'resume' ? [...history, { role: 'user', content: RESUME_NOTE }] : history;
 }
 

@@ -175,6 +175,12 @@ describe('commands while a turn runs', () => {
     expect(await answeredNow(await post('/queue', 'queue', 'interrupter'))).toBe('/queue needs a message: /queue <your message>.');
   });
 
+  it('/steer and /redirect with no turn running run as a turn whose request is their text, never the command word', async () => {
+    expect((await finished((await post('/steer use the red one', 'steer-idle')).admissionId)).reply).toBe('saw: use the red one');
+    expect((await finished((await post('/redirect go left', 'steer-idle')).admissionId)).reply).toBe('saw: use the red one | go left');
+    expect(JSON.stringify(model.requests.map((r) => r.body.messages))).not.toMatch(/\/steer use|\/redirect go/);
+  });
+
   it('/moa is answered at once without a preset or without a prompt (no turn, no model call)', async () => {
     const before = model.requests.length;
     expect(await answeredNow(await post('/moa plan it', 'moa', 'demo'))).toBe('This agent has no Mixture-of-Agents preset: an operator can add one to its Profile (spec.moa.presets).');
