@@ -27,6 +27,7 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'model', args: '', help: 'the model this agent answers with, and its fallbacks', place: 'gateway' },
   { name: 'queue', args: '<message>', help: 'run the message after the running turn (whatever the busy policy)', place: 'gateway' },
   { name: 'steer', args: '<message>', help: 'tell the running turn something, after its current tool call', place: 'gateway' },
+  { name: 'redirect', args: '<message>', help: 'cancel the running model call and go on with this correction (after a tool call: as steer)', place: 'gateway' },
   { name: 'approve', args: '', help: 'let the command waiting for approval run', place: 'gateway' },
   { name: 'deny', args: '[reason]', help: 'refuse the command waiting for approval', place: 'gateway' },
   { name: 'whoami', args: '', help: 'your user id here and what you may do', place: 'gateway' },
@@ -36,6 +37,9 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'discard', args: '', help: 'drop interrupted turns without running them', place: 'turn' },
   { name: 'compress', args: '[focus]', help: 'summarise the older part of the conversation', place: 'turn' },
   { name: 'rollback', args: '[N]', help: 'list workspace checkpoints, or restore checkpoint N', place: 'turn' },
+  { name: 'memory', args: '[pending|approve ID|reject ID]', help: 'memory writes waiting for approval', place: 'turn' },
+  { name: 'skills', args: '[pending|diff ID|approve ID|reject ID]', help: 'skill writes waiting for approval', place: 'turn' },
+  { name: 'curator', args: '[status|run|pin|unpin|restore SKILL]', help: 'the skills this agent learned: status and upkeep (admins)', place: 'turn' },
   { name: 'moa', args: '<prompt>', help: 'answer one prompt with the Mixture-of-Agents preset (several models advise, one answers)', place: 'turn' },
 ];
 

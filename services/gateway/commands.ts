@@ -131,6 +131,8 @@ function moaCommand({ agent, input, command }: CommandCall): CommandAction | und
   return command.args ? undefined : { kind: 'answer', reply: needsText(input.platform, 'moa') };
 }
 
+const SIGNALS_WITH_TEXT: ReadonlySet<string> = new Set(['steer', 'redirect']);
+
 const needsText = (platform: string, name: string) => `${commandWord(platform, name)} needs a message: ${commandWord(platform, name)} <your message>.`;
 
 /**
@@ -140,6 +142,8 @@ const needsText = (platform: string, name: string) => `${commandWord(platform, n
 export function gatewayCommand(call: CommandCall): CommandAction | undefined {
   const { name, args } = call.command;
   const platform = call.input.platform;
+  // `/steer` and `/redirect` reach the running turn as signals at admission (inbound.ts): refused here only without text.
+  if (SIGNALS_WITH_TEXT.has(name)) return args ? undefined : { kind: 'answer', reply: needsText(platform, name) };
   switch (name) {
     case 'help': return { kind: 'answer', reply: helpText(platform) };
     case 'whoami': return { kind: 'answer', reply: whoamiText(call) };
@@ -149,7 +153,6 @@ export function gatewayCommand(call: CommandCall): CommandAction | undefined {
     case 'new': case 'reset': return newSession(call);
     case 'stop': return stop();
     case 'queue': return args ? { kind: 'admit', content: args, queue: true } : { kind: 'answer', reply: needsText(platform, 'queue') };
-    case 'steer': return args ? undefined : { kind: 'answer', reply: needsText(platform, 'steer') };
     case 'moa': return moaCommand(call);
     case 'kanban': return { kind: 'answer', reply: kanbanAnswer(call.agent.agentId, args, platform) };
     default: return undefined;

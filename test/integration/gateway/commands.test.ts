@@ -120,7 +120,8 @@ describe('commands while a turn runs', () => {
     expect(status).toContain('Model: openai/gpt-test (+1 fallback). Busy policy: queue.');
     expect(await answeredNow(await post('/usage', 'cmd'))).toMatch(/^Usage in this conversation: \d+ model call\(s\)\./);
     const help = await answeredNow(await post('/help', 'cmd'));
-    for (const line of ['/new — ', '/queue <message> — ', '/retry — ', '/discard — ', '/status — ']) expect(help).toContain(line);
+    for (const line of ['/new — ', '/queue <message> — ', '/retry — ', '/discard — ', '/status — ', '/redirect <message> — ', '/memory [', '/skills [', '/curator [']) expect(help).toContain(line);
+    expect(await answeredNow(await post('/redirect', 'cmd'))).toBe('/redirect needs a message: /redirect <your message>.');
     const who = await answeredNow(await post('/whoami', 'cmd'));
     expect(who).toMatch(/^You are api:k:\S+\./);
     expect(who).toContain('not an admin');
@@ -215,6 +216,18 @@ describe('busy policy', () => {
     expect(reply).toBe('[SILENT]'); // nothing said yet: stored, not sent
     await eventually(() => req.aborted || undefined, 'the model saw the request cut');
     expect((await finished(next.admissionId)).reply).toBe('saw: hold i1 | actually, do this');
+  });
+
+  it('interrupt: /memory, /skills and /curator are commands, not news — they wait for the running turn instead of stopping it', async () => {
+    const h = hold('i2');
+    const turn = await post('hold i2', 'int-cmd', 'interrupter');
+    await inFlight('hold i2');
+    const commands = [await post('/memory pending', 'int-cmd', 'interrupter'), await post('/skills', 'int-cmd', 'interrupter'), await post('/curator status', 'int-cmd', 'interrupter')];
+    const { rows } = await rt.db.pool.query(`SELECT 1 FROM session_signals WHERE admission_id = ANY($1::uuid[])`, [commands.map((c) => c.admissionId)]);
+    expect(rows).toHaveLength(0); // no interrupt
+    h.release();
+    expect(await finished(turn.admissionId)).toMatchObject({ a: { outcome: 'completed' }, reply: 'done i2' });
+    for (const c of commands) expect((await finished(c.admissionId)).reply).toMatch(/^Only this agent's admins may /); // answered by the command, not the model
   });
 
   it('steer: a new message reaches the running turn after its tool batch and is answered by it', async () => {
