@@ -21,11 +21,20 @@ export const isRecoveryCommand = (content: string) => recoveryName(content) !== 
 /** What to do with a recovery command: a reply now, or the request to run as this turn. */
 export type Recovery = { reply: TurnResult } | { rerun: string; notice?: string };
 
+/**
+ * The latest request of the conversation (a stored user line that is no command: an earlier
+ * `/retry`'s re-run counts, under that `/retry`), recorded as what this `/retry` re-runs
+ * (`resume_of`): the attempt it replaces then leaves the conversation (turn-context.ts).
+ */
 async function lastUserRequest(db: Db, adm: Admission): Promise<string | undefined> {
   const { rows } = await db.pool.query<{ content: string }>(
-    `SELECT content FROM admissions WHERE session_id = $1 AND seq < $2 AND intent = 'queue' AND content !~ '^\\s*/'
-     ORDER BY seq DESC LIMIT 1`,
-    [adm.sessionId, adm.seq],
+    `WITH last AS (
+       SELECT m.content, m.admission_id FROM messages m
+       WHERE m.session_id = $1 AND m.role = 'user' AND m.admission_id IS NOT NULL AND m.admission_id <> $2 AND m.content !~ '^\\s*/'
+       ORDER BY m.seq DESC LIMIT 1)
+     UPDATE admissions a SET resume_of = last.admission_id FROM last WHERE a.id = $2
+     RETURNING last.content`,
+    [adm.sessionId, adm.id],
   );
   return rows[0]?.content;
 }

@@ -45,8 +45,11 @@ export function historyFor(adm: Admission, ctx: TurnContext): ChatMessage[] {
   // Control messages that acted on a turn (and their one-line replies) are not conversation.
   const isCommand = (m: (typeof all)[number]) => (m.role === 'user' && CONTROL_COMMANDS.has(parseCommand(m.content)?.name ?? '')) || (m.role === 'assistant' && CONTROL_REPLIES.has(m.content));
   const control = new Set(all.filter((m) => m.admissionId && isCommand(m)).map((m) => m.admissionId));
-  // A "/retry" line is followed by the request it re-ran (recovery-commands.ts): only that is conversation.
-  const stored = all.filter((m) => m.role === 'system' || !((m.admissionId && control.has(m.admissionId)) || (m.role === 'user' && isRecoveryCommand(m.content))));
+  // A "/retry" line is followed by the request it re-ran (recovery-commands.ts): only that is conversation,
+  // and the attempt it replaced is not (Hermes truncates it): the model answers the request afresh.
+  const replaced = new Set(ctx.retried);
+  const dropped = (id: string | null) => id !== null && (control.has(id) || replaced.has(id));
+  const stored = all.filter((m) => m.role === 'system' || !(dropped(m.admissionId) || (m.role === 'user' && isRecoveryCommand(m.content))));
   const history = historyFromTranscript(stored.map((m) => ({ seq: m.seq, role: m.role, content: m.role === 'user' ? asSaid(m.content) : m.content, toolCalls: m.toolCalls as ToolCall[] | null, toolCallId: m.toolCallId })));
   return adm.intent === 'resume' ? [...history, { role: 'user', content: RESUME_NOTE }] : history;
 }

@@ -10,6 +10,11 @@ export interface TurnContext {
   prompt: { text: string | null; identity: string | null; sessionStartedAt: Date; ownerUserId: string | null };
   transcript: TranscriptMessage[];
   signals: SessionSignal[];
+  /**
+   * Admissions a later `/retry` ran again in their place (not `unknown` ones, which a retry
+   * discards): their messages are the attempt the retry replaced (Hermes truncates them).
+   */
+  retried: string[];
 }
 
 interface Row {
@@ -19,6 +24,7 @@ interface Row {
   user_id: string | null;
   transcript: { seq: number; role: TranscriptMessage['role']; content: string; tool_calls: TranscriptMessage['toolCalls']; tool_call_id: string | null; effect_disposition: TranscriptMessage['effectDisposition']; interrupted: boolean; admission_id: string | null }[];
   signals: { id: string; seq: string | number; kind: SessionSignal['kind']; text: string }[];
+  retried: string[];
 }
 
 /** The turn context of `sessionId` for a turn of admission sequence `afterSeq`; undefined when the session is gone. */
@@ -31,7 +37,9 @@ export async function readTurnContext(sql: Sql, sessionId: string, afterSeq: num
           FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $3) m) AS transcript,
        (SELECT COALESCE(json_agg(g ORDER BY g.seq), '[]'::json) FROM (
           SELECT id, admission_seq AS seq, kind, text FROM session_signals
-          WHERE session_id = $1 AND admission_seq > $2 AND consumed_at IS NULL) g) AS signals
+          WHERE session_id = $1 AND admission_seq > $2 AND consumed_at IS NULL) g) AS signals,
+       (SELECT COALESCE(json_agg(r.resume_of), '[]'::json) FROM admissions r JOIN admissions o ON o.id = r.resume_of
+          WHERE r.session_id = $1 AND r.intent = 'queue' AND o.outcome IS DISTINCT FROM 'discarded') AS retried
      FROM sessions s WHERE s.id = $1`,
     values: [sessionId, afterSeq, transcriptLimit],
   });
@@ -44,5 +52,6 @@ export async function readTurnContext(sql: Sql, sessionId: string, afterSeq: num
       effectDisposition: m.effect_disposition, interrupted: m.interrupted, admissionId: m.admission_id,
     })),
     signals: r.signals.map((g) => ({ id: g.id, sessionId, admissionSeq: Number(g.seq), kind: g.kind, text: g.text })),
+    retried: r.retried,
   };
 }

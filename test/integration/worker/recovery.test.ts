@@ -77,6 +77,19 @@ describe('/retry and /discard', () => {
     expect((await runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content: '/retry' })).reply).toBe('echo: two');
   });
 
+  it('/retry of an answered message replaces that attempt, as Hermes truncates it: the model never sees its earlier answer, twice in a row neither', async () => {
+    const key = 'agent:default/demo:api:dm:retry-fresh';
+    const ask = async (content: string) => runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content });
+    expect((await ask('pick a colour')).reply).toBe('echo: pick a colour');
+    const seen = () => sys.model.requests.at(-1)!.body.messages.filter((m) => m.role !== 'system').map((m) => `${m.role}:${m.content}`);
+    for (let i = 0; i < 2; i++) {
+      expect((await ask('/retry')).reply).toBe('echo: pick a colour');
+      expect(seen()).toEqual(['user:pick a colour']);
+    }
+    expect((await ask('thanks')).reply).toBe('echo: thanks');
+    expect(seen()).toEqual(['user:pick a colour', 'assistant:echo: pick a colour', 'user:thanks']);
+  });
+
   it('/discard and /retry with words after them are still the commands (as the gateway reads them), never a message to the model', async () => {
     const key = 'agent:default/demo:api:dm:args';
     const lost = await unknownTurn(key, 'water the plants');
