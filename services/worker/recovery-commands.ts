@@ -43,7 +43,7 @@ export async function recoveryCommand(db: Db, lease: Lease, adm: Admission): Pro
   const name = recoveryName(adm.content);
   if (name === 'discard') {
     const n = await discardUnknown(db, lease, adm.id);
-    const reply = n === 0 ? 'Nothing to discard: no interrupted turn is waiting.' : `Discarded ${n === 1 ? 'the interrupted turn' : `${n} interrupted turns`}; they will not be run.`;
+    const reply = n === 0 ? 'Nothing to discard: no interrupted turn is waiting.' : n === 1 ? 'Discarded the interrupted turn; it will not be run.' : `Discarded ${n} interrupted turns; they will not be run.`;
     return { reply: { outcome: 'completed', reply } };
   }
   if (name !== 'retry') return undefined;

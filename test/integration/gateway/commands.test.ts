@@ -352,7 +352,7 @@ describe('unknown turns', () => {
 
     const again = await unknownTurn('unknown', 'cancel the order');
     const discard = await post('/discard', 'unknown');
-    expect((await finished(discard.admissionId)).reply).toBe('Discarded the interrupted turn; they will not be run.');
+    expect((await finished(discard.admissionId)).reply).toBe('Discarded the interrupted turn; it will not be run.');
     expect(await getAdmission(rt.db.pool, again.id)).toMatchObject({ state: 'terminal', outcome: 'discarded' });
     expect(requestsFor('cancel the order')).toHaveLength(0);
     expect(await answeredNow(await post('/status', 'unknown'))).not.toContain('interrupted turn');

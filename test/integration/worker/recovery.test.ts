@@ -95,7 +95,7 @@ describe('/retry and /discard', () => {
     const lost = await unknownTurn(key, 'water the plants');
     const calls = sys.model.requests.length;
     const discarded = await runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content: '/discard it please' });
-    expect(discarded.reply).toBe('Discarded the interrupted turn; they will not be run.');
+    expect(discarded.reply).toBe('Discarded the interrupted turn; it will not be run.');
     expect(sys.model.requests.length).toBe(calls);
     expect(await getAdmission(sys.rt.db.pool, lost)).toMatchObject({ state: 'terminal', outcome: 'discarded' });
     expect((await runTurn(sys.rt, { agentId: await agent(), sessionKey: key, content: 'feed the cat' })).reply).toBe('echo: feed the cat');
