@@ -4,7 +4,7 @@
 // (admitAnswered): the reply goes through the delivery ledger like any other, and a retried
 // platform event is answered once. Answers name commands as users of the platform write them.
 import {
-  admitAnswered, commandWord, COMMANDS, publishSignal, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
+  commandWord, COMMANDS, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
   stopSubagents, type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type Permissions, type SessionActivity, type SessionSignal, type Sql,
 } from '../core/index.js';
 import type { GatewayContext } from './context.js';
@@ -157,14 +157,4 @@ export function gatewayCommand(call: CommandCall): CommandAction | undefined {
     case 'kanban': return { kind: 'answer', reply: kanbanAnswer(call.agent.agentId, args, platform) };
     default: return undefined;
   }
-}
-
-/** Answers a command now: admission + reply + obligation in one transaction, then its signals and the delivery wake-up. */
-export async function answerCommand(ctx: GatewayContext, input: AdmitInput, action: Extract<CommandAction, { kind: 'answer' }>) {
-  const answered = await admitAnswered(ctx.deps.db, input, action.reply);
-  for (const s of action.signals ?? []) {
-    await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, s)
-      .catch((err: unknown) => ctx.deps.log.warn({ err, session: s.sessionId }, 'Control signal publish failed'));
-  }
-  return answered;
 }

@@ -4,11 +4,13 @@
 // turn itself, and the agent's max-concurrent-sessions slot, are the worker's.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, agentStopped, answerClarification, busyInterruptText, commandAllowed, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
-  type AdmissionState, type Admitted, type AdmitInput, type AgentRecord, type Answered, type Permissions, type TraceCarrier,
+  admit, admitAnswered, agentStopped, answerClarification, busyInterruptText, commandAllowed, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
+  type AdmissionState, type Admitted, type AdmitInput, type AgentRecord, type Permissions, type TraceCarrier,
 } from '../core/index.js';
-import { answerCommand, gatewayCommand } from './commands.js';
+import { gatewayCommand, type CommandAction } from './commands.js';
 import type { GatewayContext } from './context.js';
+
+type AnswerAction = Extract<CommandAction, { kind: 'answer' }>;
 
 export interface Inbound {
   admissionId: string;
@@ -63,11 +65,21 @@ export async function recordClarifyAnswer(ctx: GatewayContext, admitted: Admitte
   return answered !== undefined;
 }
 
-async function answered(ctx: GatewayContext, a: Answered, via: InboundVia): Promise<Inbound> {
+/**
+ * Answers a command now: admission + reply + obligation in one transaction, then the delivery
+ * wake-up, then its signals. Announced only after the answer is queued, so a `/stop`'s "Stopping
+ * the running turn." goes out before the stopped turn's own notice.
+ */
+async function answered(ctx: GatewayContext, input: AdmitInput, action: AnswerAction, via: InboundVia): Promise<Inbound> {
+  const a = await admitAnswered(ctx.deps.db, input, action.reply);
   if (a.obligationId && a.deliveryPending) {
     // A lost wake-up is found by the sweeper (pending obligations are re-enqueued).
     await enqueueDelivery(ctx.deps.queues, { obligationId: a.obligationId, trace: via.trace })
       .catch((err: unknown) => via.log.warn({ err, obligation: a.obligationId }, 'Delivery enqueue failed; the sweeper will send the answer'));
+  }
+  for (const s of action.signals ?? []) {
+    await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, s)
+      .catch((err: unknown) => via.log.warn({ err, session: s.sessionId }, 'Control signal publish failed'));
   }
   const state = a.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, a.admissionId))?.state ?? 'terminal' : 'terminal';
   return { admissionId: a.admissionId, sessionId: a.sessionId, state, duplicate: a.duplicate };
@@ -103,7 +115,7 @@ async function reachRunningTurn(ctx: GatewayContext, agent: AgentRecord, admitte
 
 export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, input: AdmitInput, via: InboundVia): Promise<Inbound> {
   // SPEC: the emergency-stop gate comes before anything is admitted as work: a short refusal, no turn.
-  if (agentStopped(agent)) return answered(ctx, await answerCommand(ctx, input, { kind: 'answer', reply: stoppedReply }), via);
+  if (agentStopped(agent)) return answered(ctx, input, { kind: 'answer', reply: stoppedReply }, via);
   const command = parseCommand(input.content);
   let content = input.content;
   const plain = !command && !parseControlCommand(input.content);
@@ -111,9 +123,9 @@ export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, inpu
   if (command) {
     // THE place commands are dispatched (gateway and turn commands alike): team mode's per-user
     // gate first; a refused command is answered at once, never a turn, never a signal.
-    if (!commandAllowed(via.perms, command.name)) return answered(ctx, await answerCommand(ctx, input, { kind: 'answer', reply: commandRefusal(command.name) }), via);
+    if (!commandAllowed(via.perms, command.name)) return answered(ctx, input, { kind: 'answer', reply: commandRefusal(command.name) }, via);
     const action = gatewayCommand({ ctx, agent, input, command, perms: via.perms });
-    if (action?.kind === 'answer') return answered(ctx, await answerCommand(ctx, input, action), via);
+    if (action?.kind === 'answer') return answered(ctx, input, action, via);
     if (action?.kind === 'admit') {
       content = action.content;
       busy = !action.queue;

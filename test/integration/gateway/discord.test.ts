@@ -271,6 +271,17 @@ describe('Discord Gateway messages', () => {
     expect(modelCalls('from a bot') + modelCalls('my own echo')).toBe(0);
   });
 
+  it('/stop answers "Stopping the running turn." before the stopped turn\'s own notice', async () => {
+    const ch = '300000000000000150';
+    await eventually(() => fake.live().length === 1 || undefined, 'a Gateway connection');
+    fake.dispatchMessage({ content: 'hold this one', authorId: ALICE, channelId: ch });
+    await eventually(() => model.inFlight().find((r) => lastUser(r.body) === 'hold this one'), 'the turn running');
+    fake.dispatchMessage({ content: '/stop', authorId: ALICE, channelId: ch });
+    const notice = await eventually(() => fake.messages().find((m) => m.path === `/channels/${ch}/messages` && String(m.body.content).startsWith('The turn was interrupted')), 'the stopped turn\'s notice');
+    const sent = fake.messages().filter((m) => m.path === `/channels/${ch}/messages`).map((m) => m.body.content);
+    expect(sent).toEqual(['Stopping the running turn.', notice.body.content]);
+  });
+
   it('answers in guild channels only when mentioned or replied to (groupPolicy mention), per participant', async () => {
     const ch = '300000000000000200';
     const chatter = fake.dispatchMessage({ content: 'just chatting', authorId: ALICE, channelId: ch, guildId: GUILD });
