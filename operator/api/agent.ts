@@ -1,7 +1,7 @@
 // Agent: one deployed agent — its Profile, the OpenAI-compatible API access, chat platforms
 // (credentials, allowlist, DM pairing), admins, the busy policy and where it runs.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, envVarName, localObjectRefSchema, objectMetaSchema, secretKeySelectorSchema, withRules } from './common.js';
+import { apiVersion, baseStatusShape, boundedRecord, envVarName, localObjectRefSchema, objectMetaSchema, secretKeySelectorSchema, specLimits, withRules } from './common.js';
 
 export const platformTypes = ['slack', 'telegram', 'discord', 'matrix', 'mattermost', 'whatsapp', 'signal', 'email', 'teams', 'webhook'] as const;
 
@@ -9,15 +9,15 @@ export const platformSchema = withRules(z.object({
   type: z.enum(platformTypes).describe('Chat platform this agent connects to.'),
   credentials: z.object({
     secretRef: localObjectRefSchema.describe('Secret holding the platform tokens (keys per platform, e.g. SLACK_BOT_TOKEN and SLACK_APP_TOKEN).'),
-    keys: z.array(z.string().min(1)).default([]).describe('Keys that must exist in the Secret; the agent is not Ready until they do.'),
+    keys: z.array(z.string().min(1).max(specLimits.dataKey)).max(32).default([]).describe('Keys that must exist in the Secret; the agent is not Ready until they do.'),
   }).describe('Where the platform credentials live.'),
-  allowlist: z.array(z.string().min(1)).default([]).describe('Platform user ids allowed to talk to the agent.'),
+  allowlist: z.array(z.string().min(1).max(specLimits.principal)).max(1000).default([]).describe('Platform user ids allowed to talk to the agent.'),
   allowAll: z.boolean().default(false).describe('Let everyone on the platform talk to the agent (no allowlist). Off by default.'),
   dmPairing: z.boolean().default(true).describe('Unknown users may request access in a DM; an admin approves with a pairing code.'),
   groupPolicy: z.enum(['mention', 'all', 'off']).default('mention').describe('In group channels: answer when mentioned, to every message, or never.'),
-  apiUrl: z.string().url().optional().describe('Base URL of the platform\'s API for this agent (e.g. an egress proxy); unset: the install\'s (HERMES_SLACK_API_URL, HERMES_TELEGRAM_API_URL, HERMES_DISCORD_API_URL, HERMES_TEAMS_API_URL — see the README). The bot token from credentials is sent there.'),
-  toolsets: z.array(z.string().min(1)).max(64).optional().describe('Toolsets offered in turns that come from this platform (only those the Profile enables). Unset: all of the Profile\'s, except on the webhook platform, whose default is the restricted set for untrusted input (clock, web, vision, clarify).'),
-  callbackUrl: z.string().url().optional().describe('webhook only: replies are POSTed here, signed with WEBHOOK_SECRET like inbound requests. Unset: replies are only stored (read them with a signed GET on the hook URL).'),
+  apiUrl: z.string().max(specLimits.url).url().optional().describe('Base URL of the platform\'s API for this agent (e.g. an egress proxy); unset: the install\'s (HERMES_SLACK_API_URL, HERMES_TELEGRAM_API_URL, HERMES_DISCORD_API_URL, HERMES_TEAMS_API_URL — see the README). The bot token from credentials is sent there.'),
+  toolsets: z.array(z.string().min(1).max(specLimits.token)).max(64).optional().describe('Toolsets offered in turns that come from this platform (only those the Profile enables). Unset: all of the Profile\'s, except on the webhook platform, whose default is the restricted set for untrusted input (clock, web, vision, clarify).'),
+  callbackUrl: z.string().max(specLimits.url).url().optional().describe('webhook only: replies are POSTed here, signed with WEBHOOK_SECRET like inbound requests. Unset: replies are only stored (read them with a signed GET on the hook URL).'),
   mode: z.enum(['webhook', 'polling']).optional().describe('Telegram: how updates arrive. webhook (default): Telegram POSTs them to the gateway\'s hook URL (status.hooks), checked against TELEGRAM_WEBHOOK_SECRET; polling: one gateway replica long-polls getUpdates (no public URL needed; the bot\'s webhook is deleted).'),
 }), [{
   rule: '!(self.allowAll && size(self.allowlist) > 0)',
@@ -34,11 +34,11 @@ export const platformSchema = withRules(z.object({
 }]);
 export type Platform = z.infer<typeof platformSchema>;
 
-const platformPrincipal = z.string().regex(/^[a-z][a-z0-9-]*:.+$/, 'write it as PLATFORM:ID, e.g. slack:U012ALICE');
+const platformPrincipal = z.string().max(specLimits.principal).regex(/^[a-z][a-z0-9-]*:.+$/, 'write it as PLATFORM:ID, e.g. slack:U012ALICE');
 
 const grantShape = {
-  toolsets: z.array(z.string().min(1)).optional().describe('Toolsets the model is offered in these people\'s turns (names from the Profile\'s toolsets; "*" = all).'),
-  commands: z.array(z.string().min(1)).optional().describe('Slash commands they may use, without the slash (e.g. new, stop, usage; "*" = all). /approve and /deny follow approve instead.'),
+  toolsets: z.array(z.string().min(1).max(specLimits.token)).max(256).optional().describe('Toolsets the model is offered in these people\'s turns (names from the Profile\'s toolsets; "*" = all).'),
+  commands: z.array(z.string().min(1).max(specLimits.token)).max(256).optional().describe('Slash commands they may use, without the slash (e.g. new, stop, usage; "*" = all). /approve and /deny follow approve instead.'),
   approve: z.boolean().optional().describe('May answer /approve and /deny for commands waiting for a human.'),
   admin: z.boolean().optional().describe('May do everything, including the admin commands (like spec.admins).'),
 };
@@ -65,7 +65,7 @@ export const accessSchema = z.object({
  */
 export const apiKeySchema = withRules(z.object({
   secretKeyRef: secretKeySelectorSchema.optional().describe('A key of a Secret in the Agent\'s namespace (the usual source in a cluster).'),
-  env: z.string().regex(envVarName).optional().describe('An environment variable of the Hermes processes, only if the install allow-lists it (HERMES_SECRETS_ENV_ALLOW; in `hermes dev` HERMES_DEV_API_KEY).'),
+  env: z.string().max(specLimits.envName).regex(envVarName).optional().describe('An environment variable of the Hermes processes, only if the install allow-lists it (HERMES_SECRETS_ENV_ALLOW; in `hermes dev` HERMES_DEV_API_KEY).'),
   user: z.string().min(1).max(256).optional().describe('The one user this key speaks for (its requests may name no other user: 403); reads only that user\'s admissions. Refer to them as api:<user> in spec.admins and spec.access.'),
   trustedBackend: z.boolean().optional().describe('A trusted backend: each request may name its user (body user.id / OpenAI user), and the key reads the admissions of every API user of this agent. Default false.'),
 }), [{
@@ -83,7 +83,7 @@ const messagingTarget = z.string().max(300).regex(/^[a-z][a-z0-9-]*:[^:\s]+(:[^:
 
 export const messagingSchema = z.object({
   homeChannels: z.array(z.object({
-    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'a home channel name is lower-case letters, digits, - and _ (e.g. ops)').describe('The name the agent uses as send_message target (e.g. ops).'),
+    name: z.string().max(63).regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'a home channel name is lower-case letters, digits, - and _ (e.g. ops)').describe('The name the agent uses as send_message target (e.g. ops).'),
     target: messagingTarget.describe('Where it is: PLATFORM:CHAT_ID[:THREAD_ID] on one of this Agent\'s platforms (slack, telegram, discord).'),
   })).max(32).default([]).describe('Named home channels: send_message may always send to these (also by bare platform name, e.g. "slack" = the first slack home channel).'),
   allowedTargets: z.array(messagingTarget).max(256).default([]).describe('Other targets send_message may send to, as PLATFORM:CHAT_ID[:THREAD_ID]; PLATFORM:CHAT_ID allows every thread of that chat on Slack and Telegram (a Discord thread is a channel of its own: list it as discord:CHANNEL:THREAD), PLATFORM:* every chat of that platform. Anything else is refused.'),
@@ -93,13 +93,13 @@ export const agentSpecSchema = z.object({
   profileRef: localObjectRefSchema.describe('The Profile (same namespace) this agent runs with.'),
   api: z.object({
     enabled: z.boolean().default(true).describe('Serve the message API and the OpenAI-compatible endpoint.'),
-    keys: z.array(apiKeySchema).default([]).describe('Bearer keys accepted for this agent, each bound to one user (user:, or implicitly to itself when neither user nor trustedBackend is set) or a trusted backend that may name users.'),
+    keys: z.array(apiKeySchema).max(256).default([]).describe('Bearer keys accepted for this agent, each bound to one user (user:, or implicitly to itself when neither user nor trustedBackend is set) or a trusted backend that may name users.'),
   }).default({ enabled: true, keys: [] }).describe('The Hermes message API and the OpenAI-compatible endpoint.'),
   platforms: z.array(platformSchema).max(16).default([]).describe('Chat platforms (Slack, Telegram, …) the agent answers on.'),
-  admins: z.array(z.string().min(1)).default([]).describe('Platform user ids (type:id, e.g. slack:U123) who may approve pairings and run admin commands.'),
+  admins: z.array(z.string().min(1).max(specLimits.principal)).max(1000).default([]).describe('Platform user ids (type:id, e.g. slack:U123) who may approve pairings and run admin commands.'),
   access: accessSchema.optional(),
   skills: z.object({
-    matchLabels: z.record(z.string(), z.string()).optional().describe('Offer only Skills (same namespace) with these labels; unset: every published Skill in the namespace.'),
+    matchLabels: boundedRecord(z.string().max(317), z.string().max(63)).optional().describe('Offer only Skills (same namespace) with these labels; unset: every published Skill in the namespace.'),
     enabled: z.boolean().default(true).describe('Offer Skills at all.'),
   }).default({ enabled: true }).describe('Which Skills (procedural memory) the agent is offered.'),
   messaging: messagingSchema.optional().describe('send_message (add "messaging" to the Profile\'s toolsets): the named home channels and the other targets this agent may send to, on its own platforms with their credentials. Absent: send_message sends nowhere.'),

@@ -17,6 +17,42 @@ export interface Rule<T> {
   check: (value: T) => boolean;
 }
 
+/**
+ * Bounds of the CRDs' free strings and lists, shared by the apiserver (maxLength, maxItems,
+ * maxProperties in the generated CRDs) and `hermes dev` (the same zod schemas). The CRD generator
+ * refuses a spec string, list or map without one (operator/crds/convert.ts), so a 300 KB model
+ * name is refused at `kubectl apply` instead of being stored.
+ */
+export const specLimits = {
+  /** An object name in Kubernetes (DNS-1123 subdomain): Secret, ConfigMap, Agent, Profile. */
+  objectName: 253,
+  /** A key of a Secret or ConfigMap (Kubernetes allows 253). */
+  dataKey: 253,
+  /** An environment variable name. */
+  envName: 256,
+  /** A model id as the provider knows it (e.g. accounts/fireworks/models/llama-v3p1-405b-instruct). */
+  modelId: 256,
+  /** A URL (base URLs, webhooks, MCP servers). */
+  url: 2_048,
+  /** A platform or API user id, or PLATFORM:ID. */
+  principal: 300,
+  /** A toolset, tool, slash command or skill name. */
+  token: 128,
+  /** One line of text: a label, a version, a description of a setting. */
+  line: 1_024,
+  /** Text the agent is given as a prompt (a cron prompt is a message: HERMES_MAX_MESSAGE_CHARS' default). */
+  prompt: 100_000,
+  /** Entries of a label selector, env or headers map. */
+  mapEntries: 64,
+} as const;
+
+/** A string map (labels, env, headers) of at most `max` entries: maxProperties in the CRD, checked by zod too. */
+export function boundedRecord<K extends z.ZodType<string>, V extends z.ZodType>(key: K, value: V, max: number = specLimits.mapEntries) {
+  return z.record(key, value)
+    .refine((r) => Object.keys(r).length <= max, `at most ${max} entries`)
+    .meta({ maxProperties: max });
+}
+
 type Meta = Record<string, unknown>;
 const metaOf = (s: z.ZodType): Meta => (z.globalRegistry.get(s) as Meta | undefined) ?? {};
 
@@ -44,8 +80,8 @@ export const objectMetaSchema = z.object({
 }).passthrough();
 
 export const secretKeySelectorSchema = z.object({
-  name: z.string().min(1).describe('Name of a Secret in the resource\'s namespace.'),
-  key: z.string().min(1).describe('Key within the Secret.'),
+  name: z.string().min(1).max(specLimits.objectName).describe('Name of a Secret in the resource\'s namespace.'),
+  key: z.string().min(1).max(specLimits.dataKey).describe('Key within the Secret.'),
 });
 
 /** A Secret reference with an empty name means "the allow-listed environment variable `key`" (see {@link secretValueSchema}). */
@@ -53,7 +89,7 @@ export const envVarName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export const secretValueSchema = doc(withRules(z.object({
   secretKeyRef: secretKeySelectorSchema.optional().describe('A key of a Secret in the resource\'s namespace (the usual source in a cluster).'),
-  env: z.string().regex(envVarName).optional().describe('An environment variable of the Hermes processes, only if the install allow-lists it (HERMES_SECRETS_ENV_ALLOW; in `hermes dev` the provider keys by default). Such a key is never sent to a baseURL the Profile sets: use secretKeyRef for those.'),
+  env: z.string().max(specLimits.envName).regex(envVarName).optional().describe('An environment variable of the Hermes processes, only if the install allow-lists it (HERMES_SECRETS_ENV_ALLOW; in `hermes dev` the provider keys by default). Such a key is never sent to a baseURL the Profile sets: use secretKeyRef for those.'),
 }), [{
   rule: 'has(self.secretKeyRef) != has(self.env)',
   message: 'set exactly one source of the secret value: secretKeyRef or env',
@@ -68,8 +104,8 @@ export function secretRefOf(v: SecretValue): { name: string; key: string } {
 
 /** A key of a ConfigMap in the resource's namespace (Kubernetes' `configMapKeyRef` shape). */
 export const configMapKeySelectorSchema = z.object({
-  name: z.string().min(1).describe('Name of a ConfigMap in the resource\'s namespace.'),
-  key: z.string().min(1).describe('Key within the ConfigMap (data or binaryData).'),
+  name: z.string().min(1).max(specLimits.objectName).describe('Name of a ConfigMap in the resource\'s namespace.'),
+  key: z.string().min(1).max(specLimits.dataKey).describe('Key within the ConfigMap (data or binaryData).'),
   optional: z.boolean().optional().describe('When true, a missing ConfigMap or key leaves the text out instead of blocking the Agent.'),
 });
 export type ConfigMapKeySelector = z.infer<typeof configMapKeySelectorSchema>;
@@ -79,7 +115,7 @@ export const textSourceSchema = z.object({
   configMapKeyRef: configMapKeySelectorSchema.describe('Read the text from this ConfigMap key; edits to the ConfigMap recompile the Agents that use it.'),
 });
 
-export const localObjectRefSchema = z.object({ name: z.string().min(1).describe('Name of an object in the same namespace.') });
+export const localObjectRefSchema = z.object({ name: z.string().min(1).max(specLimits.objectName).describe('Name of an object in the same namespace.') });
 
 export const conditionSchema = z.object({
   type: z.string().describe('Condition type, e.g. Ready.'),

@@ -2,7 +2,7 @@
 // apiserver (CEL); whether it is a real schedule (e.g. minute 99) by the controller with
 // cron-parser, reported in status.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, doc, localObjectRefSchema, objectMetaSchema, withRules } from './common.js';
+import { apiVersion, baseStatusShape, doc, localObjectRefSchema, objectMetaSchema, specLimits, withRules } from './common.js';
 
 const field = '[0-9A-Za-z*/,?#-]+';
 /** 5-field cron, or a macro (@daily…), or @every <n>s|m|h|d. RE2 syntax, shared by CEL and TypeScript. */
@@ -18,10 +18,10 @@ export const scheduleSchema = withRules(z.string().max(128), [{
 export const cronJobSpecSchema = z.object({
   agentRef: localObjectRefSchema.describe('The Agent (same namespace) that runs the prompt.'),
   schedule: doc(scheduleSchema, '5-field cron expression ("0 9 * * 1-5") or a macro (@daily, @every 30m).'),
-  timeZone: z.string().default('UTC').describe('IANA time zone the schedule is read in (e.g. Europe/Paris).'),
-  prompt: z.string().min(1).refine((p) => !p.includes('\u0000'), 'must not contain NUL (U+0000) characters').describe('What the agent is asked on each run (a fresh session each time).'),
-  skills: z.array(z.string()).default([]).describe('Skills loaded into the run, in order.'),
-  deliver: z.string().optional().describe('Where results go: local, a platform (home channel) or platform:target[:thread], e.g. slack:#eng.'),
+  timeZone: z.string().max(64).default('UTC').describe('IANA time zone the schedule is read in (e.g. Europe/Paris).'),
+  prompt: z.string().min(1).max(specLimits.prompt).refine((p) => !p.includes('\u0000'), 'must not contain NUL (U+0000) characters').describe('What the agent is asked on each run (a fresh session each time).'),
+  skills: z.array(z.string().max(specLimits.token)).max(64).default([]).describe('Skills loaded into the run, in order.'),
+  deliver: z.string().max(specLimits.principal).optional().describe('Where results go: local, a platform (home channel) or platform:target[:thread], e.g. slack:#eng.'),
   concurrencyPolicy: z.enum(['Forbid', 'Allow', 'Replace']).default('Forbid').describe('What happens when a run is due while the previous one still runs.'),
   catchUpMissed: z.boolean().default(false).describe('Run slots missed while Hermes was down (false: skip them and record why).'),
   startingDeadlineSeconds: z.number().int().positive().optional().describe('A run that cannot start within this many seconds of its slot is skipped.'),

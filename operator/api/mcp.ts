@@ -3,7 +3,7 @@
 // (command, args, env from Secrets) — run as a process in the session's sandbox, never in the
 // worker: a Profile with a stdio server needs spec.sandbox.
 import { z } from 'zod';
-import { doc, envVarName, secretKeySelectorSchema, withRules, type Rule } from './common.js';
+import { boundedRecord, doc, envVarName, secretKeySelectorSchema, specLimits, withRules, type Rule } from './common.js';
 
 /** Server names become part of tool names (mcp_<server>_<tool>): short, lower case. */
 export const mcpServerName = /^[a-z0-9]([a-z0-9_-]{0,30}[a-z0-9])?$/;
@@ -13,20 +13,20 @@ export const stdioNeedsSandbox = 'stdio MCP servers (transport stdio) run only i
   + 'or use a server reachable over HTTP (url with transport http or sse)';
 
 export const mcpServerSchema = withRules(z.object({
-  name: z.string().regex(mcpServerName, 'lower-case letters, digits, - and _ (at most 32)').describe('The server\'s name: its tools reach the model as mcp_<name>_<tool>, in toolset mcp-<name>.'),
+  name: z.string().max(32).regex(mcpServerName, 'lower-case letters, digits, - and _ (at most 32)').describe('The server\'s name: its tools reach the model as mcp_<name>_<tool>, in toolset mcp-<name>.'),
   transport: z.enum(['http', 'sse', 'stdio']).default('http').describe('http: streamable HTTP (the current MCP transport); sse: the older HTTP+SSE transport; stdio: a process (command, args) in the session\'s sandbox, talking MCP on its stdin/stdout; needs spec.sandbox.'),
-  url: z.string().url().optional().describe('The server\'s endpoint (required for http and sse). Passes the SSRF guard like every web fetch: a private address is reachable only inside the install\'s HERMES_WEB_ALLOW_CIDRS.'),
+  url: z.string().max(specLimits.url).url().optional().describe('The server\'s endpoint (required for http and sse). Passes the SSRF guard like every web fetch: a private address is reachable only inside the install\'s HERMES_WEB_ALLOW_CIDRS.'),
   command: z.string().min(1).max(4_096).optional().describe('stdio servers (required): the program, run inside the session\'s sandbox (found on its PATH or by absolute path, e.g. in /workspace or the sandbox image); never in the worker.'),
   args: z.array(z.string().max(4_096)).max(64).optional().describe('stdio servers: the program\'s arguments, each passed as one word (no shell).'),
-  env: z.record(z.string().regex(envVarName, 'an environment variable name'), z.object({
+  env: boundedRecord(z.string().max(specLimits.envName).regex(envVarName, 'an environment variable name'), z.object({
     secretKeyRef: secretKeySelectorSchema.describe('The variable\'s value: a key of a Secret in the Profile\'s namespace.'),
   }).strict()).optional().describe('stdio servers: environment variables of the server process, each value from a Secret (read at each start, masked in every error text). They reach the sandbox, where the server runs; the worker\'s own environment never does.'),
-  headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'an HTTP header name'), z.object({
+  headers: boundedRecord(z.string().max(256).regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'an HTTP header name'), z.object({
     secretKeyRef: secretKeySelectorSchema.describe('The header\'s value: a key of a Secret in the Profile\'s namespace.'),
   }).strict()).optional().describe('Request headers (e.g. Authorization), each value from a Secret; read by the worker at connect, masked in every error text, never in the sandbox.'),
   tools: z.object({
-    include: z.array(z.string().min(1)).max(256).optional().describe('Only these tools of the server (its names, without the mcp_<server>_ prefix).'),
-    exclude: z.array(z.string().min(1)).max(256).optional().describe('Never these tools (applied after include).'),
+    include: z.array(z.string().min(1).max(specLimits.token)).max(256).optional().describe('Only these tools of the server (its names, without the mcp_<server>_ prefix).'),
+    exclude: z.array(z.string().min(1).max(specLimits.token)).max(256).optional().describe('Never these tools (applied after include).'),
   }).optional().describe('Which of the server\'s tools the agent gets (default: all).'),
   enabled: z.boolean().default(true).describe('false: the server is kept in the manifest but not connected.'),
   timeout: z.number().int().min(1).max(3_600).optional().describe('Seconds one tool call may take (default 300).'),

@@ -21,7 +21,7 @@ export const moaPresetSchema = z.object({
 });
 
 export const moaSpecSchema = withRules(z.object({
-  defaultPreset: z.string().min(1).optional().describe('The preset /moa uses (default: the first preset).'),
+  defaultPreset: z.string().min(1).max(63).optional().describe('The preset /moa uses (default: the first preset).'),
   presets: z.array(moaPresetSchema).min(1).max(16).describe('Named presets.'),
 }), [{
   rule: 'self.presets.all(p, self.presets.exists_one(q, q.name == p.name))',

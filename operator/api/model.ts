@@ -1,13 +1,13 @@
 // The model fields of a Profile: one endpoint (provider, model, key by reference, pricing), the
 // fallback chain's entries, and the primary's `moa` provider (a Mixture-of-Agents preset).
 import { z } from 'zod';
-import { secretValueSchema, withRules, type Rule } from './common.js';
+import { secretValueSchema, specLimits, withRules, type Rule } from './common.js';
 
 /** A model endpoint: every model field but the `moa` provider (fallbacks, Mixture-of-Agents members). */
 export const endpointModelSchema = z.object({
   provider: z.enum(['openai', 'anthropic', 'openai-compatible']).describe('API flavour of the model endpoint.'),
-  model: z.string().min(1).describe('Model name as the provider knows it.'),
-  baseURL: z.string().url().optional().describe('Endpoint base URL (required for openai-compatible; for openai defaults to OPENAI_BASE_URL or api.openai.com).'),
+  model: z.string().min(1).max(specLimits.modelId).describe('Model name as the provider knows it.'),
+  baseURL: z.string().max(specLimits.url).url().optional().describe('Endpoint base URL (required for openai-compatible; for openai defaults to OPENAI_BASE_URL or api.openai.com).'),
   apiKey: secretValueSchema.optional().describe('API key of the model endpoint.'),
   contextWindow: z.number().int().positive().optional().describe('Context window in tokens (default: detected per model).'),
   maxOutputTokens: z.number().int().positive().optional(),
@@ -24,7 +24,7 @@ export const endpointModelSchema = z.object({
 /** The Profile's model: an endpoint, or `provider: moa` with a Mixture-of-Agents preset (spec.moa) as the model name. */
 export const modelSpecSchema = endpointModelSchema.extend({
   provider: z.enum(['openai', 'anthropic', 'openai-compatible', 'moa']).describe('API flavour of the model endpoint; moa: a Mixture-of-Agents preset of spec.moa.presets, named by model.'),
-  model: z.string().min(1).describe('Model name as the provider knows it (provider moa: the preset\'s name).'),
+  model: z.string().min(1).max(specLimits.modelId).describe('Model name as the provider knows it (provider moa: the preset\'s name).'),
 });
 
 type ModelKeys = { baseURL?: string | undefined; apiKey?: { env?: string | undefined } | undefined; extraApiKeys?: { env?: string | undefined }[] | undefined };

@@ -1,7 +1,7 @@
 // Profile: how an agent thinks and what it may do. This issue's slice: the model and persona;
 // the agent-loop, tools, sandbox and memory issues add their fields here.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, textSourceSchema, withRules, type Rule } from './common.js';
+import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, specLimits, textSourceSchema, withRules, type Rule } from './common.js';
 import { mcpServersSchema, stdioNeedsSandboxRule } from './mcp.js';
 import { approvalsSpecSchema, sandboxSpecSchema } from './sandbox.js';
 import { moaSpecSchema, moaModelRule } from './moa.js';
@@ -25,7 +25,7 @@ export const contextFileLimits = { files: 8, chars: 100_000 } as const;
 export const personaMaxChars = 20_000;
 
 export const contextFileSchema = withRules(z.object({
-  name: z.string().min(1).describe('File name as the project knows it: .hermes.md, HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules.'),
+  name: z.string().min(1).max(255).describe('File name as the project knows it: .hermes.md, HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules.'),
   content: z.string().max(contextFileLimits.chars).optional().describe('The file\'s text, inline.'),
   contentFrom: textSourceSchema.optional().describe('The file\'s text from a ConfigMap key (e.g. kubectl create configmap repo-context --from-file=AGENTS.md).'),
 }), [{
@@ -40,7 +40,7 @@ export const profileSpecSchema = withRules(z.object({
   fallbackModels: z.array(fallbackModelSchema).max(8).default([]).describe('Tried in order when the primary model fails (rate limit, outage).'),
   persona: z.string().max(personaMaxChars).default('').describe('Identity and voice of the agent (the first prompt layer), inline. Use personaFrom to keep it in a ConfigMap.'),
   personaFrom: textSourceSchema.optional().describe('The persona from a ConfigMap key instead of inline text (at most 20 000 characters).'),
-  toolsets: z.array(z.string().min(1)).max(64).optional().describe('Enabled toolsets (default: clock; the in-process todo toolset is opt-in; kanban gives the kanban_* tools on the person\'s own board, and turns the Kanban dispatcher starts get it anyway). Only available tools of these toolsets reach the model.'),
+  toolsets: z.array(z.string().min(1).max(specLimits.token)).max(64).optional().describe('Enabled toolsets (default: clock; the in-process todo toolset is opt-in; kanban gives the kanban_* tools on the person\'s own board, and turns the Kanban dispatcher starts get it anyway). Only available tools of these toolsets reach the model.'),
   maxIterations: z.number().int().positive().optional().describe('Model calls per turn (default: unlimited).'),
   contextFiles: z.array(contextFileSchema).max(contextFileLimits.files).optional()
     .describe('Project context files (.hermes.md/HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules) for the prompt\'s context layer, inline or from ConfigMaps; scanned for injection and refused with a notice.'),
@@ -63,7 +63,7 @@ export const profileSpecSchema = withRules(z.object({
   web: z.object({
     search: withRules(z.object({
       provider: z.enum(['searxng', 'tavily', 'brave']).describe('The search engine behind web_search: a self-hosted SearXNG (its JSON API), Tavily or Brave Search.'),
-      url: z.string().url().optional().describe('Base URL of the provider (required for searxng; defaults to the public API of tavily and brave). Passes the SSRF guard like every fetch: a private address is reachable only inside the install\'s HERMES_WEB_ALLOW_CIDRS.'),
+      url: z.string().max(specLimits.url).url().optional().describe('Base URL of the provider (required for searxng; defaults to the public API of tavily and brave). Passes the SSRF guard like every fetch: a private address is reachable only inside the install\'s HERMES_WEB_ALLOW_CIDRS.'),
       apiKey: secretValueSchema.optional().describe('The provider\'s API key (tavily, brave), read by the worker and sent only to the provider; never in the sandbox. A key from env is only sent to the provider\'s public API (no url); with url set, use secretKeyRef.'),
     }), [webSearchEnvKeyRule]).optional().describe('web_search is offered only when a provider is set.'),
     extract: z.object({

@@ -2,10 +2,10 @@
 // front of every command). Impossible combinations are refused by CEL at `kubectl apply` and by
 // the same checks in `hermes dev`.
 import { z } from 'zod';
-import { withRules, type Rule } from './common.js';
+import { specLimits, withRules, type Rule } from './common.js';
 
 /** A Kubernetes quantity (`500m`, `2Gi`, `1.5`). */
-const quantity = z.string().regex(/^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$/, 'must be a Kubernetes quantity such as 500m or 2Gi');
+const quantity = z.string().max(64).regex(/^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$/, 'must be a Kubernetes quantity such as 500m or 2Gi');
 const quantities = z.object({
   cpu: quantity.optional(),
   memory: quantity.optional(),
@@ -70,14 +70,14 @@ const networkSchema = withRules(z.object({
 const sandboxSpecShape = z.object({
   backend: z.enum(['kubernetes', 'bubblewrap']).optional().describe('Where commands run: a Pod per call (kubernetes), or a namespaced process (bubblewrap). Default: the install\'s (hermes dev: bubblewrap; a cluster install: kubernetes).'),
   mode: z.enum(['call', 'session']).default('call').describe('call: a fresh sandbox per command; session: one sandbox per active session from a warm pool (kubernetes-sigs/agent-sandbox).'),
-  image: z.string().min(1).optional().describe('Container image of sandbox Pods (default: the install\'s sandbox image).'),
+  image: z.string().min(1).max(specLimits.line).optional().describe('Container image of sandbox Pods (default: the install\'s sandbox image).'),
   namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(63).optional().describe('Namespace of sandbox Pods and workspace volumes (default: the Agent\'s).'),
   resources: z.object({ requests: quantities.optional(), limits: quantities.optional() }).strict().optional().describe('Requests and limits of sandbox Pods (default: the install\'s).'),
   timeoutSeconds: z.number().int().min(1).max(600).default(180).describe('Foreground limit of one command in seconds (default 180, at most 600; longer work runs as a background process).'),
-  runtimeClassName: z.string().min(1).optional().describe('RuntimeClass of sandbox Pods, e.g. gvisor or kata.'),
+  runtimeClassName: z.string().min(1).max(specLimits.objectName).optional().describe('RuntimeClass of sandbox Pods, e.g. gvisor or kata.'),
   workspace: z.object({
     size: quantity.default('5Gi').describe('Size of the session\'s workspace volume (kubernetes).'),
-    ttl: z.string().regex(durationPattern, 'must be a duration such as 30m, 168h or 7d').default('168h').describe('Disuse after which a session\'s workspace is deleted (default 168h).'),
+    ttl: z.string().max(64).regex(durationPattern, 'must be a duration such as 30m, 168h or 7d').default('168h').describe('Disuse after which a session\'s workspace is deleted (default 168h).'),
   }).default({ size: '5Gi', ttl: '168h' }).describe('The session\'s workspace, mounted at /workspace in every sandbox of the session.'),
   network: networkSchema.default({ egress: 'none', allow: [] }),
   warmPool: z.object({ size: z.number().int().min(0).max(100).describe('Warm sandboxes kept ready.') }).optional().describe('Warm pool of mode session.'),

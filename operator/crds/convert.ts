@@ -43,9 +43,28 @@ export function structural(input: JsonSchema): JsonSchema {
   return s;
 }
 
+/**
+ * The paths of a spec whose strings, lists or maps have no bound (maxLength — an enum bounds itself —,
+ * maxItems, maxProperties). The apiserver stores what the schema lets through (a 300 KB model name
+ * was accepted) and estimates a CEL rule's cost from these bounds, so every one needs a bound.
+ */
+export function unboundedPaths(s: JsonSchema, path = 'spec'): string[] {
+  const out: string[] = [];
+  if (s.type === 'string' && s.maxLength === undefined && s.enum === undefined) out.push(`${path} (string without maxLength)`);
+  if (s.type === 'array' && s.maxItems === undefined) out.push(`${path} (list without maxItems)`);
+  if (s.type === 'object' && !s.properties && s.maxProperties === undefined) out.push(`${path} (map without maxProperties)`);
+  for (const [k, v] of Object.entries(s.properties ?? {})) out.push(...unboundedPaths(v, `${path}.${k}`));
+  if (s.items) out.push(...unboundedPaths(s.items, `${path}[]`));
+  if (typeof s.additionalProperties === 'object') out.push(...unboundedPaths(s.additionalProperties, `${path}.*`));
+  return out;
+}
+
 /** The openAPIV3Schema of a kind: apiVersion/kind/metadata as Kubernetes owns them, spec and status from zod. */
 export function kindSchema(spec: z.ZodType, status: z.ZodType, description: string): JsonSchema {
   const render = (t: z.ZodType) => structural(z.toJSONSchema(t, { target: 'openapi-3.0', io: 'input', unrepresentable: 'throw' }) as JsonSchema);
+  const specSchema = render(spec);
+  const unbounded = unboundedPaths(specSchema);
+  if (unbounded.length > 0) throw new Error(`CRD schema: unbounded fields (give each a .max() in operator/api): ${unbounded.join(', ')}`);
   return {
     type: 'object',
     description,
@@ -54,7 +73,7 @@ export function kindSchema(spec: z.ZodType, status: z.ZodType, description: stri
       apiVersion: { type: 'string', description: 'APIVersion defines the versioned schema of this representation of an object.' },
       kind: { type: 'string', description: 'Kind is a string value representing the REST resource this object represents.' },
       metadata: { type: 'object' },
-      spec: render(spec),
+      spec: specSchema,
       status: render(status),
     },
   };

@@ -2,6 +2,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderCrds } from '../../../operator/crds/render.js';
+import { kindSchema, unboundedPaths } from '../../../operator/crds/convert.js';
+import { kinds } from '../../../operator/crds/definitions.js';
+import { z } from 'zod';
 import { agentSchema, cronJobSchema, profileSchema, skillSchema } from '../../../operator/index.js';
 
 const dir = new URL('../../../crds/', import.meta.url);
@@ -12,6 +15,23 @@ describe('crds/ is generated from the zod API', () => {
     const committed = readdirSync(dir).filter((f) => f.startsWith('hermes.dev_')).sort();
     expect(committed).toEqual([...expected.keys()].sort());
     for (const [name, content] of expected) expect(readFileSync(new URL(name, dir), 'utf8'), `crds/${name} is stale: run make crds`).toBe(content);
+  });
+
+  it('bounds every free string, list and map of every spec, and refuses to render one without a bound', () => {
+    for (const def of kinds) {
+      const spec = (kindSchema(def.spec, def.status, def.description).properties as Record<string, Parameters<typeof unboundedPaths>[0]>).spec!;
+      expect(unboundedPaths(spec), def.kind).toEqual([]);
+    }
+    const loose = z.object({ model: z.string(), tags: z.array(z.string().max(8)), labels: z.record(z.string(), z.string().max(8)) });
+    expect(() => kindSchema(loose, z.object({}), 'x')).toThrow('CRD schema: unbounded fields (give each a .max() in operator/api): spec.model (string without maxLength), spec.tags (list without maxItems), spec.labels (map without maxProperties)');
+    // hermes dev parses with the same zod schemas: the bounds hold there too.
+    const meta = { name: 'x', namespace: 'ns' };
+    const model = (name: string) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: name } } });
+    expect(model('m'.repeat(256)).success).toBe(true);
+    expect(model('m'.repeat(257)).error?.issues[0]?.path).toEqual(['spec', 'model', 'model']);
+    const labels = (n: number) => agentSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: meta, spec: { profileRef: { name: 'p' }, skills: { matchLabels: Object.fromEntries(Array.from({ length: n }, (_, i) => [`l${i}`, 'v'])) } } });
+    expect(labels(64).success).toBe(true);
+    expect(labels(65).error?.issues[0]?.message).toBe('at most 64 entries');
   });
 
   it('keeps a Skill\'s files inside its folder: no ., .. or empty path segments (the same pattern in the CRD)', () => {
