@@ -26,6 +26,11 @@ const paths: Schema = { type: 'array', items: { type: 'string', pattern: '^/' },
 /** Constraints a default value cannot tell: by dotted path (`*` matches one key). */
 const overrides: Record<string, Schema> = {
   'commonLabels': stringMap,
+  'podAnnotations': stringMap, 'podLabels': stringMap, '*.podAnnotations': stringMap, '*.podLabels': stringMap,
+  '*.serviceAccount.annotations': stringMap,
+  // Pod and container securityContext: Kubernetes' own objects, checked by the apiserver.
+  'podSecurityContext': { type: 'object' }, 'securityContext': { type: 'object' },
+  '*.priorityClassName': { type: 'string', maxLength: 253, pattern: '^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$' },
   'image.tag': { type: 'string' }, // never `latest`: the hermes.image template refuses it, saying why
   'image.digest': { type: 'string', pattern: '^(sha256:[a-f0-9]{64})?$' },
   'image.pullPolicy': { type: 'string', enum: ['Always', 'IfNotPresent', 'Never'] },

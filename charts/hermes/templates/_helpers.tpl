@@ -57,16 +57,23 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- printf "%s-%s" (include "hermes.fullname" .root) .component -}}
 {{- end -}}
 
-{{/* The restricted Pod Security profile: non-root, no privilege escalation, no capabilities, read-only root, RuntimeDefault seccomp. */}}
-{{- define "hermes.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 10001
-runAsGroup: 10001
-fsGroup: 10001
-seccompProfile:
-  type: RuntimeDefault
+{{/*
+The labels and annotations of a runtime Pod: dict "root" $ "component" name "cfg" its values. The
+chart's labels win over the component's podLabels, which win over the top-level podLabels (the
+same order for podAnnotations), so a podLabels entry can never change a selector.
+*/}}
+{{- define "hermes.podMetadata" -}}
+{{- $ctx := dict "root" .root "component" .component -}}
+{{- $labels := merge (fromYaml (include "hermes.labels" $ctx)) (deepCopy (.cfg.podLabels | default dict)) (deepCopy (.root.Values.podLabels | default dict)) -}}
+labels:
+  {{- toYaml $labels | nindent 2 }}
+{{- with merge (dict) (deepCopy (.cfg.podAnnotations | default dict)) (deepCopy (.root.Values.podAnnotations | default dict)) }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
+{{/* The runtime Pods' security contexts come from values (podSecurityContext, securityContext); the bundled evaluation Pods keep this restricted one: non-root, no privilege escalation, no capabilities, read-only root, RuntimeDefault seccomp. */}}
 {{- define "hermes.containerSecurityContext" -}}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
@@ -156,8 +163,11 @@ readinessProbe:
   failureThreshold: 2
 {{- end -}}
 
-{{/* Scheduling values of one component (nodeSelector, tolerations, affinity). */}}
+{{/* Scheduling values of one component (priorityClassName, nodeSelector, tolerations, affinity). */}}
 {{- define "hermes.scheduling" -}}
+{{- with .priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
 {{- with .nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}

@@ -25,8 +25,7 @@ spec:
       {{- include "hermes.selectorLabels" $ctx | nindent 6 }}
   template:
     metadata:
-      labels:
-        {{- include "hermes.labels" $ctx | nindent 8 }}
+      {{- include "hermes.podMetadata" (dict "root" $root "component" .component "cfg" .cfg) | nindent 6 }}
     spec:
       serviceAccountName: {{ include "hermes.serviceAccount" $ctx }}
       automountServiceAccountToken: true
@@ -36,8 +35,10 @@ spec:
       imagePullSecrets:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+      {{- with $root.Values.podSecurityContext }}
       securityContext:
-        {{- include "hermes.podSecurityContext" $root | nindent 8 }}
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       {{- include "hermes.topologySpread" $ctx | nindent 6 }}
       {{- include "hermes.scheduling" .cfg | nindent 6 }}
       containers:
@@ -61,8 +62,10 @@ spec:
           {{- include "hermes.probes" $root | nindent 10 }}
           resources:
             {{- toYaml .cfg.resources | nindent 12 }}
+          {{- with $root.Values.securityContext }}
           securityContext:
-            {{- include "hermes.containerSecurityContext" $root | nindent 12 }}
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
           volumeMounts:
             - name: tmp
               mountPath: /tmp

@@ -10,6 +10,7 @@ import { startControlPlane, type ControlPlane } from '../../support/kube/index.j
 import { chartDir, chartTools, parseManifests, run, type K8sObject } from '../../support/chart.js';
 
 const production = join(chartDir, 'ci/production-values.yaml');
+const podValues = join(chartDir, 'ci/pod-values.yaml');
 let cp: ControlPlane;
 let helm: string;
 let ns: string;
@@ -58,6 +59,7 @@ describe('every rendered object on the real apiserver', () => {
     ['defaults', []],
     ['production (3 replicas, KEDA, Ingress, monitoring)', ['-f', production]],
     ['bundled evaluation stores, HTTPRoute', ['--set', 'bundled.postgresql.enabled=true,bundled.redis.enabled=true,httpRoute.enabled=true,httpRoute.parentRefs[0].name=public,networkPolicy.enabled=true']],
+    ['Pod annotations and labels, ServiceAccount annotations, priority classes, security contexts', ['-f', podValues]],
   ];
   for (const [name, args] of variants) {
     it(`validates with kubectl apply --dry-run=server: ${name}`, async () => {
@@ -148,6 +150,38 @@ describe('security over the rendered output', () => {
     expect(objects.filter((o) => o.kind === 'HorizontalPodAutoscaler').map((o) => o.metadata.name)).toEqual(['hermes-gateway']);
     expect(objects.filter((o) => o.kind === 'RoleBinding').map((o) => `${o.metadata.namespace}/${o.metadata.name}`).sort())
       .toEqual(['hermes-sandbox/hermes-worker', 'team-a/hermes-gateway', 'team-a/hermes-worker', 'team-b/hermes-gateway', 'team-b/hermes-worker']);
+  });
+});
+
+describe('per-component Pod settings', () => {
+  it('puts podAnnotations, podLabels, priorityClassName, ServiceAccount annotations and security contexts where a platform engineer expects them', async () => {
+    const objects = await render('-f', podValues);
+    const pods = Object.fromEntries(podSpecs(objects).map(([n]) => [n, objects.find((o) => `${o.kind}/${o.metadata.name}` === n)!.spec.template]));
+    const gateway = pods['Deployment/hermes-gateway'];
+    // The component's annotations win over the top-level ones; the chart's own labels win over both.
+    expect(gateway.metadata.annotations).toEqual({ 'sidecar.istio.io/inject': 'false', 'example.com/owner': 'edge-team' });
+    expect(gateway.metadata.labels).toMatchObject({ 'app.kubernetes.io/component': 'gateway', team: 'ai', tier: 'edge' });
+    expect(gateway.spec.priorityClassName).toBe('hermes-critical');
+    expect(pods['Deployment/hermes-worker'].metadata.annotations).toEqual({ 'sidecar.istio.io/inject': 'false', 'example.com/owner': 'platform' });
+    expect(pods['Deployment/hermes-worker'].metadata.labels).toMatchObject({ 'app.kubernetes.io/component': 'worker', team: 'ai' });
+    expect(pods['Deployment/hermes-worker'].spec.priorityClassName).toBeUndefined();
+    const migrate = pods['Job/hermes-migrate'];
+    expect(migrate.spec).toMatchObject({ nodeSelector: { pool: 'system' }, priorityClassName: 'hermes-critical', tolerations: [{ key: 'dedicated', operator: 'Exists' }] });
+    expect(migrate.spec.containers[0].env).toContainEqual({ name: 'HERMES_LOG_LEVEL', value: 'debug' });
+    for (const [where, template] of Object.entries(pods)) {
+      expect(template.spec.securityContext, where).toEqual({ runAsNonRoot: true, runAsUser: 20000, runAsGroup: 20000, fsGroup: 20000, fsGroupChangePolicy: 'OnRootMismatch', seccompProfile: { type: 'RuntimeDefault' } });
+      expect(template.spec.containers[0].securityContext.capabilities, where).toEqual({ drop: ['ALL'] });
+      // podLabels never change a selector.
+      expect(template.metadata.labels['app.kubernetes.io/name'], where).toBe('hermes');
+    }
+    const accounts = Object.fromEntries(objects.filter((o) => o.kind === 'ServiceAccount').map((o) => [o.metadata.name, o.metadata.annotations ?? {}]));
+    expect(accounts['hermes-worker']).toEqual({ 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/hermes-worker' });
+    expect(accounts['hermes-gateway']).toEqual({});
+    // The migrations account keeps its hook annotations next to the user's.
+    expect(accounts['hermes-migrate']).toEqual({ 'iam.gke.io/gcp-service-account': 'migrate@project.iam.gserviceaccount.com', 'helm.sh/hook': 'pre-install,pre-upgrade', 'helm.sh/hook-weight': '-10', 'helm.sh/hook-delete-policy': 'before-hook-creation' });
+    // The defaults render the restricted contexts as before.
+    const defaults = podSpecs(await render());
+    for (const [where, spec] of defaults) expect(spec.securityContext, where).toEqual({ runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } });
   });
 });
 
