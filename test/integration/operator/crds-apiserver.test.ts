@@ -154,6 +154,11 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     const all = await cp.kubectl(['get', 'hermes', '-n', ns]);
     expect(all.code, all.stderr).toBe(0);
     for (const name of ['agent.hermes.dev/good', 'profile.hermes.dev/good', 'skill.hermes.dev/good', 'cronjob.hermes.dev/good']) expect(all.stdout).toContain(name);
+    // A bare `cronjob` is Kubernetes' batch/v1 kind (docs/cron.md says so): ours are hcron / cronjobs.hermes.dev.
+    const batch = await cp.kubectl(['get', 'cronjob', '-n', ns, '-o', 'name']);
+    expect(batch.code, batch.stderr).toBe(0);
+    expect(batch.stdout).not.toContain('good');
+    for (const name of ['hcron', 'cronjobs.hermes.dev']) expect((await cp.kubectl(['get', name, '-n', ns, '-o', 'name'])).stdout).toContain('cronjob.hermes.dev/good');
     const cronCols = await cp.kubectl(['get', 'hcron', '-n', ns]);
     expect(cronCols.stdout.split('\n')[0]).toMatch(/NAME\s+READY\s+AGENT\s+SCHEDULE\s+SUSPEND\s+LAST\s+NEXT\s+AGE/);
     const agentCols = await cp.kubectl(['get', 'agents.hermes.dev', '-n', ns]);
