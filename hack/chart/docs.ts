@@ -11,6 +11,15 @@ const chartDir = fileURLToPath(new URL('../../charts/hermes/', import.meta.url))
 type Schema = Record<string, unknown>;
 
 const stringMap: Schema = { type: 'object', additionalProperties: { type: 'string' } };
+// Values that become Kubernetes names, keys and label values: refused here, naming the value, rather
+// than by the apiserver halfway through an install (naming a derived object) or by a crash-looping Pod.
+const dnsLabel = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
+const objectName: Schema = { type: 'string', maxLength: 253, pattern: `^${dnsLabel}(\\.${dnsLabel})*$` };
+const optionalObjectName: Schema = { type: 'string', maxLength: 253, pattern: `^(${dnsLabel}(\\.${dnsLabel})*)?$` };
+const secretKey: Schema = { type: 'string', maxLength: 253, pattern: '^[-._a-zA-Z0-9]+$' };
+const labelValue = '^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$';
+const labelMap: Schema = { type: 'object', additionalProperties: { type: 'string', maxLength: 63, pattern: labelValue } };
+const count = (minimum: number, maximum: number): Schema => ({ type: 'integer', minimum, maximum });
 const quantity: Schema = { anyOf: [{ type: 'string', pattern: '^[0-9.]+[a-zA-Z]*$' }, { type: 'number', minimum: 0 }] };
 const resourceList: Schema = { type: 'object', additionalProperties: false, properties: { cpu: quantity, memory: quantity, 'ephemeral-storage': quantity } };
 const resources: Schema = { type: 'object', additionalProperties: false, required: ['requests', 'limits'], properties: { requests: resourceList, limits: resourceList } };
@@ -25,8 +34,10 @@ const paths: Schema = { type: 'array', items: { type: 'string', pattern: '^/' },
 
 /** Constraints a default value cannot tell: by dotted path (`*` matches one key). */
 const overrides: Record<string, Schema> = {
-  'commonLabels': stringMap,
-  'podAnnotations': stringMap, 'podLabels': stringMap, '*.podAnnotations': stringMap, '*.podLabels': stringMap,
+  'nameOverride': { type: 'string', maxLength: 63, pattern: `^(${dnsLabel})?$` },
+  'fullnameOverride': { type: 'string', maxLength: 63, pattern: `^(${dnsLabel})?$` },
+  'commonLabels': labelMap,
+  'podAnnotations': stringMap, 'podLabels': labelMap, '*.podAnnotations': stringMap, '*.podLabels': labelMap,
   '*.serviceAccount.annotations': stringMap,
   // Pod and container securityContext: Kubernetes' own objects, checked by the apiserver.
   'podSecurityContext': { type: 'object' }, 'securityContext': { type: 'object' },
@@ -35,9 +46,12 @@ const overrides: Record<string, Schema> = {
   'image.digest': { type: 'string', pattern: '^(sha256:[a-f0-9]{64})?$' },
   'image.pullPolicy': { type: 'string', enum: ['Always', 'IfNotPresent', 'Never'] },
   'imagePullSecrets': { type: 'array', items: { type: 'object', additionalProperties: false, required: ['name'], properties: { name: { type: 'string', minLength: 1 } } } },
-  'database.existingSecret': { type: 'string', minLength: 1 },
+  'database.existingSecret': objectName, 'database.secretKey': secretKey, 'redis.secretKey': secretKey,
+  'operator.runtimeSecret': objectName, 'sandbox.serviceAccount': objectName,
+  'keda.passwordSecret': optionalObjectName, 'ingress.tlsSecret': optionalObjectName, 'sandbox.runtimeClassName': optionalObjectName,
+  'ingress.host': { type: 'string', maxLength: 253, pattern: `^(\\*\\.)?${dnsLabel}(\\.${dnsLabel})*$` },
   'database.cidrs': cidrs, 'redis.cidrs': cidrs, 'database.port': port, 'redis.port': port,
-  'redis.existingSecret': { type: 'string', minLength: 1 },
+  'redis.existingSecret': objectName,
   'redis.queuePrefix': { type: 'string', minLength: 1 },
   'bundled.*.image': image,
   'bundled.*.storage': quantity,
@@ -46,19 +60,26 @@ const overrides: Record<string, Schema> = {
   '*.extraEnv': envList,
   '*.nodeSelector': stringMap, '*.tolerations': objects, '*.affinity': { type: 'object' },
   '*.port': port,
-  '*.replicas': { type: 'integer', minimum: 1 },
+  '*.replicas': count(1, 1_000),
   '*.maxUnavailable': { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: '^[0-9]+%$' }] },
-  '*.autoscaling.minReplicas': { type: 'integer', minimum: 1 },
-  '*.autoscaling.maxReplicas': { type: 'integer', minimum: 1 },
+  '*.autoscaling.minReplicas': count(1, 1_000),
+  '*.autoscaling.maxReplicas': count(1, 1_000),
   '*.autoscaling.targetCPUUtilizationPercentage': { type: 'integer', minimum: 1, maximum: 100 },
   'gateway.service.type': { type: 'string', enum: ['ClusterIP', 'NodePort', 'LoadBalancer'] },
   'gateway.service.annotations': stringMap,
-  'worker.turnConcurrency': { type: 'integer', minimum: 1 },
+  'worker.turnConcurrency': count(1, 1_024),
+  // HERMES_SHUTDOWN_GRACE_SECONDS must be positive: 0 or less crash-looped every worker.
+  'worker.shutdownGraceSeconds': count(1, 3_600),
+  'migrations.backoffLimit': count(0, 100), 'migrations.activeDeadlineSeconds': count(1, 86_400),
+  'keda.pollingInterval': count(1, 3_600), 'keda.cooldownPeriod': count(0, 86_400),
   'operator.watchNamespace': { type: 'string', pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$' },
   'rbac.agentNamespaces': { type: 'array', items: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' } },
   'sandbox.backend': { type: 'string', enum: ['kubernetes', 'bubblewrap'] },
   'sandbox.image': image,
-  'sandbox.namespace.name': { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' },
+  'sandbox.namespace.name': { type: 'string', maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' },
+  'sandbox.dnsNamespace': { type: 'string', maxLength: 63, pattern: `^${dnsLabel}$` },
+  // HERMES_SANDBOX_DNS_SELECTOR: name=value pairs, as the worker parses it (a bare name crash-looped every worker).
+  'sandbox.dnsSelector': { type: 'string', pattern: '^[A-Za-z0-9./_-]+=[A-Za-z0-9._-]+(,[A-Za-z0-9./_-]+=[A-Za-z0-9._-]+)*$' },
   'networkPolicy.kubeApiServerCidrs': cidrs, 'networkPolicy.externalCidrs': cidrs, 'networkPolicy.externalExcept': cidrs,
   'networkPolicy.kubeApiServerPorts': ports, 'networkPolicy.externalPorts': ports,
   'networkPolicy.dnsNamespaceSelector': stringMap, 'networkPolicy.dnsPodSelector': stringMap,

@@ -109,9 +109,17 @@ spec:
       protocol: TCP
 {{- end -}}
 
+{{/* Refuses autoscaling.minReplicas above maxReplicas, naming both: dict "component" name "cfg" autoscaling values. */}}
+{{- define "hermes.replicaRange" -}}
+{{- if gt (int .cfg.minReplicas) (int .cfg.maxReplicas) -}}
+{{- fail (printf "%s.autoscaling.minReplicas (%v) is above %s.autoscaling.maxReplicas (%v): raise maxReplicas or lower minReplicas" .component .cfg.minReplicas .component .cfg.maxReplicas) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* A CPU HorizontalPodAutoscaler: dict "root" $ "component" name "cfg" autoscaling values. */}}
 {{- define "hermes.hpa" -}}
 {{- $ctx := dict "root" .root "component" .component -}}
+{{- include "hermes.replicaRange" . -}}
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata:

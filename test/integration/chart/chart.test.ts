@@ -207,6 +207,31 @@ describe('values.schema.json', () => {
     expect((await template('--set-string', 'image.digest=abc')).stderr).toMatch(/image\/digest/);
   });
 
+  // Hostile values used to render: names the apiserver refuses halfway through an install (naming a
+  // derived object), numbers past int32, and values that crash-looped every worker at start
+  // (HERMES_SHUTDOWN_GRACE_SECONDS 0, a DNS selector that is not name=value). Each is now refused
+  // by helm template, naming the value.
+  it.each([
+    ['fullnameOverride=My Release', /at '\/fullnameOverride': 'My Release' does not match pattern/],
+    ['nameOverride=a b', /at '\/nameOverride': 'a b' does not match pattern/],
+    ['commonLabels.team=a b', /at '\/commonLabels\/team': 'a b' does not match pattern/],
+    ['gateway.podLabels.team=a b', /at '\/gateway\/podLabels\/team': 'a b' does not match pattern/],
+    ['database.existingSecret=Bad Secret', /at '\/database\/existingSecret': 'Bad Secret' does not match pattern/],
+    ['redis.secretKey=redis url', /at '\/redis\/secretKey': 'redis url' does not match pattern/],
+    ['worker.replicas=99999999999999', /at '\/worker\/replicas': maximum: got .*, want 1,000/],
+    ['gateway.replicas=-1', /at '\/gateway\/replicas': minimum: got -1, want 1/],
+    ['worker.shutdownGraceSeconds=0', /at '\/worker\/shutdownGraceSeconds': minimum: got 0, want 1/],
+    ['migrations.backoffLimit=-1', /at '\/migrations\/backoffLimit': minimum: got -1, want 0/],
+    ['sandbox.dnsSelector=k8s-app', /at '\/sandbox\/dnsSelector': 'k8s-app' does not match pattern/],
+    ['ingress.host=not a host', /at '\/ingress\/host': 'not a host' does not match pattern/],
+    ['gateway.autoscaling.minReplicas=5,gateway.autoscaling.maxReplicas=2', /gateway\.autoscaling\.minReplicas \(5\) is above gateway\.autoscaling\.maxReplicas \(2\)/],
+    ['keda.enabled=true,keda.redisAddress=redis:6379,worker.autoscaling.minReplicas=30', /worker\.autoscaling\.minReplicas \(30\) is above worker\.autoscaling\.maxReplicas \(20\)/],
+  ])('refuses the hostile value %s, naming it', async (value, message) => {
+    const out = await template('--set', value);
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toMatch(message);
+  });
+
   it('fails helm install too, before anything reaches the cluster', async () => {
     const out = await run(helm, ['install', 'typo', chartDir, '--namespace', ns, '--kubeconfig', cp.adminKubeconfig, '--set', 'worker.replicass=2', '--dry-run=server']);
     expect(out.code).not.toBe(0);
