@@ -15,6 +15,9 @@ export const scheduleSchema = withRules(z.string().max(128), [{
   check: (s) => s.length > 0 && new RegExp(scheduleRegex).test(s),
 }]);
 
+/** Most runs of each kind a CronJob keeps in its history. */
+export const historyLimitMax = 1_000;
+
 export const cronJobSpecSchema = z.object({
   agentRef: localObjectRefSchema.describe('The Agent (same namespace) that runs the prompt.'),
   schedule: doc(scheduleSchema, '5-field cron expression ("0 9 * * 1-5") or a macro (@daily, @every 30m).'),
@@ -26,8 +29,9 @@ export const cronJobSpecSchema = z.object({
   catchUpMissed: z.boolean().default(false).describe('Run slots missed while Hermes was down (false: skip them and record why).'),
   startingDeadlineSeconds: z.number().int().positive().optional().describe('A run that cannot start within this many seconds of its slot is skipped.'),
   suspend: z.boolean().default(false).describe('Stop scheduling new runs (slots while suspended are not owed: resuming starts at the next slot).'),
-  successfulRunsHistoryLimit: z.number().int().min(0).default(3).describe('Completed runs kept in the history (Postgres cron_runs).'),
-  failedRunsHistoryLimit: z.number().int().min(0).default(1).describe('Failed, interrupted, discarded and skipped runs kept in the history.'),
+  // Bounded: the scheduler's pruning reads them as a Postgres integer, and a limit past it (3000000000) failed every tick's pruning.
+  successfulRunsHistoryLimit: z.number().int().min(0).max(historyLimitMax).default(3).describe(`Completed runs kept in the history (Postgres cron_runs; at most ${historyLimitMax}).`),
+  failedRunsHistoryLimit: z.number().int().min(0).max(historyLimitMax).default(1).describe(`Failed, interrupted, discarded and skipped runs kept in the history (at most ${historyLimitMax}).`),
 });
 
 /** Set this annotation to a new value (e.g. a timestamp) to ask for one run now. */

@@ -111,6 +111,7 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['a Secret name over 253 characters', agent('longsecret', { api: { keys: [{ secretKeyRef: { name: 's'.repeat(254), key: 'k' } }] } }), 'spec.api.keys[0].secretKeyRef.name: Too long: may not be more than 253'],
     ['1001 admins', agent('manyadmins', { admins: Array.from({ length: 1_001 }, (_, i) => `slack:U${i}`) }), 'spec.admins: Too many: 1001: must have at most 1000 items'],
     ['65 matchLabels', agent('manylabels', { skills: { matchLabels: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`l${i}`, 'v'])) } }), 'spec.skills.matchLabels: Too many: 65: must have at most 64 items'],
+    ['a history limit past Postgres\' integer', { ...cron('hugehistory', '@daily'), spec: { ...cron('x', '@daily').spec, successfulRunsHistoryLimit: 3_000_000_000 } }, 'spec.successfulRunsHistoryLimit: Invalid value: 3000000000: spec.successfulRunsHistoryLimit in body should be less than or equal to 1000'],
     ['a skill body over 100 000 characters', skill('longbody', { body: 'b'.repeat(100_001) }), 'spec.body: Too long: may not be more than 100000'],
   ])('refuses %s, naming the field and its bound', async (_what, obj, message) => {
     const r = await apply(obj);

@@ -72,5 +72,9 @@ describe('crds/ is generated from the zod API', () => {
     const cron = (schedule: string) => cronJobSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'CronJob', metadata: meta, spec: { agentRef: { name: 'a' }, schedule, prompt: 'p' } }).success;
     expect(['0 9 * * 1-5', '*/15 * * * *', '@daily', '@every 30m', '0 0 1 JAN *']).toEqual(['0 9 * * 1-5', '*/15 * * * *', '@daily', '@every 30m', '0 0 1 JAN *'].filter(cron));
     expect(['', 'tomorrow', '* * * *', '* * * * * *', '@every', '@sometimes'].filter(cron)).toEqual([]);
+    // The scheduler prunes history reading the limits as a Postgres integer: 3000000000 failed every tick's pruning.
+    const history = (limit: number) => cronJobSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'CronJob', metadata: meta, spec: { agentRef: { name: 'a' }, schedule: '@daily', prompt: 'p', successfulRunsHistoryLimit: limit } });
+    expect(history(1_000).success).toBe(true);
+    expect(history(3_000_000_000).error?.issues[0]?.path).toEqual(['spec', 'successfulRunsHistoryLimit']);
   });
 });
