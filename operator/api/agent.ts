@@ -1,7 +1,7 @@
 // Agent: one deployed agent — its Profile, the OpenAI-compatible API access, chat platforms
 // (credentials, allowlist, DM pairing), admins, the busy policy and where it runs.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, boundedRecord, envVarName, localObjectRefSchema, objectMetaSchema, secretKeySelectorSchema, specLimits, withRules } from './common.js';
+import { apiVersion, baseStatusShape, boundedRecord, envVarName, localObjectRefSchema, objectMetaSchema, secretKeySelectorSchema, specLimits, withoutNul, withRules } from './common.js';
 
 export const platformTypes = ['slack', 'telegram', 'discord', 'matrix', 'mattermost', 'whatsapp', 'signal', 'email', 'teams', 'webhook'] as const;
 
@@ -34,7 +34,8 @@ export const platformSchema = withRules(z.object({
 }]);
 export type Platform = z.infer<typeof platformSchema>;
 
-const platformPrincipal = z.string().max(specLimits.principal).regex(/^[a-z][a-z0-9-]*:.+$/, 'write it as PLATFORM:ID, e.g. slack:U012ALICE');
+// eslint-disable-next-line no-control-regex -- NUL is what these patterns refuse (Postgres stores none)
+const platformPrincipal = z.string().max(specLimits.principal).regex(/^[a-z][a-z0-9-]*:[^\x00]+$/, 'write it as PLATFORM:ID, e.g. slack:U012ALICE');
 
 const grantShape = {
   toolsets: z.array(z.string().min(1).max(specLimits.token)).max(256).optional().describe('Toolsets the model is offered in these people\'s turns (names from the Profile\'s toolsets; "*" = all).'),
@@ -79,7 +80,8 @@ export const apiKeySchema = withRules(z.object({
 }]);
 
 /** An explicit send_message target: platform:chat[:thread] (`platform:*` in allowedTargets: any chat of that platform). */
-const messagingTarget = z.string().max(300).regex(/^[a-z][a-z0-9-]*:[^:\s]+(:[^:\s]+)?$/, 'write it as PLATFORM:CHAT_ID or PLATFORM:CHAT_ID:THREAD_ID, e.g. slack:C012AB3CD or telegram:-1001234567890:17');
+// eslint-disable-next-line no-control-regex -- as above
+const messagingTarget = z.string().max(300).regex(/^[a-z][a-z0-9-]*:[^:\s\x00]+(:[^:\s\x00]+)?$/, 'write it as PLATFORM:CHAT_ID or PLATFORM:CHAT_ID:THREAD_ID, e.g. slack:C012AB3CD or telegram:-1001234567890:17');
 
 export const messagingSchema = z.object({
   homeChannels: z.array(z.object({
@@ -89,7 +91,7 @@ export const messagingSchema = z.object({
   allowedTargets: z.array(messagingTarget).max(256).default([]).describe('Other targets send_message may send to, as PLATFORM:CHAT_ID[:THREAD_ID]; PLATFORM:CHAT_ID allows every thread of that chat on Slack and Telegram (a Discord thread is a channel of its own: list it as discord:CHANNEL:THREAD), PLATFORM:* every chat of that platform. Anything else is refused.'),
 }).describe('Home channel names are unique (checked at compile: a CEL rule over pairs costs too much for the apiserver).');
 
-export const agentSpecSchema = z.object({
+export const agentSpecSchema = withoutNul(z.object({
   profileRef: localObjectRefSchema.describe('The Profile (same namespace) this agent runs with.'),
   api: z.object({
     enabled: z.boolean().default(true).describe('Serve the message API and the OpenAI-compatible endpoint.'),
@@ -109,7 +111,7 @@ export const agentSpecSchema = z.object({
   runtime: z.object({
     mode: z.enum(['shared', 'dedicated']).default('shared').describe('shared: the release\'s gateway and worker pools; dedicated: Deployments owned by this Agent.'),
   }).default({ mode: 'shared' }).describe('Where the agent runs.'),
-});
+}));
 
 export const agentStatusSchema = z.object({
   ...baseStatusShape,

@@ -66,6 +66,31 @@ export function withRules<S extends z.ZodType>(schema: S, rules: Rule<z.output<S
   return refined.meta({ ...previous, 'x-kubernetes-validations': [...existing, ...rules.map(({ rule, message }) => ({ rule, message }))] }) as S;
 }
 
+/** Why a spec string may not hold NUL: Postgres stores no U+0000 in text or jsonb (compiled revisions, skills, cron). */
+export const nulMessage = 'must not contain NUL (U+0000) characters: Postgres cannot store them';
+/** The OpenAPI pattern of a string without NUL (RE2 and JavaScript alike). */
+export const noNulPattern = '^[^\\x00]*$';
+
+function nulPaths(value: unknown, path: (string | number)[], out: (string | number)[][]): void {
+  if (typeof value === 'string') { if (value.includes('\u0000')) out.push(path); return; }
+  if (Array.isArray(value)) value.forEach((v, i) => nulPaths(v, [...path, i], out));
+  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) nulPaths(v, [...path, k], out);
+}
+
+/**
+ * Refuses NUL in every string of a spec, naming each: a persona with one was accepted and then
+ * every publish of the Agent failed in Postgres. The CRD generator adds {@link noNulPattern} to the
+ * spec's strings for the apiserver (operator/crds/convert.ts).
+ */
+export function withoutNul<S extends z.ZodType>(schema: S): S {
+  const refined = schema.superRefine((value, ctx) => {
+    const out: (string | number)[][] = [];
+    nulPaths(value, [], out);
+    for (const path of out) ctx.addIssue({ code: 'custom', path, message: nulMessage });
+  }) as S;
+  return refined.meta(metaOf(schema)) as S;
+}
+
 /** Sets a description without dropping other metadata (zod's `.describe` replaces it). */
 export function doc<S extends z.ZodType>(schema: S, description: string): S {
   return schema.meta({ ...metaOf(schema), description }) as S;

@@ -2,7 +2,7 @@
 // apiserver (CEL); whether it is a real schedule (e.g. minute 99) by the controller with
 // cron-parser, reported in status.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, doc, localObjectRefSchema, objectMetaSchema, specLimits, withRules } from './common.js';
+import { apiVersion, baseStatusShape, doc, localObjectRefSchema, objectMetaSchema, specLimits, withoutNul, withRules } from './common.js';
 
 const field = '[0-9A-Za-z*/,?#-]+';
 /** 5-field cron, or a macro (@daily…), or @every <n>s|m|h|d. RE2 syntax, shared by CEL and TypeScript. */
@@ -18,7 +18,7 @@ export const scheduleSchema = withRules(z.string().max(128), [{
 /** Most runs of each kind a CronJob keeps in its history. */
 export const historyLimitMax = 1_000;
 
-export const cronJobSpecSchema = z.object({
+export const cronJobSpecSchema = withoutNul(z.object({
   agentRef: localObjectRefSchema.describe('The Agent (same namespace) that runs the prompt.'),
   schedule: doc(scheduleSchema, '5-field cron expression ("0 9 * * 1-5") or a macro (@daily, @every 30m).'),
   timeZone: z.string().max(64).default('UTC').describe('IANA time zone the schedule is read in (e.g. Europe/Paris).'),
@@ -32,7 +32,7 @@ export const cronJobSpecSchema = z.object({
   // Bounded: the scheduler's pruning reads them as a Postgres integer, and a limit past it (3000000000) failed every tick's pruning.
   successfulRunsHistoryLimit: z.number().int().min(0).max(historyLimitMax).default(3).describe(`Completed runs kept in the history (Postgres cron_runs; at most ${historyLimitMax}).`),
   failedRunsHistoryLimit: z.number().int().min(0).max(historyLimitMax).default(1).describe(`Failed, interrupted, discarded and skipped runs kept in the history (at most ${historyLimitMax}).`),
-});
+}));
 
 /** Set this annotation to a new value (e.g. a timestamp) to ask for one run now. */
 export const runNowAnnotation = 'hermes.dev/run-now';

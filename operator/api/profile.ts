@@ -1,7 +1,7 @@
 // Profile: how an agent thinks and what it may do. This issue's slice: the model and persona;
 // the agent-loop, tools, sandbox and memory issues add their fields here.
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, specLimits, textSourceSchema, withRules, type Rule } from './common.js';
+import { apiVersion, baseStatusShape, objectMetaSchema, secretValueSchema, specLimits, textSourceSchema, withoutNul, withRules, type Rule } from './common.js';
 import { mcpServersSchema, stdioNeedsSandboxRule } from './mcp.js';
 import { approvalsSpecSchema, sandboxSpecSchema } from './sandbox.js';
 import { moaSpecSchema, moaModelRule } from './moa.js';
@@ -35,7 +35,7 @@ export const contextFileSchema = withRules(z.object({
 }]);
 export type ContextFile = z.infer<typeof contextFileSchema>;
 
-export const profileSpecSchema = withRules(z.object({
+export const profileSpecSchema = withoutNul(withRules(z.object({
   model: withRules(modelSpecSchema, [envKeyRule]),
   fallbackModels: z.array(fallbackModelSchema).max(8).default([]).describe('Tried in order when the primary model fails (rate limit, outage).'),
   persona: z.string().max(personaMaxChars).default('').describe('Identity and voice of the agent (the first prompt layer), inline. Use personaFrom to keep it in a ConfigMap.'),
@@ -92,7 +92,7 @@ export const profileSpecSchema = withRules(z.object({
   rule: '!has(self.personaFrom) || !has(self.persona) || size(self.persona) == 0',
   message: 'set persona or personaFrom, not both',
   check: (s) => !(s.personaFrom && s.persona),
-}]);
+}]));
 
 export const profileSchema = z.object({
   apiVersion: z.literal(apiVersion),

@@ -1,7 +1,7 @@
 // Skill: one procedural-memory document managed by GitOps. The fields are Hermes' SKILL.md front
 // matter (camelCased), so an existing Hermes skill folder imports unchanged (`hermes skills import`).
 import { z } from 'zod';
-import { apiVersion, baseStatusShape, objectMetaSchema, specLimits, withRules } from './common.js';
+import { apiVersion, baseStatusShape, objectMetaSchema, specLimits, withoutNul, withRules } from './common.js';
 
 export const skillNameMax = 64;
 export const skillDescriptionMax = 1024;
@@ -52,7 +52,7 @@ export const skillHermesMetaSchema = z.object({
   config: z.array(skillConfigEntrySchema).max(64).optional().describe('Settings stored under skills.config.<key> and injected on load.'),
 }).describe('metadata.hermes of the SKILL.md front matter.');
 
-export const skillSpecSchema = withRules(z.object({
+export const skillSpecSchema = withoutNul(withRules(z.object({
   // A looser maxLength, as metadata only: the apiserver skips the CEL rules of an object whose schema
   // already failed, so up to this bound the rule below says the limit in words (hermes dev says it once).
   name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'lowercase letters, digits, hyphens and underscores').meta({ maxLength: specLimits.token })
@@ -72,7 +72,7 @@ export const skillSpecSchema = withRules(z.object({
 }), [
   { rule: `size(self.name) <= ${skillNameMax}`, message: `name must be at most ${skillNameMax} characters`, check: (s) => s.name.length <= skillNameMax },
   { rule: `size(self.description) <= ${skillDescriptionMax}`, message: `description must be at most ${skillDescriptionMax} characters`, check: (s) => s.description.length <= skillDescriptionMax },
-]);
+]));
 export type SkillSpec = z.infer<typeof skillSpecSchema>;
 
 export const skillStatusSchema = z.object({

@@ -3,6 +3,7 @@
 // to `properties`, unknown maps marked `x-kubernetes-preserve-unknown-fields`, and no JS-only
 // integer bounds.
 import { z } from 'zod';
+import { noNulPattern } from '../api/common.js';
 
 export type JsonSchema = Record<string, unknown> & {
   type?: string;
@@ -59,10 +60,23 @@ export function unboundedPaths(s: JsonSchema, path = 'spec'): string[] {
   return out;
 }
 
+/**
+ * Adds {@link noNulPattern} to every spec string the schema does not pin otherwise (a pattern of its
+ * own, an enum, a URI format): Postgres stores no NUL, so the apiserver refuses it at apply.
+ */
+export function refuseNul(s: JsonSchema): JsonSchema {
+  const out: JsonSchema = { ...s };
+  if (out.type === 'string' && out.pattern === undefined && out.enum === undefined && out.format === undefined) out.pattern = noNulPattern;
+  if (out.properties) out.properties = Object.fromEntries(Object.entries(out.properties).map(([k, v]) => [k, refuseNul(v)]));
+  if (out.items) out.items = refuseNul(out.items);
+  if (typeof out.additionalProperties === 'object') out.additionalProperties = refuseNul(out.additionalProperties);
+  return out;
+}
+
 /** The openAPIV3Schema of a kind: apiVersion/kind/metadata as Kubernetes owns them, spec and status from zod. */
 export function kindSchema(spec: z.ZodType, status: z.ZodType, description: string): JsonSchema {
   const render = (t: z.ZodType) => structural(z.toJSONSchema(t, { target: 'openapi-3.0', io: 'input', unrepresentable: 'throw' }) as JsonSchema);
-  const specSchema = render(spec);
+  const specSchema = refuseNul(render(spec));
   const unbounded = unboundedPaths(specSchema);
   if (unbounded.length > 0) throw new Error(`CRD schema: unbounded fields (give each a .max() in operator/api): ${unbounded.join(', ')}`);
   return {

@@ -120,6 +120,20 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     expect((await cp.kubectl(['get', '-n', ns, `${obj.kind.toLowerCase()}.hermes.dev/${obj.metadata.name}`])).code).not.toBe(0);
   });
 
+  // Postgres stores no NUL (text or jsonb): a persona with one was accepted, and then every publish
+  // of the Agent failed ("unsupported Unicode escape sequence", Ready=False PublishFailed, retried).
+  it.each([
+    ['a persona', profile('nulpersona', { persona: 'You are\u0000 terse.' }), 'spec.persona in body should match \'^[^\\x00]*$\''],
+    ['a model name', profile('nulmodel', { model: { provider: 'openai', model: 'gpt\u0000' } }), 'spec.model.model in body should match'],
+    ['a skill body', skill('nulbody', { body: '# Do\u0000 it' }), 'spec.body in body should match'],
+    ['a cron prompt', { ...cron('nulprompt', '@daily'), spec: { ...cron('x', '@daily').spec, prompt: 'a\u0000b' } }, 'spec.prompt in body should match'],
+    ['an admin', agent('nuladmin', { admins: ['slack:U1\u0000'] }), 'spec.admins[0] in body should match'],
+  ])('refuses NUL in %s, naming the field', async (_what, obj, message) => {
+    const r = await apply(obj);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(message);
+  });
+
   it('accepts values at their bounds', async () => {
     for (const obj of [profile('atbounds', { model: { provider: 'openai-compatible', model: 'm'.repeat(256), baseURL: `https://models.example/${'v'.repeat(2_048 - 23)}` }, persona: 'p'.repeat(20_000) }),
       { ...cron('atbounds', '@daily'), spec: { ...cron('x', '@daily').spec, prompt: 'p'.repeat(100_000) } },

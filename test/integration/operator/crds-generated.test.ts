@@ -6,6 +6,7 @@ import { kindSchema, unboundedPaths } from '../../../operator/crds/convert.js';
 import { kinds } from '../../../operator/crds/definitions.js';
 import { z } from 'zod';
 import { agentSchema, cronJobSchema, profileSchema, skillSchema } from '../../../operator/index.js';
+import { nulMessage } from '../../../operator/api/common.js';
 
 const dir = new URL('../../../crds/', import.meta.url);
 
@@ -32,6 +33,10 @@ describe('crds/ is generated from the zod API', () => {
     const labels = (n: number) => agentSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: meta, spec: { profileRef: { name: 'p' }, skills: { matchLabels: Object.fromEntries(Array.from({ length: n }, (_, i) => [`l${i}`, 'v'])) } } });
     expect(labels(64).success).toBe(true);
     expect(labels(65).error?.issues[0]?.message).toBe('at most 64 entries');
+    // NUL, which Postgres cannot store, is refused in every spec string, naming the field.
+    const persona = profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'm' }, persona: 'a\u0000b', toolsets: ['clock', 'w\u0000'] } });
+    expect(persona.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([['spec.persona', nulMessage], ['spec.toolsets.1', nulMessage]]);
+    expect(renderCrds().get('hermes.dev_profiles.yaml')).toContain('pattern: ^[^\\x00]*$');
   });
 
   it('keeps a Skill\'s files inside its folder: no ., .. or empty path segments (the same pattern in the CRD)', () => {
