@@ -30,7 +30,7 @@ export interface ProfileTexts {
 
 /** Why a text could not be resolved: a condition reason and a message that says what to do. */
 export interface TextProblem {
-  reason: 'ConfigMapNotFound' | 'ConfigMapKeyMissing' | 'ConfigMapValueTooLarge';
+  reason: 'ConfigMapNotFound' | 'ConfigMapKeyMissing' | 'ConfigMapValueTooLarge' | 'ConfigMapValueHasNul';
   message: string;
 }
 
@@ -63,6 +63,10 @@ function lookup(namespace: string, r: TextRef, maps: ConfigMapLookup): Lookup {
   }
   if (value.length > r.maxChars) {
     return { problem: { reason: 'ConfigMapValueTooLarge', message: `${r.field}: ConfigMap "${name}" key "${key}" has ${value.length} characters; ${r.what} may have at most ${r.maxChars}.` } };
+  }
+  // Postgres stores no NUL in the compiled revision (jsonb): every publish of the Agents failed.
+  if (value.includes('\u0000')) {
+    return { problem: { reason: 'ConfigMapValueHasNul', message: `${r.field}: ConfigMap "${name}" key "${key}" holds a NUL (U+0000) character at offset ${value.indexOf('\u0000')}, which Postgres cannot store; ${r.what} must be text without it.` } };
   }
   return { text: value };
 }

@@ -48,6 +48,13 @@ describe('resolveProfileTexts', () => {
     expect(resolveProfileTexts(profile({ contextFiles: [{ name: 'AGENTS.md', contentFrom: ref('big', 'file') }] }), big))
       .toMatchObject({ problem: { reason: 'ConfigMapValueTooLarge', message: expect.stringContaining('context file AGENTS.md may have at most 100000') } });
   });
+
+  it('refuses a text holding NUL, which Postgres cannot store (every publish of the Agent failed with "unsupported Unicode escape sequence")', () => {
+    const nul = staticConfigMaps([{ namespace: 'team', name: 'nul', data: { persona: 'You are\u0000 terse.' } }]);
+    expect(resolveProfileTexts(profile({ personaFrom: ref('nul', 'persona') }), nul)).toEqual({ problem: { reason: 'ConfigMapValueHasNul',
+      message: 'spec.personaFrom: ConfigMap "nul" key "persona" holds a NUL (U+0000) character at offset 7, which Postgres cannot store; the persona must be text without it.' } });
+    expect(resolveProfileTexts(profile({ contextFiles: [{ name: 'AGENTS.md', contentFrom: ref('nul', 'persona') }] }), nul)).toMatchObject({ problem: { reason: 'ConfigMapValueHasNul' } });
+  });
 });
 
 describe('Profile schema rules (the same as the CRD\'s CEL)', () => {
