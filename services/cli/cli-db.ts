@@ -2,23 +2,25 @@
 // kanban): a small pool on DATABASE_URL, errors that become a one-line message and exit 2, and
 // the agent a command acts on. Kept apart from the commands so that loading one does not load the
 // others' dependencies.
-import { findAgent, loadConfig, openDb, type AgentRecord, type Db } from '../core/index.js';
+import { describePostgresFailure, findAgent, loadConfig, openDb, type AgentRecord, type Db } from '../core/index.js';
 
 /** A mistake in the command line or its target: its message is for the user as it is. */
 export class UsageError extends Error {}
 
 /**
  * Opens the database, runs `fn`, closes. A `UsageError` (or an error of a class in `plain`) is
- * printed as its message, any other as `error: …`; either way the exit code is 2. A missing or
- * bad DATABASE_URL is a ConfigError, which the CLI's entry point reports the same way.
+ * printed as its message, a Postgres it cannot use as the server and why, any other as
+ * `error: …`; either way the exit code is 2. A missing or bad DATABASE_URL is a ConfigError,
+ * which the CLI's entry point reports the same way.
  */
 export async function withDb(fn: (db: Db) => Promise<void>, plain: readonly (abstract new (...args: never[]) => Error)[] = []): Promise<void> {
-  const db = openDb(loadConfig(process.env, { REDIS_URL: process.env.REDIS_URL ?? 'redis://unused:6379' }).DATABASE_URL, { max: 2, applicationName: 'hermes-cli' });
+  const { DATABASE_URL } = loadConfig(process.env, { REDIS_URL: process.env.REDIS_URL ?? 'redis://unused:6379' });
+  const db = openDb(DATABASE_URL, { max: 2, applicationName: 'hermes-cli' });
   try {
     await fn(db);
   } catch (err) {
     const forUser = err instanceof UsageError || plain.some((c) => err instanceof c);
-    console.error(forUser ? (err as Error).message : `error: ${(err as Error).message}`);
+    console.error(forUser ? (err as Error).message : describePostgresFailure(err, DATABASE_URL) ?? `error: ${(err as Error).message}`);
     process.exitCode = 2;
   } finally {
     await db.close();

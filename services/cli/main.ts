@@ -5,7 +5,7 @@
 // SDKs, the Kubernetes client or the HTTP server, in about a third of the time; `hermes --help`
 // and `hermes help` load them all.
 import { Command } from 'commander';
-import { ConfigError, describeSettings } from '../core/index.js';
+import { ConfigError, describePostgresFailure, describeSettings } from '../core/index.js';
 
 /** Each top-level command, in the order `hermes --help` lists them, with the module that defines it. */
 const commands: Record<string, () => Promise<Command>> = {
@@ -38,8 +38,11 @@ for (const command of await Promise.all(commandsFor(process.argv).map((name) => 
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(err.message);
+  // A setting that is wrong, or a Postgres the command cannot use (down, refusing the login):
+  // one line and exit 2, as the database commands say it (cli-db.ts), never a stack trace.
+  const said = err instanceof ConfigError ? err.message : describePostgresFailure(err, process.env.DATABASE_URL);
+  if (said !== undefined) {
+    console.error(said);
     process.exit(2);
   }
   throw err;

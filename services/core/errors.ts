@@ -74,3 +74,28 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (typeof e.syscall === 'string' && socketCodes.has(code)) return true;
   return typeof e.message === 'string' && driverMessages.test(e.message);
 }
+
+/** SQLSTATEs of a connection Postgres refused: authentication (class 28), no such database (3D000). */
+const refusedStates = /^(28[0-9A-Z]{3}|3D000)$/;
+
+/**
+ * The one line a command says when it cannot use Postgres at `databaseUrl` (unreachable, shutting
+ * down, refusing the login or the database), naming the server by host and port only — never the
+ * URL, which may hold a password; undefined for any other error (a socket error of another
+ * address: Redis, the Kubernetes API).
+ */
+export function describePostgresFailure(err: unknown, databaseUrl: string | undefined): string | undefined {
+  if (!databaseUrl || !err || typeof err !== 'object') return undefined;
+  let server: URL;
+  try {
+    server = new URL(databaseUrl);
+  } catch {
+    return undefined;
+  }
+  const e = err as { code?: unknown; port?: unknown; message?: unknown };
+  const refused = err instanceof pg.DatabaseError && refusedStates.test(e.code as string);
+  if (!refused && !isStoreUnavailable(err)) return undefined;
+  const port = server.port || '5432';
+  if (typeof e.port === 'number' && String(e.port) !== port) return undefined;
+  return `Postgres at ${server.hostname || 'localhost'}:${port} (DATABASE_URL) cannot be used: ${String(e.message)}`;
+}

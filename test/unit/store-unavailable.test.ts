@@ -2,7 +2,7 @@
 // pg and pg-pool errors only, and never an error that carries a client-side HTTP status.
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { isStoreUnavailable } from '../../services/core/index.js';
+import { describePostgresFailure, isStoreUnavailable } from '../../services/core/index.js';
 
 const dbError = (code: string) => Object.assign(new pg.DatabaseError('boom', 10, 'error'), { code });
 const systemError = (code: string, syscall: string) => Object.assign(new Error(`${syscall} ${code} 127.0.0.1:5432`), { code, syscall, errno: -1 });
@@ -29,4 +29,20 @@ describe('isStoreUnavailable', () => {
     ['nothing', undefined],
     ['a string', 'Connection terminated'],
   ])('is false for %s', (_what, err) => expect(isStoreUnavailable(err)).toBe(false));
+});
+
+describe('describePostgresFailure', () => {
+  const url = 'postgresql://hermes:s3cret@db.example:6432/hermes';
+  it('names the server by host and port, never the password', () => {
+    expect(describePostgresFailure(Object.assign(systemError('ECONNREFUSED', 'connect'), { port: 6432 }), url))
+      .toBe('Postgres at db.example:6432 (DATABASE_URL) cannot be used: connect ECONNREFUSED 127.0.0.1:5432');
+    expect(describePostgresFailure(Object.assign(new pg.DatabaseError('password authentication failed for user "hermes"', 10, 'error'), { code: '28P01' }), 'postgresql://h@db'))
+      .toBe('Postgres at db:5432 (DATABASE_URL) cannot be used: password authentication failed for user "hermes"');
+  });
+
+  it('leaves other errors alone: another port (Redis), a query error, no URL', () => {
+    expect(describePostgresFailure(Object.assign(systemError('ECONNREFUSED', 'connect'), { port: 6379 }), url)).toBeUndefined();
+    expect(describePostgresFailure(dbError('23505'), url)).toBeUndefined();
+    expect(describePostgresFailure(systemError('ECONNREFUSED', 'connect'), undefined)).toBeUndefined();
+  });
 });
