@@ -21,7 +21,14 @@ export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): KubeCon
     throw new ConfigError('hermes operator needs a cluster: set KUBECONFIG (e.g. `make dev K8S=1` prints one) or run it in a Pod with a ServiceAccount.');
   }
   const kc = new KubeConfig();
-  kc.loadFromDefault();
+  const source = inCluster && !env.KUBECONFIG ? 'the in-cluster ServiceAccount' : env.KUBECONFIG ? `KUBECONFIG=${env.KUBECONFIG}` : '~/.kube/config';
+  try {
+    kc.loadFromDefault();
+  } catch (err) {
+    // A KUBECONFIG that names a missing or unreadable file, or one that is not a kubeconfig.
+    throw new ConfigError(`Cannot load the cluster config (${source}): ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (!kc.getCurrentCluster()) throw new ConfigError(`The cluster config (${source}) names no cluster: its current-context is unset or names no cluster.`);
   return kc;
 }
 
@@ -36,38 +43,25 @@ export interface OperatorCliOptions {
   runtimeSecret?: string;
   /** `--no-sandbox-hygiene` sets false. */
   sandboxHygiene?: boolean;
-  sandboxResyncSeconds?: string;
-  sandboxGraceSeconds?: string;
-  workspaceTtlSeconds?: string;
-  /** Port of /healthz, /readyz and /metrics; `false` (from `--no-http`) serves none. */
-  httpPort?: string;
+  sandboxResyncSeconds?: number;
+  sandboxGraceSeconds?: number;
+  workspaceTtlSeconds?: number;
+  /** Port of /healthz, /readyz and /metrics. */
+  httpPort: number;
+  /** `false` (from `--no-http`): no probes or metrics. */
   http?: boolean;
   httpHost?: string;
-}
-
-function seconds(flag: string, v: string | undefined): number | undefined {
-  if (v === undefined) return undefined;
-  if (!/^\d+$/.test(v)) throw new ConfigError(`${flag} must be a whole number of seconds, got ${JSON.stringify(v)}`);
-  return Number(v);
 }
 
 /** Sandbox hygiene options from the CLI flags (false with --no-sandbox-hygiene). */
 export function sandboxOptions(opts: OperatorCliOptions): SandboxHygieneOptions | false {
   if (opts.sandboxHygiene === false) return false;
-  const resync = seconds('--sandbox-resync-seconds', opts.sandboxResyncSeconds);
-  const grace = seconds('--sandbox-grace-seconds', opts.sandboxGraceSeconds);
-  const ttl = seconds('--workspace-ttl-seconds', opts.workspaceTtlSeconds);
+  const { sandboxResyncSeconds: resync, sandboxGraceSeconds: grace, workspaceTtlSeconds: ttl } = opts;
   return {
     ...(resync !== undefined ? { resyncMs: Math.max(resync, 1) * 1000 } : {}),
     ...(grace !== undefined ? { finishedGraceMs: grace * 1000, unannotatedGraceMs: grace * 1000 } : {}),
     ...(ttl !== undefined ? { workspaceTtlSeconds: ttl } : {}),
   };
-}
-
-function httpPort(opts: OperatorCliOptions): number {
-  const port = opts.httpPort === undefined ? 8081 : Number(opts.httpPort);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`--http-port must be a port number (0–65535), got ${JSON.stringify(opts.httpPort)}`);
-  return port;
 }
 
 /** The manager's options from the CLI flags (only those given; the manager has the defaults). */
@@ -89,14 +83,13 @@ function managerOptions(opts: OperatorCliOptions, env: NodeJS.ProcessEnv): Parti
 export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessEnv = process.env): Promise<{ handle: OperatorHandle; url?: string; close(): Promise<void> }> {
   const config = loadConfig(env, { REDIS_URL: env.REDIS_URL ?? 'redis://unused:6379' });
   const kc = loadClusterConfig(env);
-  const port = httpPort(opts);
   const managed = managerOptions(opts, env);
   const log = createLogger('operator', config.HERMES_LOG_LEVEL);
   const db = openDb(config.DATABASE_URL, { applicationName: 'hermes-operator', queryTimeoutMs: config.HERMES_DB_QUERY_TIMEOUT_SECONDS * 1_000, max: config.HERMES_DB_POOL_SIZE });
   const metrics = createOperatorMetrics();
   await publishBundledSkillsAtStart(db, log);
   const handle = await startOperator({ kc, db, log, metrics, ...managed, secretEnv: allowedSecretEnv(config, env), sandboxPod: kubernetesSandboxSettings(config) });
-  const probes = opts.http === false ? undefined : await startOperatorProbes({ handle, db, metrics, log, host: opts.httpHost ?? '0.0.0.0', port });
+  const probes = opts.http === false ? undefined : await startOperatorProbes({ handle, db, metrics, log, host: opts.httpHost ?? '0.0.0.0', port: opts.httpPort });
   if (probes) log.info({ url: probes.url }, 'Operator probes and metrics listening');
   return { handle, ...(probes ? { url: probes.url } : {}), close: async () => { await handle.stop(); await probes?.close(); await db.close(); } };
 }
@@ -108,6 +101,21 @@ const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-
 function namespaceName(v: string): string {
   if (!DNS_LABEL.test(v)) throw new InvalidArgumentError('expected a Kubernetes namespace name: lowercase letters, digits and \'-\', at most 63.');
   return v;
+}
+
+/** The longest wait a Node timer holds (2^31 - 1 ms): a longer one fires at once, every time. */
+const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1000);
+
+/** A whole number of seconds from 0 to `max`, checked when the flag is read (before any cluster is needed). */
+const seconds = (max: number, why: string) => (v: string): number => {
+  if (!/^\d+$/.test(v) || Number(v) > max) throw new InvalidArgumentError(`expected a whole number of seconds from 0 to ${max}${why}.`);
+  return Number(v);
+};
+const timerSeconds = seconds(MAX_TIMER_SECONDS, ' (the longest timer, ≈ 24.8 days)');
+
+function portNumber(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('expected a port number from 0 to 65535.');
+  return Number(v);
 }
 
 /** An object name (a Lease, a Secret) given on the command line. */
@@ -127,10 +135,10 @@ export const operatorCommand = new Command('operator')
   .option('--image <image>', 'image of the Deployments of `runtime: dedicated` Agents (default: ghcr.io/hermes-operator/hermes:0.1.0)')
   .option('--runtime-secret <name>', 'Secret in the Agent\'s namespace with DATABASE_URL and REDIS_URL for dedicated pods (default: hermes-runtime)', objectName)
   .option('--no-sandbox-hygiene', 'do not delete stray sandbox Pods and expired workspace PVCs (then the operator needs no Pod/PVC permissions)')
-  .option('--sandbox-resync-seconds <n>', 'how often every sandbox Pod and workspace PVC is checked again (default: 60)')
-  .option('--sandbox-grace-seconds <n>', 'age after which a finished sandbox Pod or one without a hermes.dev/admission-id is deleted (default: 60)')
-  .option('--workspace-ttl-seconds <n>', 'TTL of workspace PVCs without a hermes.dev/ttl-seconds annotation (default: 604800, 7 days)')
-  .option('--http-port <port>', '/healthz, /readyz and Prometheus /metrics (controller-runtime metric names) on this port; 0 picks a free one', '8081')
+  .option('--sandbox-resync-seconds <n>', 'how often every sandbox Pod and workspace PVC is checked again (default: 60)', timerSeconds)
+  .option('--sandbox-grace-seconds <n>', 'age after which a finished sandbox Pod or one without a hermes.dev/admission-id is deleted (default: 60)', timerSeconds)
+  .option('--workspace-ttl-seconds <n>', 'TTL of workspace PVCs without a hermes.dev/ttl-seconds annotation (default: 604800, 7 days)', seconds(100 * 365 * 24 * 3600, ''))
+  .option('--http-port <port>', '/healthz, /readyz and Prometheus /metrics (controller-runtime metric names) on this port; 0 picks a free one', portNumber, 8081)
   .option('--http-host <host>', 'listen address of the probe and metrics server', '0.0.0.0')
   .option('--no-http', 'serve no probes or metrics')
   .action(async (opts: OperatorCliOptions) => {
