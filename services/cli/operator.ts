@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { KubeConfig } from '@kubernetes/client-node';
-import { allowedSecretEnv, ConfigError, createLogger, loadConfig, openDb } from '../core/index.js';
+import { allowedSecretEnv, ConfigError, createLogger, loadConfig, MAX_TIMER_SECONDS, openDb } from '../core/index.js';
 import { startOperator, type OperatorHandle, type OperatorOptions } from '../../operator/manager.js';
 import { createOperatorMetrics } from '../../operator/runtime/metrics.js';
 import { startOperatorProbes } from '../../operator/probes.js';
@@ -102,9 +102,6 @@ function namespaceName(v: string): string {
   if (!DNS_LABEL.test(v)) throw new InvalidArgumentError('expected a Kubernetes namespace name: lowercase letters, digits and \'-\', at most 63.');
   return v;
 }
-
-/** The longest wait a Node timer holds (2^31 - 1 ms): a longer one fires at once, every time. */
-const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1000);
 
 /** A whole number of seconds from 0 to `max`, checked when the flag is read (before any cluster is needed). */
 const seconds = (max: number, why: string) => (v: string): number => {

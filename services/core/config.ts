@@ -3,7 +3,12 @@
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
-const seconds = (def: number, doc: string) => z.coerce.number().positive().default(def).describe(doc);
+/** The longest wait a Node timer holds (2^31 - 1 ms, ≈ 24.8 days): a longer one fires after 1 ms, every time. */
+export const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1_000);
+const timerBound = `at most ${MAX_TIMER_SECONDS} (≈ 24.8 days, the longest timer)`;
+/** A number of seconds a timer waits, or an age compared with one. */
+const timerSeconds = () => z.coerce.number().max(MAX_TIMER_SECONDS, timerBound);
+const seconds = (def: number, doc: string) => timerSeconds().positive().default(def).describe(doc);
 
 /** The provider keys the examples name, and the dev API key: what `hermes dev` allows by default. */
 export const DEV_SECRET_ENV: readonly string[] = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'HERMES_DEV_API_KEY', 'SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'SLACK_APP_TOKEN',
@@ -37,12 +42,12 @@ export const configSchema = z.object({
   HERMES_TURN_CONCURRENCY: z.coerce.number().int().positive().default(64).describe('Turn jobs one worker process runs at once.'),
   HERMES_DELIVERY_CONCURRENCY: z.coerce.number().int().positive().default(16).describe('Delivery jobs one worker process runs at once.'),
   HERMES_REVIEW_CONCURRENCY: z.coerce.number().int().positive().default(2).describe('Background reviews (the learning loop) one worker process runs at once.'),
-  HERMES_CURATOR_INTERVAL_HOURS: z.coerce.number().int().positive().default(168).describe('How often each worker runs the skill curator over learned skills (stale after 14 days unused, archived after 30; SPEC: weekly), and once at start. Idempotent across workers.'),
+  HERMES_CURATOR_INTERVAL_HOURS: z.coerce.number().int().positive().max(Math.floor(MAX_TIMER_SECONDS / 3_600), `at most ${Math.floor(MAX_TIMER_SECONDS / 3_600)} (≈ 24.8 days, the longest timer)`).default(168).describe('How often each worker runs the skill curator over learned skills (stale after 14 days unused, archived after 30; SPEC: weekly), and once at start. Idempotent across workers.'),
   HERMES_CRON_TICK_SECONDS: z.coerce.number().positive().max(60).default(60).describe('CronJob scheduler: the longest wait between two ticks (at most 60 s; it also wakes at the next due slot). One scheduler is active across all workers (a Postgres advisory lock).'),
   HERMES_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().positive().default(3).describe('Delivery attempts before abandoning (SPEC: 3).'),
   HERMES_DELIVERY_MAX_AGE_SECONDS: seconds(86_400, 'Delivery obligations older than this are abandoned (SPEC: 24 h).'),
-  HERMES_PROGRESS_DELAY_SECONDS: z.coerce.number().min(0).default(3).describe('Chat platforms: a turn still running after this many seconds shows progress: on Slack one "working…" message (removed when the reply is delivered), on Telegram, Discord and Teams the typing indicator.'),
-  HERMES_PROGRESS_EDIT_SECONDS: z.coerce.number().positive().default(5).describe('Chat platforms: the "working…" message is edited (the turn\'s elapsed time and steps) at most this often; typing indicators are re-sent this often.'),
+  HERMES_PROGRESS_DELAY_SECONDS: timerSeconds().min(0).default(3).describe('Chat platforms: a turn still running after this many seconds shows progress: on Slack one "working…" message (removed when the reply is delivered), on Telegram, Discord and Teams the typing indicator.'),
+  HERMES_PROGRESS_EDIT_SECONDS: timerSeconds().positive().default(5).describe('Chat platforms: the "working…" message is edited (the turn\'s elapsed time and steps) at most this often; typing indicators are re-sent this often.'),
   HERMES_DELIVERY_ATTEMPT_SECONDS: seconds(60, 'Deadline of one delivery attempt: the platform send is cancelled after it, and an attempt still unrecorded past it is claimed again (marked as a possible duplicate).'),
   HERMES_TOOL_RESULT_RETENTION_SECONDS: seconds(86_400, 'Oversized tool results stored for read_tool_result are deleted after this long (Hermes keeps its spill files 24 h).'),
   HERMES_APPROVAL_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(500).describe('How often a command waiting for /approve or /deny re-reads its pending approval in Postgres (the decision, the deadline).'),
@@ -81,7 +86,7 @@ export const configSchema = z.object({
   HERMES_SLACK_API_URL: z.string().url().default('https://slack.com/api/').describe('Base URL of Slack\'s Web API (chat.postMessage, chat.update) for agents whose slack platform sets no apiUrl: point it at an egress proxy or a test server.'),
   HERMES_TELEGRAM_API_URL: z.string().url().default('https://api.telegram.org').describe('Base URL of the Telegram Bot API (requests go to <url>/bot<token>/<method>) for agents whose telegram platform sets no apiUrl: point it at a local Bot API server, an egress proxy or a test server.'),
   HERMES_DISCORD_API_URL: z.string().url().default('https://discord.com/api/v10').describe('Base URL of Discord\'s REST API (channel messages, interaction follow-ups, GET /gateway/bot — the Gateway URL comes from there) for agents whose discord platform sets no apiUrl: point it at an egress proxy or a test server.'),
-  HERMES_CONNECTOR_REFRESH_SECONDS: z.coerce.number().positive().default(15).describe('How often each gateway re-reads the agents for the long-lived platform connections it campaigns for (Slack Socket Mode, Telegram long polling, the Discord Gateway): a new or changed agent connects within this time.'),
+  HERMES_CONNECTOR_REFRESH_SECONDS: timerSeconds().positive().default(15).describe('How often each gateway re-reads the agents for the long-lived platform connections it campaigns for (Slack Socket Mode, Telegram long polling, the Discord Gateway): a new or changed agent connects within this time.'),
   HERMES_CONNECTORS: z.enum(['on', 'off']).default('on').describe('Whether this gateway campaigns for long-lived platform connections (off: webhooks only, e.g. for gateways that serve only HTTP).'),
   HERMES_TEAMS_OPENID_URL: z.string().url().default('https://login.botframework.com/v1/.well-known/openidconfiguration').describe('OpenID metadata the Bot Framework tokens on inbound Teams activities are checked against (issuer, signing keys via its jwks_uri).'),
   HERMES_TEAMS_LOGIN_URL: z.string().url().default('https://login.microsoftonline.com').describe('Microsoft identity platform base URL: the Teams bot token is requested from <url>/<TEAMS_TENANT_ID>/oauth2/v2.0/token (client credentials).'),

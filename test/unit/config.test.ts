@@ -36,6 +36,15 @@ describe('config', () => {
     }
   });
 
+  it('refuses an interval past Node\'s longest timer, which would fire every millisecond', () => {
+    // HERMES_SWEEP_SECONDS=3000000 was taken: setInterval overflowed to 1 ms and the worker swept in a loop.
+    for (const [name, value] of [['HERMES_SWEEP_SECONDS', '3000000'], ['HERMES_HEARTBEAT_SECONDS', '2147484'], ['HERMES_CURATOR_INTERVAL_HOURS', '597'],
+      ['HERMES_CONNECTOR_REFRESH_SECONDS', '9999999'], ['HERMES_PROGRESS_EDIT_SECONDS', '1e10']] as const) {
+      expect(() => loadConfig({ ...base, [name]: value }), name).toThrow(new RegExp(`${name}: at most \\d+ \\(≈ 24.8 days, the longest timer\\)`));
+    }
+    expect(loadConfig({ ...base, HERMES_SWEEP_SECONDS: '2147483', HERMES_CURATOR_INTERVAL_HOURS: '596' }).HERMES_SWEEP_SECONDS).toBe(2147483);
+  });
+
   it('validates the web tools\' settings at load: CIDR ranges, timeout and byte cap with their defaults', () => {
     const c = loadConfig(base);
     expect(c.HERMES_WEB_ALLOW_CIDRS).toEqual([]);
