@@ -4,7 +4,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
-import { watchLiveness, type RedisLivenessOptions } from './redis-liveness.js';
+import { reportOutages, watchLiveness, type RedisLivenessOptions } from './redis-liveness.js';
 
 export const queueNames = { turns: 'turns', deliveries: 'deliveries', reviews: 'reviews' } as const;
 
@@ -49,7 +49,9 @@ const clientOptions = (opts: RedisOptions) => ({
 
 function guard(redis: Redis, opts: RedisOptions): Redis {
   redis.on('error', () => undefined); // reconnects on its own; readiness reports the outage
-  if (opts.liveness !== false) watchLiveness(redis, opts.liveness);
+  if (opts.liveness === false) return redis;
+  watchLiveness(redis, opts.liveness);
+  if (opts.liveness?.log) reportOutages(redis, opts.liveness.log, opts.liveness.name);
   return redis;
 }
 

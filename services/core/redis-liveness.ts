@@ -105,3 +105,22 @@ export function watchLiveness(redis: Redis, opts: RedisLivenessOptions = {}): ()
   if (redis.status === 'ready') start();
   return stop;
 }
+
+/**
+ * Says once per outage that `redis` cannot be reached, and when it answers again: a process
+ * starting while Redis is down waits for it (its commands queue), and must not do so in silence.
+ */
+export function reportOutages(redis: Redis, log: Logger, name?: string): void {
+  let down = false;
+  redis.on('error', (err: Error) => {
+    if (down) return;
+    down = true;
+    const { host, port } = redis.options;
+    log.warn({ connection: name, redis: `${host}:${port}`, err: err.message }, 'Redis (REDIS_URL) cannot be reached; retrying until it answers');
+  });
+  redis.on('ready', () => {
+    if (!down) return;
+    down = false;
+    log.info({ connection: name }, 'Redis answers again');
+  });
+}
