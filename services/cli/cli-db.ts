@@ -2,7 +2,18 @@
 // kanban): a small pool on DATABASE_URL, errors that become a one-line message and exit 2, and
 // the agent a command acts on. Kept apart from the commands so that loading one does not load the
 // others' dependencies.
+import { InvalidArgumentError } from 'commander';
 import { describePostgresFailure, findAgent, loadConfig, openDb, type AgentRecord, type Db } from '../core/index.js';
+
+/**
+ * A whole-number argument or option from `min` to 2^31-1 (a Postgres integer): anything else is
+ * refused by the parser (exit 1, naming it), before any database work.
+ */
+export const wholeNumber = (min: number) => (v: string): number => {
+  const n = Number(v);
+  if (!/^\s*-?\d+\s*$/.test(v) || n < min || n > 2_147_483_647) throw new InvalidArgumentError(`expected a whole number from ${min} to 2147483647.`);
+  return n;
+};
 
 /** A mistake in the command line or its target: its message is for the user as it is. */
 export class UsageError extends Error {}

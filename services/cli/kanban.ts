@@ -3,12 +3,12 @@
 // up on its next tick. A board is NAMESPACE/AGENT[/BOARD] (BOARD defaults to `default`); the agent's
 // namespace is the board's: assignees are agents of that namespace. Changes are recorded as `cli:<user>`.
 import { userInfo } from 'node:os';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import {
   BLOCK_KINDS, KANBAN_STATUSES, KanbanError, addAttachment, addComment, adminScope, archiveTask, blockTask, completeTask, createTask, linkTasks, listBoards, listTasks, namedBoard,
   showTask, unblockTask, type BlockKind, type Db, type KanbanScope, type KanbanStatus, type KanbanTask, type Sql,
 } from '../core/index.js';
-import { UsageError, withDb } from './cli-db.js';
+import { UsageError, wholeNumber, withDb } from './cli-db.js';
 
 const actor = () => `cli:${userInfo().username}`;
 /** `withDb` where the board's own refusals (KanbanError) are said as they are. */
@@ -26,12 +26,6 @@ function onBoard(ref: string, fn: (sql: Sql, scope: KanbanScope) => Promise<void
 const line = (t: KanbanTask) => `${t.id}  ${t.status.padEnd(9)}${t.blockKind ? ` (${t.blockKind})` : ''}  ${t.title}${t.assignee ? `  → ${t.assignee}` : ''}`;
 const boardArg = ['<board>', 'NAMESPACE/AGENT[/BOARD] (BOARD: default)'] as const;
 const collect = (v: string, prev: string[] = []) => [...prev, v];
-/** A whole-number option from `min` to 2^31-1 (a Postgres integer): anything else is refused by the parser (exit 1, naming the option), before any database work. */
-const whole = (min: number) => (v: string): number => {
-  const n = Number(v);
-  if (!/^\s*-?\d+\s*$/.test(v) || n < min || n > 2_147_483_647) throw new InvalidArgumentError(`expected a whole number from ${min} to 2147483647.`);
-  return n;
-};
 
 export const kanbanCommand = new Command('kanban')
   .description('The Kanban board: durable tasks that agents run in the background, with dependencies, comments and a dispatcher (docs/kanban.md).')
@@ -75,9 +69,9 @@ kanbanCommand.command('show').description('One task: body, dependencies, comment
 kanbanCommand.command('create').description('Create a task (the board is created on first use). It waits in todo until its parents are done; the dispatcher then starts the assignee\'s turn.')
   .argument(...boardArg).argument('<title>', 'short title')
   .option('-b, --body <text>', 'the full spec').option('-a, --assignee <agent>', 'agent that runs it (name or namespace/name, same namespace)')
-  .option('-p, --parent <task>', 'a parent task id (repeatable)', collect).option('--priority <n>', 'higher runs sooner', whole(-2_147_483_648))
-  .option('--triage', 'land in triage for a person').option('--max-runtime <seconds>', 'runtime cap', whole(1))
-  .option('--max-retries <n>', 'failed runs before it is blocked (default: HERMES_KANBAN_FAILURE_LIMIT)', whole(0))
+  .option('-p, --parent <task>', 'a parent task id (repeatable)', collect).option('--priority <n>', 'higher runs sooner', wholeNumber(-2_147_483_648))
+  .option('--triage', 'land in triage for a person').option('--max-runtime <seconds>', 'runtime cap', wholeNumber(1))
+  .option('--max-retries <n>', 'failed runs before it is blocked (default: HERMES_KANBAN_FAILURE_LIMIT)', wholeNumber(0))
   .option('--idempotency-key <key>', 'return the existing task with this key instead of a duplicate')
   .action((ref: string, title: string, o: { body?: string; assignee?: string; parent?: string[]; priority?: number; triage?: boolean; maxRuntime?: number; maxRetries?: number; idempotencyKey?: string }) => onBoard(ref, async (sql, scope) => {
     const { task, created } = await createTask(sql, scope, {

@@ -16,7 +16,7 @@ import { pgMemoryStore, type MemoryScope } from '../agent/memory/store.js';
 import { apiVersion } from '../../operator/api/common.js';
 import { objectNameFor } from '../../operator/skills/import.js';
 import { parseLearningCommand, reviewLearningWrite } from '../worker/learning-commands.js';
-import { UsageError, withAgent } from './cli-db.js';
+import { UsageError, wholeNumber, withAgent } from './cli-db.js';
 
 /** The store a command means: the agent's MEMORY, or the USER of `platform:id`. */
 async function scopeOf(db: Db, agentId: string, user: string | undefined): Promise<MemoryScope> {
@@ -45,10 +45,8 @@ memoryCommand.command('history').description('Every stored revision of a memory 
   }));
 
 memoryCommand.command('restore').description('Make an earlier revision current again (as a new revision; new sessions see it).')
-  .argument('<agent>', 'NAMESPACE/NAME').argument('<revision>', 'the revision to restore').option(...userOption)
-  .action((ref: string, revision: string, opts: { user?: string }) => withAgent(ref, async (db, agent) => {
-    const n = Number(revision);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`revision is a number from \`hermes memory history\` (got "${revision}")`);
+  .argument('<agent>', 'NAMESPACE/NAME').argument('<revision>', 'the revision to restore (a number from `hermes memory history`)', wholeNumber(1)).option(...userOption)
+  .action((ref: string, n: number, opts: { user?: string }) => withAgent(ref, async (db, agent) => {
     const restored = await pgMemoryStore(db).restore(await scopeOf(db, agent.agentId, opts.user), n);
     if (!restored.ok) throw new UsageError(`cannot restore: ${restored.error}`);
     console.log(`Restored revision ${n} as revision ${restored.revision}.`);

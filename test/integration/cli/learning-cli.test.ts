@@ -71,6 +71,12 @@ describe('hermes memory', () => {
     expect(await hermes('memory', 'history', 'team/nobody')).toMatchObject({ code: 2, stderr: 'no agent team/nobody in this database\n' });
     expect(await hermes('memory', 'history', 'ops')).toMatchObject({ code: 2, stderr: 'name the agent as NAMESPACE/NAME (got "ops")\n' });
     expect(await hermes('memory', 'history', 'team/ops', '--user', 'slack:U0NOBODY')).toMatchObject({ code: 2, stderr: 'slack:U0NOBODY has never talked to this agent\n' });
+    // A revision past a Postgres integer reached the query: 'error: value "100000000000000000000" is out of range for type integer'.
+    for (const revision of ['99999999999999999999', '2147483648', 'abc', '0']) {
+      expect(await hermes('memory', 'restore', 'team/ops', revision), revision).toMatchObject({
+        code: 1, stderr: `error: command-argument value '${revision}' is invalid for argument 'revision'. expected a whole number from 1 to 2147483647.\n`,
+      });
+    }
   });
 });
 
