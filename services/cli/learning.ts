@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Command } from 'commander';
+import { Argument, Command, InvalidArgumentError } from 'commander';
 import { stringify } from 'yaml';
 import type { Db } from '../core/index.js';
 // The stores' own modules, not the agent package's index (model SDKs, tools, MCP): ≈ 1.5 s less
@@ -114,14 +114,33 @@ const skillsExport = new Command('export').description('Write a learned skill as
 export const learnedSkillCommands = [skillsHistory, skillsRestore, skillsExport];
 export { memoryCommand };
 
+/** `--kind`: memory, or skills (skill too). */
+function reviewKind(v: string): 'memory' | 'skills' {
+  if (v === 'memory') return v;
+  if (v === 'skills' || v === 'skill') return 'skills';
+  throw new InvalidArgumentError('expected memory or skills.');
+}
+
+/** A staged write's id, or the start of one, as `hermes review AGENT` lists it. */
+function writeId(v: string): string {
+  if (!/^[0-9a-f-]+$/i.test(v)) throw new InvalidArgumentError('expected the hex id `hermes review AGENT` lists (its first 8 characters are enough).');
+  return v;
+}
+
 export const reviewCommand = new Command('review').description('Memory and skill writes staged by write approval: list them, show a diff, approve or reject (as /memory and /skills do in chat).')
   .argument('<agent>', 'NAMESPACE/NAME')
-  .argument('[action]', 'pending (default) | diff | approve | reject', 'pending')
-  .argument('[id]', 'the write\'s id (its first 8 characters are enough)')
-  .option('-k, --kind <kind>', 'memory or skills', 'memory')
-  .action((ref: string, action: string, id: string | undefined, opts: { kind: string }) => withAgent(ref, async (db, agent) => {
-    const kind = opts.kind.startsWith('skill') ? 'skills' : 'memory';
+  .addArgument(new Argument('[action]', 'what to do (diff: skills writes only)').choices(['pending', 'diff', 'approve', 'reject']).default('pending'))
+  .argument('[id]', 'the write\'s id (its first 8 characters are enough)', writeId)
+  .option('-k, --kind <kind>', 'memory or skills', reviewKind, 'memory')
+  .action((ref: string, action: string, id: string | undefined, opts: { kind: 'memory' | 'skills' }) => withAgent(ref, async (db, agent) => {
+    const { kind } = opts;
+    const listing = `hermes review ${ref}${kind === 'skills' ? ' --kind skills' : ''}`;
+    if (action === 'diff' && kind === 'memory') throw new UsageError('diff is for skills writes (--kind skills); `hermes review AGENT` shows a memory write\'s change');
+    if (action !== 'pending' && !id) throw new UsageError(`${action} needs the write's id (\`${listing}\` lists them)`);
+    if (action === 'pending' && id) throw new UsageError(`pending takes no id (approve, reject or diff one)`);
     const cmd = parseLearningCommand(`/${kind} ${action}${id ? ` ${id}` : ''}`);
-    if (!cmd) throw new UsageError(`unknown: review ${action} for ${kind} (use pending, ${kind === 'skills' ? 'diff, ' : ''}approve <id> or reject <id>)`);
-    console.log(await reviewLearningWrite(db, { agentId: agent.agentId, agent: agent.compiled, by: () => Promise.resolve(`cli:${userInfo().username}`), sessionId: null }, cmd));
+    if (!cmd) throw new UsageError(`cannot review: ${action} ${id ?? ''} for ${kind}`);
+    const answer = await reviewLearningWrite(db, { agentId: agent.agentId, agent: agent.compiled, by: () => Promise.resolve(`cli:${userInfo().username}`), sessionId: null }, cmd);
+    if (answer.refused) throw new UsageError(answer.text);
+    console.log(answer.text);
   }));

@@ -44,24 +44,29 @@ export interface Reviewer {
   sessionId: string | null;
 }
 
+/** The answer to a review command in words; `refused` when nothing was shown or decided (no such write, no id, already decided, not applied). */
+export interface ReviewAnswer { text: string; refused?: true }
+
+const refused = (text: string): ReviewAnswer => ({ text, refused: true });
+
 /** Answers a review command (list, diff, approve, reject) in words. */
-export async function reviewLearningWrite(db: Db, who: Reviewer, cmd: LearningCommand): Promise<string> {
+export async function reviewLearningWrite(db: Db, who: Reviewer, cmd: LearningCommand): Promise<ReviewAnswer> {
   const staging = pgStaging(db);
   if (cmd.verb === 'pending') {
     const pending = await staging.pending(who.agentId, cmd.kind);
-    if (!pending.length) return (`No ${noun(cmd.kind)} writes are waiting for approval.`);
-    return ([`${pending.length} ${noun(cmd.kind)} write${pending.length > 1 ? 's' : ''} waiting for approval:`, ...pending.map(describe), `Approve with /${noun(cmd.kind)} approve <id>, reject with /${noun(cmd.kind)} reject <id>${cmd.kind === 'skill' ? ', see one whole with /skills diff <id>' : ''}.`].join('\n'));
+    if (!pending.length) return { text: `No ${noun(cmd.kind)} writes are waiting for approval.` };
+    return { text: [`${pending.length} ${noun(cmd.kind)} write${pending.length > 1 ? 's' : ''} waiting for approval:`, ...pending.map(describe), `Approve with /${noun(cmd.kind)} approve <id>, reject with /${noun(cmd.kind)} reject <id>${cmd.kind === 'skill' ? ', see one whole with /skills diff <id>' : ''}.`].join('\n') };
   }
-  if (!cmd.id) return (`Say which: /${noun(cmd.kind)} ${cmd.verb} <id> (see /${noun(cmd.kind)} pending).`);
+  if (!cmd.id) return refused(`Say which: /${noun(cmd.kind)} ${cmd.verb} <id> (see /${noun(cmd.kind)} pending).`);
   const found = await staging.find(who.agentId, cmd.kind, cmd.id);
-  if (found === 'ambiguous') return (`More than one write starts with ${cmd.id}: give more of its id.`);
-  if (!found) return (`No ${noun(cmd.kind)} write ${cmd.id} (see /${noun(cmd.kind)} pending).`);
-  if (cmd.verb === 'diff') return (`${describe(found)}\n\n${found.diff}`);
+  if (found === 'ambiguous') return refused(`More than one write starts with ${cmd.id}: give more of its id.`);
+  if (!found) return refused(`No ${noun(cmd.kind)} write ${cmd.id} (see /${noun(cmd.kind)} pending).`);
+  if (cmd.verb === 'diff') return { text: `${describe(found)}\n\n${found.diff}` };
   const decision = await decideStagedWrite(db, who.agent, found, cmd.verb, { by: await who.by(), sessionId: who.sessionId });
   const id = shortId(found.id);
-  if (!decision.done) return `${id} was ${decision.reason}.`;
-  if (decision.state === 'rejected') return `Rejected ${id}: nothing was written.`;
-  return decision.state === 'approved' ? `Approved ${id}: ${decision.result}; new conversations see it.` : `Approved ${id}, but it could not be applied: ${decision.result}. Nothing was written.`;
+  if (!decision.done) return refused(`${id} was ${decision.reason}.`);
+  if (decision.state === 'rejected') return { text: `Rejected ${id}: nothing was written.` };
+  return decision.state === 'approved' ? { text: `Approved ${id}: ${decision.result}; new conversations see it.` } : refused(`Approved ${id}, but it could not be applied: ${decision.result}. Nothing was written.`);
 }
 
 /** How the review commands of `kind` are written. */
@@ -82,5 +87,5 @@ export async function learningReply(db: Db, adm: Admission, agent: CompiledAgent
   if (!perms.admin) return done(`Only this agent's admins may review ${noun(kind)} writes.`);
   if (!cmd) return done(`Not understood: ${adm.content.trim().slice(0, 80)}. ${usage(kind)}`);
   const by = async () => (await userIdentity(db, adm.userId)) ?? 'unknown';
-  return done(await reviewLearningWrite(db, { agentId: adm.agentId, agent, by, sessionId: adm.sessionId }, cmd));
+  return done((await reviewLearningWrite(db, { agentId: adm.agentId, agent, by, sessionId: adm.sessionId }, cmd)).text);
 }

@@ -114,5 +114,18 @@ describe('hermes review', () => {
     expect((await pgMemoryStore(db).read({ agentId, target: 'memory' })).entries).toEqual(['deploys on Fridays are frozen']);
     const { rows } = await db.pool.query<{ decided_by: string }>('SELECT decided_by FROM learning_writes WHERE id = $1', [staged.id]);
     expect(rows[0]!.decided_by).toMatch(/^cli:/);
+    // Nothing decided is a failure (exit 2): it exited 0 for an id that names no write, or one already decided.
+    expect(await hermes('review', 'team/ops', 'approve', id)).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(new RegExp(`^${id} was already approved by cli:`)) as unknown });
+    expect(await hermes('review', 'team/ops', 'reject', 'abcdef12')).toMatchObject({ code: 2, stderr: 'No memory write abcdef12 (see /memory pending).\n' });
+  });
+
+  it('refuses a request it cannot carry out, saying which part', async () => {
+    // These answered in chat words with exit 0 ("Say which: /memory approve <id>"), called approve
+    // with a mistyped id unknown, or took --kind bogus as memory.
+    expect(await hermes('review', 'team/ops', 'approve')).toMatchObject({ code: 2, stderr: 'approve needs the write\'s id (`hermes review team/ops` lists them)\n' });
+    expect(await hermes('review', 'team/ops', 'approve', 'zzz')).toMatchObject({ code: 1, stderr: expect.stringContaining('argument \'id\'. expected the hex id') as unknown });
+    expect(await hermes('review', 'team/ops', '--kind', 'bogus')).toMatchObject({ code: 1, stderr: expect.stringContaining('expected memory or skills') as unknown });
+    expect(await hermes('review', 'team/ops', 'bogus')).toMatchObject({ code: 1, stderr: expect.stringContaining('Allowed choices are pending, diff, approve, reject') as unknown });
+    expect(await hermes('review', 'team/ops', 'diff', 'abcd')).toMatchObject({ code: 2, stderr: expect.stringContaining('diff is for skills writes') as unknown });
   });
 });
