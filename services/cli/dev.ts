@@ -2,7 +2,7 @@
 // manifests of a folder compiled into Postgres by the same compile step the operator runs.
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, DEV_SECRET_ENV, findAgent, publishRevision, registerInstance, sandboxPodSelector, sha256, type Config } from '../core/index.js';
 import { CompileError, ManifestError, compileAgent, loadManifests, manifestSkillsOf, publishBundledSkillsAtStart, publishManifestSkills, staticConfigMaps, storeManifestCronJobs, turnOffUndeclared, type ManifestSet, type Profile } from '../../operator/index.js';
 import type { SecretResolver } from '../agent/index.js';
@@ -12,7 +12,7 @@ import { applyMigrations } from '../../prisma/migrate.js';
 import { openRuntime, onShutdown, type Runtime } from './runtime.js';
 import { asLookup, clusterKubeConfig, openSecrets, secretEnv, type SecretSetup } from './secrets.js';
 import { startDevOperator } from './dev-k8s.js';
-import { loadClusterConfig } from './operator.js';
+import { loadClusterConfig, portNumber } from './operator.js';
 import type { OperatorHandle } from '../../operator/manager.js';
 
 const say = (line = '') => process.stderr.write(`${line}\n`);
@@ -97,10 +97,10 @@ async function loadAgentsK8s(rt: Runtime, dir: string, setup: Omit<SecretSetup, 
  * `hermes dev`'s own defaults: loopback only; commands in bubblewrap, or with `--k8s` in one Pod
  * per call on the dev cluster (`make dev K8S=1` runs a test kubelet there), as a cluster install.
  */
-const devOverrides = (port: string | undefined, k8s: boolean, env: NodeJS.ProcessEnv = process.env) => ({
+const devOverrides = (port: number | undefined, k8s: boolean, env: NodeJS.ProcessEnv = process.env) => ({
   HERMES_HOST: env.HERMES_HOST ?? '127.0.0.1',
   HERMES_SANDBOX_BACKEND: env.HERMES_SANDBOX_BACKEND ?? (k8s ? 'kubernetes' : 'bubblewrap'),
-  ...(port ? { HERMES_PORT: port } : {}),
+  ...(port !== undefined ? { HERMES_PORT: port } : {}),
 });
 
 /** `/hooks/slack/<ns>/<name>` of the loaded agents that have a slack platform. */
@@ -147,12 +147,18 @@ function printBanner(b: { rt: Runtime; gw: { url: string; metricsUrl?: string | 
   }
 }
 
+/** `--manifests`: an empty one would load the working folder. */
+function folderName(v: string): string {
+  if (!v.trim()) throw new InvalidArgumentError('expected a folder.');
+  return v;
+}
+
 export const devCommand = new Command('dev')
   .description('Run the whole system locally in one process (gateway + worker) with the manifests of a folder; behind `make dev`.')
-  .option('-m, --manifests <dir>', 'folder of Agent, Profile, Skill and CronJob (and ConfigMap, Secret) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)')
-  .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)')
+  .option('-m, --manifests <dir>', 'folder of Agent, Profile, Skill and CronJob (and ConfigMap, Secret) manifests (default: HERMES_DEV_MANIFESTS or examples/minimal)', folderName)
+  .option('-p, --port <port>', 'gateway port (default: HERMES_PORT or 8080)', portNumber)
   .option('--k8s', 'apply the manifests to the cluster in KUBECONFIG (`make dev K8S=1`) and run the operator instead of compiling files')
-  .action(async (opts: { manifests?: string; port?: string; k8s?: boolean }) => {
+  .action(async (opts: { manifests?: string; port?: number; k8s?: boolean }) => {
     const rt = await openRuntime('dev', devOverrides(opts.port, opts.k8s === true));
     say('hermes dev: applying migrations…');
     await applyMigrations(rt.config.DATABASE_URL);

@@ -110,7 +110,8 @@ const seconds = (max: number, why: string) => (v: string): number => {
 };
 const timerSeconds = seconds(MAX_TIMER_SECONDS, ' (the longest timer, ≈ 24.8 days)');
 
-function portNumber(v: string): number {
+/** A port given on the command line (`hermes operator --http-port`, `hermes dev --port`). */
+export function portNumber(v: string): number {
   if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('expected a port number from 0 to 65535.');
   return Number(v);
 }
