@@ -51,15 +51,25 @@ export async function openRuntime(component: string, overrides: Partial<Record<k
   };
 }
 
-/** Calls `stop` once on SIGTERM/SIGINT, then exits; a second signal exits at once. */
+const signalExitCodes: Partial<Record<NodeJS.Signals, number>> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * Calls `stop` once on SIGTERM/SIGINT, then exits 0; a second signal exits at once, saying so,
+ * with 128 + its number (the turns still running are left to recovery).
+ */
 export function onShutdown(log: Logger, stop: () => Promise<void>): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(130);
+    if (stopping) {
+      log.warn({ signal }, 'Second signal: exiting now without waiting for running turns (recovery settles them)');
+      process.exit(signalExitCodes[signal] ?? 1);
+    }
     stopping = true;
     log.info({ signal }, 'Shutting down');
     stop().then(() => process.exit(0), (err: unknown) => { log.error({ err }, 'Shutdown failed'); process.exit(1); });
   };
-  process.once('SIGTERM', handler);
-  process.once('SIGINT', handler);
+  // `on`, not `once`: with `once` a second SIGTERM met Node's default action and killed the
+  // process without a word, and the branch above never ran.
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
 }

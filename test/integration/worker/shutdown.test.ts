@@ -1,7 +1,7 @@
 // SIGTERM on a worker process: it starts no further turn at once (the session's queue is handed
 // to another worker), lets a running turn finish within the grace period and exits 0; past the
 // grace period the turn is cut (recorded, never left hanging), the session is resume_pending and
-// another worker resumes it once, continuing the transcript.
+// another worker resumes it once, continuing the transcript. A second SIGTERM exits at once (143).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,7 +28,7 @@ beforeAll(async () => {
   model = await startFakeOpenAI((b) => {
     const text = lastUser(b);
     if (text === 'slow') return { hold: released, text: 'finished after SIGTERM' };
-    if (text === 'stuck') return { hold: never };
+    if (text === 'stuck' || text === 'held twice') return { hold: never };
     if (text === 'first of three') return { hold: firstReleased, text: 'first done' };
     if (text === RESUME_NOTE) return { text: 'resumed answer' };
     return { text: `echo: ${text}` };
@@ -81,6 +81,17 @@ describe('worker SIGTERM', () => {
     expect(await exited).toBe(0);
     const a = await getAdmission(rt.db.pool, adm.admissionId);
     expect(a).toMatchObject({ state: 'terminal', outcome: 'completed' });
+  });
+
+  it('a second SIGTERM exits at once with 143, by its own handler (not killed by the signal)', async () => {
+    const { worker } = await runUntilInFlight('held twice', 60);
+    const exit = new Promise<[number | null, NodeJS.Signals | null]>((r) => worker.once('exit', (code, signal) => r([code, signal])));
+    worker.kill('SIGTERM');
+    // The first signal is being handled (the turn holds the shutdown) before the second is sent.
+    await new Promise((r) => setTimeout(r, 1_000));
+    worker.kill('SIGTERM');
+    // With process.once the second SIGTERM met Node's default action: killed by the signal, code null.
+    expect(await exit).toEqual([143, null]);
   });
 
   it('past the grace period, cuts the turn and exits 0; another worker resumes the session once', async () => {
