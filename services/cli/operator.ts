@@ -12,6 +12,7 @@ import { startOperatorProbes } from '../../operator/probes.js';
 import { publishBundledSkillsAtStart } from '../../operator/skills/bundled.js';
 import type { SandboxHygieneOptions } from '../../operator/controllers/sandbox-policy.js';
 import { onShutdown } from './runtime.js';
+import { namespaceName, objectName } from './kube-names.js';
 import { kubernetesSandboxSettings } from '../sandbox/index.js';
 
 /** The cluster to talk to: KUBECONFIG, ~/.kube/config or the in-cluster ServiceAccount; a clear error otherwise. */
@@ -94,15 +95,6 @@ export async function runOperator(opts: OperatorCliOptions, env: NodeJS.ProcessE
   return { handle, ...(probes ? { url: probes.url } : {}), close: async () => { await handle.stop(); await probes?.close(); await db.close(); } };
 }
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-/** A namespace given on the command line: a typo (`Bad_NS`) would otherwise watch nothing, silently. */
-function namespaceName(v: string): string {
-  if (!DNS_LABEL.test(v)) throw new InvalidArgumentError('expected a Kubernetes namespace name: lowercase letters, digits and \'-\', at most 63.');
-  return v;
-}
-
 /** A whole number of seconds from 0 to `max`, checked when the flag is read (before any cluster is needed). */
 const seconds = (max: number, why: string) => (v: string): number => {
   if (!/^\d+$/.test(v) || Number(v) > max) throw new InvalidArgumentError(`expected a whole number of seconds from 0 to ${max}${why}.`);
@@ -114,12 +106,6 @@ const timerSeconds = seconds(MAX_TIMER_SECONDS, ' (the longest timer, ≈ 24.8 d
 export function portNumber(v: string): number {
   if (!/^\d+$/.test(v) || Number(v) > 65535) throw new InvalidArgumentError('expected a port number from 0 to 65535.');
   return Number(v);
-}
-
-/** An object name (a Lease, a Secret) given on the command line. */
-function objectName(v: string): string {
-  if (!DNS_SUBDOMAIN.test(v)) throw new InvalidArgumentError('expected a Kubernetes object name: lowercase letters, digits, \'-\' and \'.\', at most 253.');
-  return v;
 }
 
 export const operatorCommand = new Command('operator')

@@ -4,11 +4,12 @@ import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { importSkillDir, skillManifestYaml } from '../../operator/skills/import.js';
 import { learnedSkillCommands } from './learning.js';
+import { namespaceName } from './kube-names.js';
 
 const importCommand = new Command('import')
   .description('Print the Skill manifest of a Hermes skill folder (SKILL.md + references/, templates/, scripts/, assets/).')
   .argument('<dir>', 'skill folder containing SKILL.md')
-  .option('-n, --namespace <ns>', 'set metadata.namespace (default: none, kubectl picks)')
+  .option('-n, --namespace <ns>', 'set metadata.namespace (default: none, kubectl picks)', namespaceName)
   .action(async (dir: string, opts: { namespace?: string }) => {
     try {
       process.stdout.write(skillManifestYaml(await importSkillDir(resolve(dir), opts.namespace)));

@@ -23,6 +23,13 @@ describe('hermes operator: Kubernetes names on the command line', () => {
     });
   });
 
+  it('hermes skills import -n checks the namespace too: it printed a manifest with namespace Bad_NS', async () => {
+    const r = await runHermes(['skills', 'import', 'examples/gitops-skill/source/release-notes', '-n', 'Bad_NS']);
+    expect([r.code, r.stdout]).toEqual([1, '']);
+    expect(r.stderr).toContain('argument \'Bad_NS\' is invalid. expected a Kubernetes namespace name');
+    expect((await runHermes(['skills', 'import', 'examples/gitops-skill/source/release-notes', '-n', 'team-a'])).stdout).toContain('namespace: team-a');
+  });
+
   it('takes valid names and goes on to the next check (a cluster to talk to)', async () => {
     const r = await hermes('operator', '--namespace', 'team-a', '--lease-name', 'hermes.operator', '--runtime-secret', 'hermes-runtime');
     expect(r.stderr).not.toContain('is invalid');
