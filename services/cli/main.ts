@@ -29,6 +29,14 @@ function commandsFor(argv: readonly string[]): string[] {
   return named !== undefined && Object.hasOwn(commands, named) ? [named] : Object.keys(commands);
 }
 
+/** A port the process cannot listen on (taken, not allowed): which address, why, and the settings that choose it. */
+function describeListenFailure(err: unknown): string | undefined {
+  const e = err as { syscall?: unknown; code?: unknown; address?: unknown; port?: unknown } | undefined;
+  if (e?.syscall !== 'listen' || typeof e.code !== 'string') return undefined;
+  const why = { EADDRINUSE: 'the port is taken by another process', EACCES: 'not allowed (a port below 1024 needs privileges)', EADDRNOTAVAIL: 'no interface of this machine has that address' }[e.code] ?? e.code;
+  return `Cannot listen on ${String(e.address)}:${String(e.port)}: ${why}. Choose another with HERMES_HOST and HERMES_PORT (gateway), HERMES_WORKER_PORT (worker) or HERMES_METRICS_PORT, or the command's --port.`;
+}
+
 const program = new Command('hermes')
   .description('Hermes Operator: the Hermes agent runtime on Kubernetes.')
   .addHelpText('after', `\nSettings (environment variables):\n${describeSettings()}`)
@@ -40,7 +48,7 @@ try {
 } catch (err) {
   // A setting that is wrong, or a Postgres the command cannot use (down, refusing the login):
   // one line and exit 2, as the database commands say it (cli-db.ts), never a stack trace.
-  const said = err instanceof ConfigError ? err.message : describePostgresFailure(err, process.env.DATABASE_URL);
+  const said = err instanceof ConfigError ? err.message : describePostgresFailure(err, process.env.DATABASE_URL) ?? describeListenFailure(err);
   if (said !== undefined) {
     console.error(said);
     process.exit(2);
