@@ -12,8 +12,10 @@ export const workerCommand = new Command('worker')
     const secrets = await openSecrets(rt.config, { defaultSource: 'kubernetes' }).catch(async (err: unknown) => { await rt.close(); throw err; });
     rt.log.info({ secrets: secrets.source }, 'Reading Profile secrets');
     await publishBundledSkillsAtStart(rt.db, rt.log);
-    const worker = await startWorker({ ...rt, secrets, kubeConfig: clusterKubeConfig });
+    // Probes first: a port that is taken stops the process before it has claimed any turn (a turn
+    // claimed by a process that then exits is settled unknown, never run again).
     const probes = await startWorkerProbes(rt);
+    const worker = await startWorker({ ...rt, secrets, kubeConfig: clusterKubeConfig }).catch(async (err: unknown) => { await probes.close(); throw err; });
     rt.log.info({ url: probes.url }, 'Worker probes and metrics listening');
     onShutdown(rt.log, async () => {
       probes.draining();
