@@ -4,7 +4,7 @@
 // (admitAnswered): the reply goes through the delivery ledger like any other, and a retried
 // platform event is answered once. Answers name commands as users of the platform write them.
 import {
-  commandWord, COMMANDS, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
+  commandAllowed, commandWord, COMMANDS, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
   stopSubagents, type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type Permissions, type SessionActivity, type SessionSignal, type Sql,
 } from '../core/index.js';
 import type { GatewayContext } from './context.js';
@@ -26,9 +26,12 @@ export interface CommandCall {
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-function helpText(platform: string): string {
+/** `/help`: the commands the sender may use (team mode, `perms`: the same gate as inbound.ts), as their platform writes them. */
+function helpText(platform: string, perms: Permissions): string {
   const line = (c: (typeof COMMANDS)[number]) => `${commandWord(platform, c.name)}${c.args ? ` ${c.args}` : ''} — ${c.help}`;
-  return ['Commands:', ...COMMANDS.map(line)].join('\n');
+  const usable = COMMANDS.filter((c) => commandAllowed(perms, c.name));
+  const all = usable.length === COMMANDS.length;
+  return [all ? 'Commands:' : 'Commands you may use here:', ...usable.map(line)].join('\n');
 }
 
 /** What the sender may use (team mode, `perms`), as /whoami says it. */
@@ -145,7 +148,7 @@ export function gatewayCommand(call: CommandCall): CommandAction | undefined {
   // `/steer` and `/redirect` reach the running turn as signals at admission (inbound.ts): refused here only without text.
   if (SIGNALS_WITH_TEXT.has(name)) return args ? undefined : { kind: 'answer', reply: needsText(platform, name) };
   switch (name) {
-    case 'help': return { kind: 'answer', reply: helpText(platform) };
+    case 'help': return { kind: 'answer', reply: helpText(platform, call.perms) };
     case 'whoami': return { kind: 'answer', reply: whoamiText(call) };
     case 'model': return { kind: 'answer', reply: modelText(call) };
     case 'status': return { kind: 'answer', reply: statusAnswer(call) };

@@ -3,7 +3,7 @@
 // which slash commands they may use; an API key bound to a user reads and writes only that user's
 // admissions and may name no other user (403), a trusted backend may name users.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { commandRefusal, publishRevision, sha256, type CompiledAgent } from '../../services/core/index.js';
+import { commandRefusal, COMMANDS, publishRevision, sha256, type CompiledAgent } from '../../services/core/index.js';
 import { builtinRegistry } from '../../services/agent/index.js';
 import type { ChatRequestBody } from '../support/fake-openai.js';
 import { testAgent, testApiKey, useGatewaySystem } from '../support/system.js';
@@ -83,6 +83,22 @@ describe('per-user permissions (spec.access)', () => {
     expect(carol).toContain('You may use every command (/help lists them), except /approve and /deny.');
     const dave = await backend.replyOf(await backend.post('team', '/whoami', 'dave'));
     expect(dave).toBe('You are api:dave.\nYou are an admin of this agent.\nYou may use every command (/help lists them) and every tool of this agent.');
+  });
+
+  it('/help lists the commands the person may use, nothing more (as /whoami says them)', async () => {
+    const words = (reply: string) => reply.split('\n').slice(1).map((l) => l.split(' ')[0]);
+    const bob = await backend.replyOf(await backend.post('team', '/help', 'bob'));
+    expect(bob.split('\n')[0]).toBe('Commands you may use here:');
+    expect(words(bob)).toEqual(['/new', '/whoami', '/help']);
+    const alice = await backend.replyOf(await backend.post('team', '/help', 'alice'));
+    expect(words(alice)).toEqual(['/new', '/approve', '/deny', '/whoami', '/help']);
+    const carol = words(await backend.replyOf(await backend.post('team', '/help', 'carol')));
+    expect(carol).toContain('/stop');
+    expect(carol).not.toContain('/approve');
+    expect(carol).not.toContain('/deny');
+    const dave = await backend.replyOf(await backend.post('team', '/help', 'dave'));
+    expect(dave.split('\n')[0]).toBe('Commands:');
+    expect(words(dave)).toEqual(COMMANDS.map((c) => `/${c.name}`));
   });
 });
 
