@@ -54,6 +54,18 @@ export interface ParsedCommand {
 
 const SLASH = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i;
 
+/** A leading command word (`/word` or Slack's `!word`) and the control characters right after it. */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const WORD_THEN_CONTROL = /^(\s*[/!][A-Za-z][\w-]*)[\u0000-\u0008\u000e-\u001f\u007f\uFFFD]+/;
+
+/**
+ * `text` with a NUL or other control character right after its leading command word (or the
+ * U+FFFD a NUL is stored as) written as a space: `/status<NUL>` is `/status`, as `/status ` is.
+ * Applied once where a message comes in (gateway/inbound.ts, and Slack's `!word` before it is
+ * rewritten), so every parser of the stored text — here, the worker's, a skill's — reads it alike.
+ */
+export const commandText = (text: string): string => text.replace(WORD_THEN_CONTROL, '$1 ');
+
 /** A known command (`/status`, `/queue do this`, …), or undefined for anything else (including `/<skill>`). */
 export function parseCommand(content: string): ParsedCommand | undefined {
   const m = SLASH.exec(content.trim());

@@ -4,7 +4,7 @@
 // turn itself, and the agent's max-concurrent-sessions slot, are the worker's.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, admitAnswered, agentStopped, answerClarification, busyInterruptText, commandAllowed, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
+  admit, admitAnswered, agentStopped, answerClarification, busyInterruptText, commandAllowed, commandText, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
   type AdmissionState, type Admitted, type AdmitInput, type AgentRecord, type Permissions, type TraceCarrier,
 } from '../core/index.js';
 import { gatewayCommand, type CommandAction } from './commands.js';
@@ -113,7 +113,9 @@ async function reachRunningTurn(ctx: GatewayContext, agent: AgentRecord, admitte
   if (m.busy && !answers) await applyBusyPolicy(ctx, agent, admitted, m.content);
 }
 
-export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, input: AdmitInput, via: InboundVia): Promise<Inbound> {
+export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, received: AdmitInput, via: InboundVia): Promise<Inbound> {
+  // A control character after the command word (`/status<NUL>`) ends it as a space does.
+  const input = { ...received, content: commandText(received.content) };
   // SPEC: the emergency-stop gate comes before anything is admitted as work: a short refusal, no turn.
   if (agentStopped(agent)) return answered(ctx, input, { kind: 'answer', reply: stoppedReply }, via);
   const command = parseCommand(input.content);

@@ -1,6 +1,6 @@
 // The command table and how commands are written per platform (Slack: `!word`, since Slack owns `/word`).
 import { describe, expect, it } from 'vitest';
-import { commandWord, COMMANDS, isSilentReply, parseCommand, unknownNoticeFor } from '../../services/core/index.js';
+import { commandText, commandWord, COMMANDS, isSilentReply, parseCommand, unknownNoticeFor } from '../../services/core/index.js';
 import { slack } from '../../services/platforms/index.js';
 
 describe('commands', () => {
@@ -10,6 +10,16 @@ describe('commands', () => {
     expect(parseCommand('/my-skill please')).toBeUndefined(); // a skill command is a request for the model
     expect(parseCommand('status')).toBeUndefined();
     expect(parseCommand('see /status')).toBeUndefined();
+  });
+
+  it('ends a command word at a NUL or other control character as at a space (commandText)', () => {
+    expect(parseCommand(commandText('/status\u0000'))).toMatchObject({ name: 'status', args: '' });
+    expect(parseCommand(commandText('/status\uFFFD'))).toMatchObject({ name: 'status', args: '' });
+    expect(parseCommand(commandText('/queue\u0001\u0000do it'))).toMatchObject({ name: 'queue', args: 'do it' });
+    expect(commandText('!stop\u0000')).toBe('!stop ');
+    expect(commandText('/kanban create buy\u0000milk')).toBe('/kanban create buy\u0000milk'); // only right after the word
+    expect(commandText('hello\u0000')).toBe('hello\u0000');
+    expect(parseCommand(commandText('/statusx\u0000'))).toBeUndefined();
   });
 
   it('has every command the issue names', () => {

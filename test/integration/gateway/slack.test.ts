@@ -326,6 +326,20 @@ describe('Slack conversations', () => {
     expect(reply.args.text).toMatch(/^Created t_\S+ \[\w+\] buy\uFFFDmilk/);
   });
 
+  it('takes `!status` with a NUL right after the word as the /status command, not a message for the model', async () => {
+    const calls = model.requests.length;
+    const m = send({ user: ALLOWED, text: '!status\u0000', channel: 'DNULWORD', channelType: 'im' });
+    expect((await m.res).status).toBe(200);
+    const reply = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DNULWORD'), 'the /status reply');
+    expect(reply.args.text).toMatch(/^Conversation \S+\./);
+    expect(model.requests.length).toBe(calls);
+    const queued = send({ user: ALLOWED, text: '!queue\u0000\u0000say hi', channel: 'DNULWORD2', channelType: 'im' });
+    await queued.res;
+    const { rows } = await rt.db.pool.query<{ content: string }>(`SELECT content FROM admissions WHERE id = $1`, [(await admissionOf(queued.eventId)).id]);
+    expect(rows[0]!.content).toBe('say hi');
+    await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DNULWORD2'), 'the queued message\'s answer');
+  });
+
   it('takes `!usage` as the /usage command: answered without the model', async () => {
     const calls = model.requests.length;
     const m = send({ user: ALLOWED, text: '!usage', channel: 'DCMD', channelType: 'im' });
