@@ -5,7 +5,7 @@
 // platform event is answered once. Answers name commands as users of the platform write them.
 import {
   commandAllowed, commandWord, COMMANDS, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
-  stopSubagents, type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type Permissions, type SessionActivity, type SessionSignal, type Sql,
+  stopSubagents, unavailableCommand, type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type Permissions, type SessionActivity, type SessionSignal, type Sql,
 } from '../core/index.js';
 import type { GatewayContext } from './context.js';
 import { kanbanAnswer } from './kanban-command.js';
@@ -160,4 +160,14 @@ export function gatewayCommand(call: CommandCall): CommandAction | undefined {
     case 'kanban': return { kind: 'answer', reply: kanbanAnswer(call.agent.agentId, args, platform) };
     default: return undefined;
   }
+}
+
+/**
+ * A Hermes command this runtime lacks (`/undo`, `/title x`, …: core unavailableCommand), answered
+ * now without the model, unless the agent offers a skill of that name (then it is that skill's command).
+ */
+export function unavailableAnswer(agent: AgentRecord, input: AdmitInput): Extract<CommandAction, { kind: 'answer' }> | undefined {
+  const u = unavailableCommand(input.content, input.platform);
+  if (!u || agent.compiled.skills?.some((s) => s.name === u.name)) return undefined;
+  return { kind: 'answer', reply: u.reply };
 }

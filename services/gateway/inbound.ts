@@ -7,7 +7,7 @@ import {
   admit, admitAnswered, agentStopped, answerClarification, busyInterruptText, commandAllowed, commandText, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
   type AdmissionState, type Admitted, type AdmitInput, type AgentRecord, type Permissions, type TraceCarrier,
 } from '../core/index.js';
-import { gatewayCommand, type CommandAction } from './commands.js';
+import { gatewayCommand, unavailableAnswer, type CommandAction } from './commands.js';
 import type { GatewayContext } from './context.js';
 
 type AnswerAction = Extract<CommandAction, { kind: 'answer' }>;
@@ -119,6 +119,9 @@ export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, rece
   // SPEC: the emergency-stop gate comes before anything is admitted as work: a short refusal, no turn.
   if (agentStopped(agent)) return answered(ctx, input, { kind: 'answer', reply: stoppedReply }, via);
   const command = parseCommand(input.content);
+  // A Hermes command this runtime lacks (never a known one): answered now, never the model's to read.
+  const unavailable = unavailableAnswer(agent, input);
+  if (unavailable) return answered(ctx, input, unavailable, via);
   let content = input.content;
   const plain = !command && !parseControlCommand(input.content);
   let busy = plain;

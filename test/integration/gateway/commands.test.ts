@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import {
   acquireLease, admit, agentStopped, enqueueTurn, getAdmission, getObligationForAdmission, listTranscript, markStopped, publishRevision, registerInstance, startNextTurn,
-  stoppedReply, unknownNotice, type CompiledAgent,
+  SILENT_REPLY, stoppedReply, unknownNotice, type CompiledAgent,
 } from '../../../services/core/index.js';
 import { builtinRegistry, defineTool } from '../../../services/agent/index.js';
 import { buildGatewayApp } from '../../../services/gateway/index.js';
@@ -67,6 +67,7 @@ beforeAll(async () => {
   const m = { ...testAgent(model.baseURL).model, provider: 'openai' as const };
   const moa = { defaultPreset: 'p', presets: [{ name: 'p', referenceModels: [m], aggregator: m, referenceTemperature: 0.6, aggregatorTemperature: 0.4, maxTokens: 512, fanout: 'user_turn' as const }] };
   ids.moa = await createTestAgent(rt, model.baseURL, agentNamed('moa-cmd', { moa }));
+  ids.learner = await createTestAgent(rt, model.baseURL, agentNamed('learner', { skills: [{ name: 'learn', object: 'learn' }] }));
   worker = await startTestWorker(rt, { loop: { tools: builtinRegistry().register(gate) } });
   app = buildGatewayApp({ ...rt, tuning: { pollMs: 50 } });
   await app.ready();
@@ -187,6 +188,25 @@ describe('commands while a turn runs', () => {
     expect(await answeredNow(await post('/moa plan it', 'moa', 'demo'))).toBe('This agent has no Mixture-of-Agents preset: an operator can add one to its Profile (spec.moa.presets).');
     expect(await answeredNow(await post('/moa', 'moa', 'moa-cmd'))).toBe('/moa needs a message: /moa <your message>.');
     expect(model.requests.length).toBe(before);
+  });
+
+  it('Hermes commands this runtime lacks (/undo, /title x, /sessions, /background x, …) are answered at once without the model; /start silently', async () => {
+    const calls = model.requests.length;
+    expect(await answeredNow(await post('/undo', 'lacks'))).toBe('/undo is not available here: a conversation cannot be backed up. /retry answers your last message afresh (the earlier answer leaves the conversation); /new starts over.');
+    expect(await answeredNow(await post('/title my project', 'lacks'))).toBe('/title is not available here: conversations have no titles. /status shows this conversation\'s id.');
+    expect(await answeredNow(await post('/sessions', 'lacks'))).toContain('/sessions is not available here: a chat has one conversation at a time');
+    expect(await answeredNow(await post('/BACKGROUND write the report', 'lacks'))).toContain('/background is not available here. /queue <message> runs');
+    expect(await answeredNow(await post('/yolo', 'lacks'))).toContain('/yolo is not available here: this agent\'s settings are its operator\'s');
+    expect(await answeredNow(await post('/history', 'lacks'))).toBe('/history is a command of Hermes\' terminal UI; there is no terminal here.');
+    const start = await post('/start', 'lacks');
+    expect(await answeredNow(start)).toBe(SILENT_REPLY); // stored, never sent (Hermes acknowledges start pings without a reply)
+    expect(model.requests.length).toBe(calls);
+    // None of it is conversation: the next message's model request holds only itself.
+    expect((await finished((await post('and now?', 'lacks')).admissionId)).reply).toBe('saw: and now?');
+    // A skill the agent offers under such a name is that skill's command, not refused here.
+    const learn = await post('/learn this', 'lacks', 'learner');
+    expect(learn.state).toBe('queued');
+    await finished(learn.admissionId);
   });
 
   it('/approve, /deny, /retry and /discard wait for the running turn: they act on the session as its next turns', async () => {

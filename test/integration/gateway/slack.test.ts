@@ -340,6 +340,15 @@ describe('Slack conversations', () => {
     await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DNULWORD2'), 'the queued message\'s answer');
   });
 
+  it('answers `!undo`, a Hermes command this runtime lacks, at once and without the model, naming commands as Slack writes them', async () => {
+    const calls = model.requests.length;
+    const m = send({ user: ALLOWED, text: '!undo', channel: 'DUNDO', channelType: 'im' });
+    await m.res;
+    const reply = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DUNDO'), 'the !undo reply');
+    expect(reply.args.text).toMatch(/^!undo is not available here: .* !retry answers your last message afresh .* !new starts over\.$/);
+    expect(model.requests.length).toBe(calls);
+  });
+
   it('takes `!usage` as the /usage command: answered without the model', async () => {
     const calls = model.requests.length;
     const m = send({ user: ALLOWED, text: '!usage', channel: 'DCMD', channelType: 'im' });
