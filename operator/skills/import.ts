@@ -2,7 +2,7 @@
 // references/, templates/, scripts/, assets/) → a Skill manifest. Hermes' snake_case front matter
 // maps to the camelCase spec; unknown front-matter keys are kept under an annotation so nothing
 // is silently dropped.
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { stringify } from 'yaml';
 import { KNOWN_FRONT_MATTER, skillFieldsFrom, splitSkillMd } from '../../services/agent/skills/skill-md.js';
@@ -27,9 +27,25 @@ async function extraFiles(dir: string): Promise<{ path: string; content: string 
 /** A DNS-1123 object name for a Hermes skill name. */
 export const objectNameFor = (skillName: string): string => skillName.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || 'skill';
 
+const EXPECTED = 'expected a Hermes skill folder: SKILL.md (YAML front matter, then the instructions), optionally references/, templates/, scripts/, assets/';
+
+/** The folder's SKILL.md; a folder that is missing, is a file, or has no SKILL.md is said in one line naming what is expected. */
+async function readSkillMd(dir: string): Promise<string> {
+  const s = await stat(dir).catch(() => undefined);
+  if (!s) throw new Error(`${dir}: no such folder (${EXPECTED})`);
+  if (!s.isDirectory()) throw new Error(`${dir}: not a folder (${EXPECTED})`);
+  try {
+    return await readFile(join(dir, 'SKILL.md'), 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'EISDIR') throw new Error(`${dir}: no SKILL.md file in this folder (${EXPECTED})`, { cause: err });
+    throw new Error(`${join(dir, 'SKILL.md')}: cannot be read: ${(err as Error).message}`, { cause: err });
+  }
+}
+
 /** Reads a skill folder and returns the validated Skill manifest. */
 export async function importSkillDir(dir: string, namespace?: string): Promise<Skill> {
-  const { front, body } = splitSkillMd(await readFile(join(dir, 'SKILL.md'), 'utf8'));
+  const { front, body } = splitSkillMd(await readSkillMd(dir));
   const extra = Object.keys(front).filter((k) => !KNOWN_FRONT_MATTER.has(k));
   const manifest = {
     apiVersion, kind: 'Skill',

@@ -30,6 +30,19 @@ describe('hermes operator: Kubernetes names on the command line', () => {
     expect((await runHermes(['skills', 'import', 'examples/gitops-skill/source/release-notes', '-n', 'team-a'])).stdout).toContain('namespace: team-a');
   });
 
+  it('hermes skills import names what a skill folder needs: a folder without SKILL.md said the raw ENOENT open …/SKILL.md', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'hermes-noskill-'));
+    const file = join(empty, 'notes.txt');
+    writeFileSync(file, 'x');
+    const cases = [[empty, 'no SKILL.md file in this folder'], [join(empty, 'missing'), 'no such folder'], [file, 'not a folder']] as const;
+    const results = await Promise.all(cases.map(([dir]) => runHermes(['skills', 'import', dir])));
+    cases.forEach(([dir, said], i) => {
+      const r = results[i]!;
+      expect([r.code, r.stdout], dir).toEqual([2, '']);
+      expect(r.stderr.trim(), dir).toBe(`${dir}: ${said} (expected a Hermes skill folder: SKILL.md (YAML front matter, then the instructions), optionally references/, templates/, scripts/, assets/)`);
+    });
+  });
+
   it('takes valid names and goes on to the next check (a cluster to talk to)', async () => {
     const r = await hermes('operator', '--namespace', 'team-a', '--lease-name', 'hermes.operator', '--runtime-secret', 'hermes-runtime');
     expect(r.stderr).not.toContain('is invalid');
