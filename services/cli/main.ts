@@ -5,7 +5,7 @@
 // SDKs, the Kubernetes client or the HTTP server, in about a third of the time; `hermes --help`
 // and `hermes help` load them all.
 import { Command } from 'commander';
-import { ConfigError, describePostgresFailure, describeSettings } from '../core/index.js';
+import { ConfigError, describePostgresFailure, describeSettings, type SettingsCommand } from '../core/index.js';
 
 /** Each top-level command, in the order `hermes --help` lists them, with the module that defines it. */
 const commands: Record<string, () => Promise<Command>> = {
@@ -41,7 +41,14 @@ const program = new Command('hermes')
   .description('Hermes Operator: the Hermes agent runtime on Kubernetes.')
   .addHelpText('after', `\nSettings (environment variables):\n${describeSettings()}`)
   .showHelpAfterError();
-for (const command of await Promise.all(commandsFor(process.argv).map((name) => commands[name]!()))) program.addCommand(command);
+/** The long-running commands: each one's --help lists the settings it reads, from the one schema. */
+const settingsCommands: readonly string[] = ['gateway', 'worker', 'dev', 'operator'] satisfies SettingsCommand[];
+for (const command of await Promise.all(commandsFor(process.argv).map((name) => commands[name]!()))) {
+  if (settingsCommands.includes(command.name())) {
+    command.addHelpText('after', `\nSettings (environment variables) that hermes ${command.name()} reads:\n${describeSettings(command.name() as SettingsCommand)}`);
+  }
+  program.addCommand(command);
+}
 
 try {
   await program.parseAsync(process.argv);

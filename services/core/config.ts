@@ -212,7 +212,42 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   return Object.freeze(parsed.data!);
 }
 
-/** `--help` text listing every setting. */
-export function describeSettings(): string {
-  return Object.entries(configSchema.shape).map(([k, s]) => `  ${k.padEnd(36)} ${s.description ?? ''}`).join('\n');
+
+/** The long-running commands whose `--help` lists the settings they read. */
+export type SettingsCommand = 'gateway' | 'worker' | 'dev' | 'operator';
+type Reader = Exclude<SettingsCommand, 'dev'> | 'dev-only';
+const g: readonly Reader[] = ['gateway'], w: readonly Reader[] = ['worker'], gw: readonly Reader[] = ['gateway', 'worker'];
+const all: readonly Reader[] = ['gateway', 'worker', 'operator'], d: readonly Reader[] = ['dev-only'];
+/**
+ * Which process reads each setting (`hermes dev` runs a gateway and a worker, so it reads theirs
+ * too). Typed over the schema's keys: a new setting does not compile until it says who reads it,
+ * and each command's `--help` is generated from this and the descriptions above.
+ */
+const settingReaders: { readonly [K in keyof typeof configSchema.shape]: readonly Reader[] } = {
+  DATABASE_URL: all, REDIS_URL: gw, HERMES_PORT: g, HERMES_HOST: gw, HERMES_WORKER_PORT: w, HERMES_METRICS_PORT: gw, HERMES_METRICS_TOKEN: gw, HERMES_ADMIN_TOKEN: g,
+  HERMES_MAX_WAITS_PER_KEY: g, HERMES_LOG_LEVEL: all, HERMES_QUEUE_PREFIX: gw, HERMES_MAX_BODY_BYTES: g, HERMES_MAX_MESSAGE_CHARS: g, HERMES_DB_POOL_SIZE: all,
+  HERMES_DB_QUERY_TIMEOUT_SECONDS: all, HERMES_REDIS_TIMEOUT_SECONDS: gw, HERMES_LEASE_TTL_SECONDS: w, HERMES_LEASE_RENEW_SECONDS: w, HERMES_HEARTBEAT_SECONDS: w,
+  HERMES_INSTANCE_TTL_SECONDS: gw, HERMES_SWEEP_SECONDS: w, HERMES_SWEEP_GRACE_SECONDS: w, HERMES_TURN_CONCURRENCY: w, HERMES_DELIVERY_CONCURRENCY: w, HERMES_REVIEW_CONCURRENCY: w,
+  HERMES_CURATOR_INTERVAL_HOURS: w, HERMES_CRON_TICK_SECONDS: w, HERMES_DELIVERY_MAX_ATTEMPTS: w, HERMES_DELIVERY_MAX_AGE_SECONDS: w, HERMES_PROGRESS_DELAY_SECONDS: w,
+  HERMES_PROGRESS_EDIT_SECONDS: w, HERMES_DELIVERY_ATTEMPT_SECONDS: w, HERMES_TOOL_RESULT_RETENTION_SECONDS: w, HERMES_APPROVAL_POLL_MS: w, HERMES_TURN_STALL_SECONDS: w,
+  HERMES_TURN_WATCHDOG_POLL_SECONDS: w, HERMES_MODEL_TIMEOUT_SECONDS: w, HERMES_REPLY_WAIT_SECONDS: g, HERMES_SHUTDOWN_GRACE_SECONDS: w, HERMES_DEV_API_KEY: d, HERMES_DEV_MODEL: d,
+  HERMES_DEV_MANIFESTS: d, OPENAI_API_KEY: d, HERMES_SECRETS_SOURCE: gw, HERMES_SECRETS_DIR: gw, HERMES_SECRETS_FILE: gw, HERMES_SECRETS_ENV_ALLOW: all, HERMES_SECRETS_CACHE_SECONDS: gw,
+  HERMES_SANDBOX_BACKEND: w, HERMES_SANDBOX_IMAGE: w, HERMES_SANDBOX_SERVICE_ACCOUNT: w, HERMES_SANDBOX_UID: w, HERMES_SANDBOX_REQUESTS: w, HERMES_SANDBOX_LIMITS: w,
+  HERMES_SANDBOX_TMP_SIZE: w, HERMES_SANDBOX_START_TIMEOUT_SECONDS: w, HERMES_SANDBOX_STORAGE_CLASS: w, HERMES_SANDBOX_RUNTIME_CLASS: w, HERMES_SANDBOX_DNS_NAMESPACE: w,
+  HERMES_SANDBOX_DNS_SELECTOR: w, HERMES_SANDBOX_POLICY_REFRESH_SECONDS: w, HERMES_WORKSPACES_DIR: w, HERMES_BWRAP_UID: w, HERMES_BWRAP_PATH: w, HERMES_BWRAP_ALLOWLIST: w,
+  HERMES_SLACK_API_URL: gw, HERMES_TELEGRAM_API_URL: gw, HERMES_DISCORD_API_URL: gw, HERMES_CONNECTOR_REFRESH_SECONDS: g, HERMES_CONNECTORS: g, HERMES_TEAMS_OPENID_URL: g,
+  HERMES_TEAMS_LOGIN_URL: w, HERMES_TEAMS_API_URL: w, HERMES_WEB_ALLOW_CIDRS: w, HERMES_WEB_TIMEOUT_SECONDS: w, HERMES_WEB_MAX_BYTES: w, HERMES_KANBAN_DISPATCH: g,
+  HERMES_KANBAN_TICK_SECONDS: g, HERMES_KANBAN_FAILURE_LIMIT: g, HERMES_KANBAN_CLAIM_TTL_SECONDS: gw, HERMES_KANBAN_STALE_SECONDS: g, HERMES_KANBAN_MAX_RUNTIME_SECONDS: g,
+  HERMES_KANBAN_CLAIMS_PER_TICK: g, OPENAI_BASE_URL: w, OTEL_EXPORTER_OTLP_ENDPOINT: gw, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: gw, OTEL_SERVICE_NAME: gw,
+};
+
+function readsSetting(command: SettingsCommand, readers: readonly Reader[]): boolean {
+  return command === 'dev' ? readers.some((r) => r !== 'operator') : readers.includes(command);
+}
+
+/** `--help` text listing every setting, or those `command` reads. */
+export function describeSettings(command?: SettingsCommand): string {
+  return Object.entries(configSchema.shape)
+    .filter(([k]) => command === undefined || readsSetting(command, settingReaders[k as keyof typeof settingReaders]))
+    .map(([k, s]) => `  ${k.padEnd(36)} ${s.description ?? ''}`).join('\n');
 }
