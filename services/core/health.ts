@@ -7,9 +7,14 @@ import type { Logger } from './logger.js';
 
 export interface CheckResult { ok: boolean; error?: string }
 
+/** Socket errors that mean the server could not be reached at all (down, no route, no such host). */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
+const unreachable = (err: unknown): boolean => UNREACHABLE.has(String((err as { code?: unknown } | undefined)?.code));
+
 /**
  * Runs `probe`, failing it when it throws or does not answer within `timeoutMs`. The result says
- * only "no answer within N ms" or "failed"; `onError` receives the cause (to log it).
+ * only "no answer within N ms", "not reachable" (a refused or unroutable connection) or "failed";
+ * `onError` receives the cause (to log it).
  */
 export async function checkWithin(probe: () => Promise<unknown>, timeoutMs: number, onError?: (err: unknown) => void): Promise<CheckResult> {
   let timer: NodeJS.Timeout | undefined;
@@ -23,7 +28,7 @@ export async function checkWithin(probe: () => Promise<unknown>, timeoutMs: numb
     return { ok: true };
   } catch (err) {
     onError?.(err);
-    return { ok: false, error: 'failed (the cause is in the process log)' };
+    return { ok: false, error: unreachable(err) ? 'not reachable (the cause is in the process log)' : 'failed (the cause is in the process log)' };
   } finally {
     clearTimeout(timer);
   }
