@@ -75,6 +75,10 @@ export class WatchedCache<T extends KubernetesObject> {
     } finally {
       clearTimeout(timer);
     }
+    // The informer reports a failed list or watch to its error handler and still resolves start():
+    // a restart is then already scheduled, and this start did not work — the backoff must grow
+    // (forgetting it here restarted every watch 5 times a second, a warning each, all outage long).
+    if (this.restartTimer) return;
     this.synced = true;
     this.backoff.forget('watch');
     this.renewLater();
