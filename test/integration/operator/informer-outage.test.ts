@@ -6,10 +6,10 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { CoreV1Api, KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from '../../../services/core/index.js';
 import { WatchedCache } from '../../../operator/runtime/informer.js';
-import { startControlPlane, type ControlPlane } from '../../support/kube/index.js';
+import { kubeConfigVia, startControlPlane, type ControlPlane } from '../../support/kube/index.js';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
 import { eventually } from '../../support/services.js';
 
@@ -29,12 +29,7 @@ afterAll(async () => {
 
 describe('a watched cache while the apiserver cannot be reached', () => {
   it('retries its watch with a growing backoff, not every 200 ms', async () => {
-    const direct = cp.kubeConfig();
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: direct.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${proxy.port}` })),
-      users: direct.users, contexts: direct.contexts, currentContext: direct.currentContext,
-    });
+    const kc = kubeConfigVia(cp.kubeConfig(), proxy.port);
     const retries: number[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {

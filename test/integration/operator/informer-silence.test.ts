@@ -3,10 +3,10 @@
 // and the cache sees what changed meanwhile. Real kube-apiserver behind a TCP proxy whose
 // `strand()` leaves every open connection half-open for good.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CoreV1Api, KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
+import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { createLogger } from '../../../services/core/index.js';
 import { WatchedCache } from '../../../operator/runtime/informer.js';
-import { startControlPlane, type ControlPlane } from '../../support/kube/index.js';
+import { kubeConfigVia, startControlPlane, type ControlPlane } from '../../support/kube/index.js';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
 import { eventually } from '../../support/services.js';
 
@@ -26,19 +26,8 @@ afterAll(async () => {
   await cp?.stop();
 });
 
-/** The admin kubeconfig, reaching the apiserver through the proxy. */
-function viaProxy(): KubeConfig {
-  const direct = cp.kubeConfig();
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: direct.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${proxy.port}` })),
-    users: direct.users, contexts: direct.contexts, currentContext: direct.currentContext,
-  });
-  return kc;
-}
-
 function configMapCache(watchTimeoutMs: number): WatchedCache<V1ConfigMap> {
-  const kc = viaProxy();
+  const kc = kubeConfigVia(cp.kubeConfig(), proxy.port);
   const core = kc.makeApiClient(CoreV1Api);
   const cache = new WatchedCache<V1ConfigMap>({
     kc, path: `/api/v1/namespaces/${ns}/configmaps`, list: () => core.listNamespacedConfigMap({ namespace: ns }),

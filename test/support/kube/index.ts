@@ -8,7 +8,7 @@ export { pidsWithArg } from './hostProcesses.js';
 export { startKubelet, type KubeletOptions, type TestKubelet } from './kubelet.js';
 export { startSandboxPlane, type SandboxPlane } from './sandbox-plane.js';
 export type { ImageCommand } from './podProcess.js';
-export { loadKubeConfig } from './kubeconfig.js';
+export { kubeConfigVia, loadKubeConfig } from './kubeconfig.js';
 export type { KubectlOptions, KubectlResult } from './kubectl.js';
 export { NETWORK_ANNOTATION } from './podProcess.js';
 export { markedProcesses, reapTestPlane, type MarkedProcess } from './reaper.js';

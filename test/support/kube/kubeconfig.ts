@@ -32,3 +32,13 @@ export function loadKubeConfig(path: string): KubeConfig {
   kc.loadFromFile(path);
   return kc;
 }
+
+/** `kc` with every cluster reached on 127.0.0.1:`port` instead (a TCP proxy in front of the apiserver). */
+export function kubeConfigVia(kc: KubeConfig, port: number): KubeConfig {
+  const via = new KubeConfig();
+  via.loadFromOptions({
+    clusters: kc.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${port}` })),
+    users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext,
+  });
+  return via;
+}
