@@ -44,6 +44,24 @@ export const specLimits = {
   prompt: 100_000,
   /** Entries of a label selector, env or headers map. */
   mapEntries: 64,
+  /**
+   * A model's context window in tokens (the largest models take 10 M); compression works from it,
+   * and the token columns of the ledger are Postgres integers (2 147 483 647 at most).
+   */
+  contextWindowTokens: 10_000_000,
+  /** Output tokens of one model call (max_completion_tokens / max_tokens; providers stop far below). */
+  outputTokens: 1_000_000,
+  /** Model calls of one turn. */
+  iterations: 10_000,
+  /**
+   * USD per million tokens. A call's cost is stored as Postgres numeric(14, 6) (under 100 000 000
+   * USD): a full 10 M-token context at this price is 100 000 USD, which fits.
+   */
+  usdPerMTok: 10_000,
+  /** A spend cap in USD per day or month. */
+  spendCapUsd: 1_000_000,
+  /** A CronJob's startingDeadlineSeconds: the scheduler looks back 7 days for missed slots (services/core/cron/plan.ts). */
+  cronDeadlineSeconds: 7 * 86_400,
 } as const;
 
 /** A string map (labels, env, headers) of at most `max` entries: maxProperties in the CRD, checked by zod too. */

@@ -27,7 +27,7 @@ export const cronJobSpecSchema = withoutNul(z.object({
   deliver: z.string().max(specLimits.principal).optional().describe('Where results go: local, a platform (home channel) or platform:target[:thread], e.g. slack:#eng.'),
   concurrencyPolicy: z.enum(['Forbid', 'Allow', 'Replace']).default('Forbid').describe('What happens when a run is due while the previous one still runs.'),
   catchUpMissed: z.boolean().default(false).describe('Run slots missed while Hermes was down (false: skip them and record why).'),
-  startingDeadlineSeconds: z.number().int().positive().optional().describe('A run that cannot start within this many seconds of its slot is skipped.'),
+  startingDeadlineSeconds: z.number().int().positive().max(specLimits.cronDeadlineSeconds).optional().describe(`A run that cannot start within this many seconds of its slot is skipped (at most ${specLimits.cronDeadlineSeconds}: the scheduler looks back 7 days).`),
   suspend: z.boolean().default(false).describe('Stop scheduling new runs (slots while suspended are not owed: resuming starts at the next slot).'),
   // Bounded: the scheduler's pruning reads them as a Postgres integer, and a limit past it (3000000000) failed every tick's pruning.
   successfulRunsHistoryLimit: z.number().int().min(0).max(historyLimitMax).default(3).describe(`Completed runs kept in the history (Postgres cron_runs; at most ${historyLimitMax}).`),

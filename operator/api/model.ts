@@ -3,22 +3,24 @@
 import { z } from 'zod';
 import { secretValueSchema, specLimits, withRules, type Rule } from './common.js';
 
+const usdPerMTok = z.number().min(0).max(specLimits.usdPerMTok);
+
 /** A model endpoint: every model field but the `moa` provider (fallbacks, Mixture-of-Agents members). */
 export const endpointModelSchema = z.object({
   provider: z.enum(['openai', 'anthropic', 'openai-compatible']).describe('API flavour of the model endpoint.'),
   model: z.string().min(1).max(specLimits.modelId).describe('Model name as the provider knows it.'),
   baseURL: z.string().max(specLimits.url).url().optional().describe('Endpoint base URL (required for openai-compatible; for openai defaults to OPENAI_BASE_URL or api.openai.com).'),
   apiKey: secretValueSchema.optional().describe('API key of the model endpoint.'),
-  contextWindow: z.number().int().positive().optional().describe('Context window in tokens (default: detected per model).'),
-  maxOutputTokens: z.number().int().positive().optional(),
+  contextWindow: z.number().int().positive().max(specLimits.contextWindowTokens).optional().describe(`Context window in tokens (default: detected per model; at most ${specLimits.contextWindowTokens}).`),
+  maxOutputTokens: z.number().int().positive().max(specLimits.outputTokens).optional().describe(`Output tokens of one model call at most (at most ${specLimits.outputTokens}; the provider's own limit applies too).`),
   temperature: z.number().min(0).max(2).optional(),
   extraApiKeys: z.array(secretValueSchema).max(16).optional().describe('More API keys for the same endpoint: the credential pool rotates through them on rate limits, billing and auth errors.'),
   pricing: z.object({
-    inputPerMTok: z.number().min(0),
-    outputPerMTok: z.number().min(0),
-    cacheReadPerMTok: z.number().min(0).optional(),
-    cacheWritePerMTok: z.number().min(0).optional(),
-  }).optional().describe('USD per million tokens, for cost estimates and spend caps (default: the built-in price table; local endpoints count as free).'),
+    inputPerMTok: usdPerMTok,
+    outputPerMTok: usdPerMTok,
+    cacheReadPerMTok: usdPerMTok.optional(),
+    cacheWritePerMTok: usdPerMTok.optional(),
+  }).optional().describe(`USD per million tokens (at most ${specLimits.usdPerMTok} each), for cost estimates and spend caps (default: the built-in price table; local endpoints count as free).`),
 });
 
 /** The Profile's model: an endpoint, or `provider: moa` with a Mixture-of-Agents preset (spec.moa) as the model name. */

@@ -35,19 +35,23 @@ export const contextFileSchema = withRules(z.object({
 }]);
 export type ContextFile = z.infer<typeof contextFileSchema>;
 
+const capUsd = z.number().positive().max(specLimits.spendCapUsd);
+/** A spend cap's USD per UTC day and month. */
+const spendCap = z.object({ dailyUsd: capUsd.optional(), monthlyUsd: capUsd.optional() });
+
 export const profileSpecSchema = withoutNul(withRules(z.object({
   model: withRules(modelSpecSchema, [envKeyRule]),
   fallbackModels: z.array(fallbackModelSchema).max(8).default([]).describe('Tried in order when the primary model fails (rate limit, outage).'),
   persona: z.string().max(personaMaxChars).default('').describe('Identity and voice of the agent (the first prompt layer), inline. Use personaFrom to keep it in a ConfigMap.'),
   personaFrom: textSourceSchema.optional().describe('The persona from a ConfigMap key instead of inline text (at most 20 000 characters).'),
   toolsets: z.array(z.string().min(1).max(specLimits.token)).max(64).optional().describe('Enabled toolsets (default: clock; the in-process todo toolset is opt-in; kanban gives the kanban_* tools on the person\'s own board, and turns the Kanban dispatcher starts get it anyway). Only available tools of these toolsets reach the model.'),
-  maxIterations: z.number().int().positive().optional().describe('Model calls per turn (default: unlimited).'),
+  maxIterations: z.number().int().positive().max(specLimits.iterations).optional().describe(`Model calls per turn (default: unlimited; at most ${specLimits.iterations}).`),
   contextFiles: z.array(contextFileSchema).max(contextFileLimits.files).optional()
     .describe('Project context files (.hermes.md/HERMES.md, AGENTS.md, CLAUDE.md, .cursorrules) for the prompt\'s context layer, inline or from ConfigMaps; scanned for injection and refused with a notice.'),
   spendCaps: z.object({
-    agent: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
-    profile: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
-    user: z.object({ dailyUsd: z.number().positive().optional(), monthlyUsd: z.number().positive().optional() }).optional(),
+    agent: spendCap.optional(),
+    profile: spendCap.optional(),
+    user: spendCap.optional(),
     allowUnpriced: z.boolean().optional().describe('Let models without a known price (no pricing, not in the built-in table) run under these caps; their calls count only what the provider reports (e.g. OpenRouter), else nothing. Default false: such a model is refused with a message to set pricing.'),
   }).optional().describe('Spend caps in USD per agent, per profile and per user, per UTC day and month, over every model call (answers and summaries); checked before every model call. Under a cap each model needs a price (model.pricing or the built-in table) unless allowUnpriced.'),
   sandbox: sandboxSpecSchema.optional().describe('Where the terminal and file toolsets run their commands: a Pod per call in the cluster, or a bubblewrap process in hermes dev; the session\'s workspace is at /workspace.'),

@@ -44,16 +44,26 @@ export function structural(input: JsonSchema): JsonSchema {
   return s;
 }
 
+/** Why this one node has no bound, or undefined. */
+function missingBound(s: JsonSchema): string | undefined {
+  if (s.type === 'string' && s.maxLength === undefined && s.enum === undefined) return 'string without maxLength';
+  if (s.type === 'array' && s.maxItems === undefined) return 'list without maxItems';
+  if (s.type === 'object' && !s.properties && s.maxProperties === undefined) return 'map without maxProperties';
+  if ((s.type === 'integer' || s.type === 'number') && s.maximum === undefined) return 'number without maximum';
+  return undefined;
+}
+
 /**
- * The paths of a spec whose strings, lists or maps have no bound (maxLength — an enum bounds itself —,
- * maxItems, maxProperties). The apiserver stores what the schema lets through (a 300 KB model name
- * was accepted) and estimates a CEL rule's cost from these bounds, so every one needs a bound.
+ * The paths of a spec whose strings, lists, maps or numbers have no bound (maxLength — an enum bounds
+ * itself —, maxItems, maxProperties, maximum). The apiserver stores what the schema lets through (a
+ * 300 KB model name was accepted; any number up to int64, past the Postgres integers, timers and
+ * provider fields that read it) and estimates a CEL rule's cost from these bounds, so every one needs
+ * a bound.
  */
 export function unboundedPaths(s: JsonSchema, path = 'spec'): string[] {
   const out: string[] = [];
-  if (s.type === 'string' && s.maxLength === undefined && s.enum === undefined) out.push(`${path} (string without maxLength)`);
-  if (s.type === 'array' && s.maxItems === undefined) out.push(`${path} (list without maxItems)`);
-  if (s.type === 'object' && !s.properties && s.maxProperties === undefined) out.push(`${path} (map without maxProperties)`);
+  const missing = missingBound(s);
+  if (missing) out.push(`${path} (${missing})`);
   for (const [k, v] of Object.entries(s.properties ?? {})) out.push(...unboundedPaths(v, `${path}.${k}`));
   if (s.items) out.push(...unboundedPaths(s.items, `${path}[]`));
   if (typeof s.additionalProperties === 'object') out.push(...unboundedPaths(s.additionalProperties, `${path}.*`));

@@ -155,8 +155,13 @@ describe('hermes dev on a database an earlier run used with another folder', () 
     expect(await failing(folder('no-profile', [agent('delta')]))).toMatchObject({ code: 2, stderr: expect.stringContaining('Profile "default" not found') });
     const twice = folder('twice', [profile, agent('delta'), agent('delta')]);
     expect(await failing(twice)).toMatchObject({ code: 2, stderr: expect.stringContaining(`${join(twice, 'all.yaml')} (document 3): Agent default/delta is declared twice`) });
+    // Numbers without a bound were loaded up to int64 (a maxOutputTokens of 9e15 went to the provider); the apiserver's bounds hold here too.
+    const hugeOutput = profile.replace('model: gpt-test,', 'model: gpt-test, maxOutputTokens: 9000000000000000,');
+    expect(await failing(folder('huge-output', [hugeOutput, agent('delta')]))).toMatchObject({ code: 2, stderr: expect.stringMatching(/spec\.model\.maxOutputTokens[^\n]*1000000/) });
+    const lateCron = cronJob('late', 'delta').replace('deliver: local', 'deliver: local\n  startingDeadlineSeconds: 9000000000');
+    expect(await failing(folder('huge-deadline', [profile, agent('delta'), lateCron]))).toMatchObject({ code: 2, stderr: expect.stringMatching(/spec\.startingDeadlineSeconds[^\n]*604800/) });
     expect(await failing(join(dir, 'no-such-folder'))).toMatchObject({ code: 2, stderr: expect.stringContaining('no such folder or file of manifests') });
     const { rows } = await db.pool.query(`SELECT current_revision_id FROM agents WHERE name = 'epsilon'`);
     expect(rows[0].current_revision_id).not.toBeNull();
-  }, 60_000);
+  }, 120_000);
 });

@@ -113,6 +113,14 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['65 matchLabels', agent('manylabels', { skills: { matchLabels: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`l${i}`, 'v'])) } }), 'spec.skills.matchLabels: Too many: 65: must have at most 64 items'],
     ['a history limit past Postgres\' integer', { ...cron('hugehistory', '@daily'), spec: { ...cron('x', '@daily').spec, successfulRunsHistoryLimit: 3_000_000_000 } }, 'spec.successfulRunsHistoryLimit: Invalid value: 3000000000: spec.successfulRunsHistoryLimit in body should be less than or equal to 1000'],
     ['a skill body over 100 000 characters', skill('longbody', { body: 'b'.repeat(100_001) }), 'spec.body: Too long: may not be more than 100000'],
+    // Numbers were taken up to int64: past the ledger's integer and numeric columns and any provider's limit.
+    ['a maxOutputTokens of 9e15', profile('hugeoutput', { model: { provider: 'openai', model: 'm', maxOutputTokens: 9_000_000_000_000_000 } }), 'spec.model.maxOutputTokens in body should be less than or equal to 1000000'],
+    ['a contextWindow over 10 M tokens', profile('hugewindow', { model: { provider: 'openai', model: 'm', contextWindow: 10_000_001 } }), 'spec.model.contextWindow in body should be less than or equal to 10000000'],
+    ['a price past the cost column', profile('hugeprice', { model: { provider: 'openai', model: 'm', pricing: { inputPerMTok: 1, outputPerMTok: 1e15 } } }), 'spec.model.pricing.outputPerMTok in body should be less than or equal to 10000'],
+    ['a fallback price past the cost column', profile('hugefallbackprice', { fallbackModels: [{ provider: 'openai', model: 'm2', pricing: { inputPerMTok: 10_001, outputPerMTok: 1 } }] }), 'spec.fallbackModels[0].pricing.inputPerMTok in body should be less than or equal to 10000'],
+    ['a maxIterations past Postgres\' integer', profile('hugeiterations', { maxIterations: 3_000_000_000 }), 'spec.maxIterations in body should be less than or equal to 10000'],
+    ['a spend cap of 1e12 USD', profile('hugecap', { spendCaps: { agent: { monthlyUsd: 1e12 } } }), 'spec.spendCaps.agent.monthlyUsd in body should be less than or equal to 1000000'],
+    ['a startingDeadlineSeconds past the 7-day lookback', { ...cron('hugedeadline', '@daily'), spec: { ...cron('x', '@daily').spec, startingDeadlineSeconds: 9_000_000_000 } }, 'spec.startingDeadlineSeconds in body should be less than or equal to 604800'],
   ])('refuses %s, naming the field and its bound', async (_what, obj, message) => {
     const r = await apply(obj);
     expect(r.code).not.toBe(0);
@@ -138,7 +146,9 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     for (const obj of [profile('atbounds', { model: { provider: 'openai-compatible', model: 'm'.repeat(256), baseURL: `https://models.example/${'v'.repeat(2_048 - 23)}` }, persona: 'p'.repeat(20_000) }),
       { ...cron('atbounds', '@daily'), spec: { ...cron('x', '@daily').spec, prompt: 'p'.repeat(100_000) } },
       agent('atbounds', { admins: Array.from({ length: 1_000 }, (_, i) => `slack:U${i}`), skills: { matchLabels: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`l${i}`, 'v'])) } }),
-      skill('atbounds', { body: 'b'.repeat(100_000) })]) {
+      skill('atbounds', { body: 'b'.repeat(100_000) }),
+      profile('numbersatbounds', { model: { provider: 'openai', model: 'm', contextWindow: 10_000_000, maxOutputTokens: 1_000_000, pricing: { inputPerMTok: 10_000, outputPerMTok: 10_000, cacheReadPerMTok: 10_000, cacheWritePerMTok: 10_000 } }, maxIterations: 10_000, spendCaps: { agent: { dailyUsd: 1_000_000, monthlyUsd: 1_000_000 } } }),
+      { ...cron('deadlineatbound', '@daily'), spec: { ...cron('x', '@daily').spec, startingDeadlineSeconds: 604_800 } }]) {
       const r = await apply(obj);
       expect(r.code, `${obj.kind}: ${r.stderr}`).toBe(0);
     }

@@ -23,8 +23,8 @@ describe('crds/ is generated from the zod API', () => {
       const spec = (kindSchema(def.spec, def.status, def.description).properties as Record<string, Parameters<typeof unboundedPaths>[0]>).spec!;
       expect(unboundedPaths(spec), def.kind).toEqual([]);
     }
-    const loose = z.object({ model: z.string(), tags: z.array(z.string().max(8)), labels: z.record(z.string(), z.string().max(8)) });
-    expect(() => kindSchema(loose, z.object({}), 'x')).toThrow('CRD schema: unbounded fields (give each a .max() in operator/api): spec.model (string without maxLength), spec.tags (list without maxItems), spec.labels (map without maxProperties)');
+    const loose = z.object({ model: z.string(), tags: z.array(z.string().max(8)), labels: z.record(z.string(), z.string().max(8)), window: z.number().int().positive(), price: z.number().min(0) });
+    expect(() => kindSchema(loose, z.object({}), 'x')).toThrow('CRD schema: unbounded fields (give each a .max() in operator/api): spec.model (string without maxLength), spec.tags (list without maxItems), spec.labels (map without maxProperties), spec.window (number without maximum), spec.price (number without maximum)');
     // hermes dev parses with the same zod schemas: the bounds hold there too.
     const meta = { name: 'x', namespace: 'ns' };
     const model = (name: string) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: name } } });
@@ -33,6 +33,20 @@ describe('crds/ is generated from the zod API', () => {
     const labels = (n: number) => agentSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: meta, spec: { profileRef: { name: 'p' }, skills: { matchLabels: Object.fromEntries(Array.from({ length: n }, (_, i) => [`l${i}`, 'v'])) } } });
     expect(labels(64).success).toBe(true);
     expect(labels(65).error?.issues[0]?.message).toBe('at most 64 entries');
+    // Numbers too: any value up to int64 was accepted (a maxOutputTokens of 9e15 sent to the provider,
+    // a price whose cost overflows the ledger's numeric(14, 6)); hermes dev refuses what the apiserver does.
+    const numbers = (model: Record<string, unknown>, spec: Record<string, unknown> = {}) => profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'm', ...model }, ...spec } });
+    expect(numbers({ contextWindow: 10_000_000, maxOutputTokens: 1_000_000, pricing: { inputPerMTok: 10_000, outputPerMTok: 10_000 } }, { maxIterations: 10_000, spendCaps: { user: { dailyUsd: 1_000_000 } } }).success).toBe(true);
+    for (const [model, spec, path] of [
+      [{ contextWindow: 10_000_001 }, {}, 'spec.model.contextWindow'],
+      [{ maxOutputTokens: 9_000_000_000_000_000 }, {}, 'spec.model.maxOutputTokens'],
+      [{ pricing: { inputPerMTok: 1, outputPerMTok: 1e15 } }, {}, 'spec.model.pricing.outputPerMTok'],
+      [{}, { maxIterations: 3_000_000_000 }, 'spec.maxIterations'],
+      [{}, { spendCaps: { agent: { monthlyUsd: 1e12 } } }, 'spec.spendCaps.agent.monthlyUsd'],
+    ] as const) expect(numbers(model, spec).error?.issues.map((i) => i.path.join('.')), path).toEqual([path]);
+    const deadline = (s: number) => cronJobSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'CronJob', metadata: meta, spec: { agentRef: { name: 'a' }, schedule: '@daily', prompt: 'p', startingDeadlineSeconds: s } });
+    expect(deadline(604_800).success).toBe(true);
+    expect(deadline(604_801).error?.issues[0]?.path).toEqual(['spec', 'startingDeadlineSeconds']);
     // NUL, which Postgres cannot store, is refused in every spec string, naming the field.
     const persona = profileSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: meta, spec: { model: { provider: 'openai', model: 'm' }, persona: 'a\u0000b', toolsets: ['clock', 'w\u0000'] } });
     expect(persona.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([['spec.persona', nulMessage], ['spec.toolsets.1', nulMessage]]);
