@@ -15,6 +15,8 @@ export type PlatformAdmission =
   | { outcome: 'admitted' | 'duplicate'; admissionId: string; sessionId: string }
   /** Not allowed: refused once per user (a polite reply through the ledger), never a model call. */
   | { outcome: 'refused' | 'refused-before'; admissionId: string }
+  /** A text past HERMES_MAX_MESSAGE_CHARS: acknowledged, and answered once with the limit (never a model call). */
+  | { outcome: 'too-long' | 'too-long-before'; admissionId: string }
   /**
    * An unknown DM on a platform with dmPairing: a code, one reminder, a polite refusal (full / locked), or silence.
    * `answering`: the ledger sends this event an answer; false for silence and for an answer already sent (a duplicate).
@@ -23,25 +25,53 @@ export type PlatformAdmission =
 
 const segment = (s: string) => s.replace(/%/g, '%25').replace(/:/g, '%3A');
 
+/** An answer without the model, in a session of its own per user (`…:<platform>:<kind>:<user>`), the message itself not stored. */
+async function answerApart(ctx: GatewayContext, agent: AgentRecord, event: InboundEvent, a: { kind: string; eventId: string; content: string; reply: string }, via: Via): Promise<Answered> {
+  const { namespace, name } = agent.compiled.agent;
+  const answered = await admitAnswered(ctx.deps.db, {
+    agentId: agent.agentId,
+    platform: event.platform,
+    sessionKey: `agent:${namespace}/${name}:${event.platform}:${a.kind}:${segment(event.user.id)}`,
+    user: { platformUserId: event.user.id },
+    eventId: a.eventId,
+    content: a.content,
+    replyTarget: event.replyTarget,
+    traceContext: via.trace,
+  }, a.reply);
+  await sendAnswer(ctx, answered, via.trace, via.log);
+  return answered;
+}
+
 /**
  * Refusals live in their own session per user (`…:<platform>:refused:<user>`), never in the
  * conversation the user tried to open, and their dedupe id is per user: one refusal, however many
  * messages (and retries) follow. The message itself is not stored.
  */
-async function refuse(ctx: GatewayContext, agent: AgentRecord, event: InboundEvent, trace: TraceCarrier, log: FastifyBaseLogger): Promise<PlatformAdmission> {
-  const { namespace, name } = agent.compiled.agent;
-  const answered = await admitAnswered(ctx.deps.db, {
-    agentId: agent.agentId,
-    platform: event.platform,
-    sessionKey: `agent:${namespace}/${name}:${event.platform}:refused:${segment(event.user.id)}`,
-    user: { platformUserId: event.user.id },
-    eventId: `refusal:${event.user.id}`,
-    content: '(not stored: the sender is not allowed to use this agent)',
-    replyTarget: event.replyTarget,
-    traceContext: trace,
-  }, refusalText);
-  await sendAnswer(ctx, answered, trace, log);
+async function refuse(ctx: GatewayContext, agent: AgentRecord, event: InboundEvent, via: Via): Promise<PlatformAdmission> {
+  const answered = await answerApart(ctx, agent, event, {
+    kind: 'refused', eventId: `refusal:${event.user.id}`, content: '(not stored: the sender is not allowed to use this agent)', reply: refusalText,
+  }, via);
   return { outcome: answered.duplicate ? 'refused-before' : 'refused', admissionId: answered.admissionId };
+}
+
+/** The answer to a message past HERMES_MAX_MESSAGE_CHARS. */
+const tooLongText = (chars: number, maxChars: number) =>
+  `Your message has ${chars} characters; this agent takes at most ${maxChars}. Please shorten it or send it in parts.`;
+
+/**
+ * A text past HERMES_MAX_MESSAGE_CHARS is answered with the limit, in the user's chat, and the
+ * platform is acknowledged: a 4xx made Slack and Teams send it again and the user heard nothing,
+ * and the socket connectors and Telegram dropped it in silence. Like a refusal it lives in a
+ * session of its own and is not stored; its dedupe id is the event's, so a retry is answered once.
+ */
+async function answerTooLong(ctx: GatewayContext, agent: AgentRecord, event: InboundEvent, via: Via): Promise<PlatformAdmission> {
+  const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;
+  const answered = await answerApart(ctx, agent, event, {
+    kind: 'too-long', eventId: `too-long:${event.eventId}`,
+    content: `(not stored: ${event.text.length} characters, over HERMES_MAX_MESSAGE_CHARS ${maxChars})`, reply: tooLongText(event.text.length, maxChars),
+  }, via);
+  via.log.warn({ platform: event.platform, user: event.user.id, chars: event.text.length, maxChars }, 'Answered a message longer than HERMES_MAX_MESSAGE_CHARS with the limit');
+  return { outcome: answered.duplicate ? 'too-long-before' : 'too-long', admissionId: answered.admissionId };
 }
 
 async function sendAnswer(ctx: GatewayContext, answered: Answered | undefined, trace: TraceCarrier, log: FastifyBaseLogger): Promise<void> {
@@ -92,9 +122,14 @@ export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
   const auth = await authorised(ctx, agent, settings, event);
   if (!auth.allowed) {
-    const refused = auth.pairing ? await pairingAnswer(ctx, agent, event, via) : await refuse(ctx, agent, event, trace, log);
+    const refused = auth.pairing ? await pairingAnswer(ctx, agent, event, via) : await refuse(ctx, agent, event, via);
     ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: refused.outcome });
     return refused;
+  }
+  if (event.text.length > ctx.deps.config.HERMES_MAX_MESSAGE_CHARS) {
+    const tooLong = await answerTooLong(ctx, agent, event, via);
+    ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: tooLong.outcome });
+    return tooLong;
   }
   const admitted = await admitInbound(ctx, agent, {
     agentId: agent.agentId,

@@ -26,21 +26,18 @@ export async function botIdentity(opts: telegram.TelegramApiOptions, log: Fastif
 
 export type UpdateOutcome = PlatformAdmission | { outcome: 'ignored'; reason: string };
 
-/** Normalises and admits one update; too long a text is a HermesError (400 on the webhook). */
+/** Normalises and admits one update (a text past HERMES_MAX_MESSAGE_CHARS is answered with the limit). */
 export async function admitTelegramUpdate(
   ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, update: telegram.TelegramUpdate, via: { bot: telegram.BotIdentity; trace: TraceCarrier; log: FastifyBaseLogger },
 ): Promise<UpdateOutcome> {
   const normalised = telegram.normaliseTelegram(update, settings, via.bot);
   if (normalised.kind !== 'message') return { outcome: 'ignored', reason: normalised.kind === 'ignore' ? normalised.reason : `a ${normalised.kind}` };
-  const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;
-  if (normalised.event.text.length > maxChars) throw new HermesError('HERMES_BAD_REQUEST', `The message has ${normalised.event.text.length} characters; this gateway takes at most ${maxChars} (HERMES_MAX_MESSAGE_CHARS).`);
   return admitPlatformEvent(ctx, agent, settings, normalised.event, { trace: via.trace, log: via.log });
 }
 
 /**
  * Parses and admits one update as Telegram sent it (webhook or long polling). An update refused
- * for what it is — a shape we do not take (zod's ZodError is not an Error), a text past
- * HERMES_MAX_MESSAGE_CHARS, a NUL in an id — is dropped with a warning (undefined): sent again it
+ * for what it is — a shape we do not take (zod's ZodError is not an Error), a NUL in an id — is dropped with a warning (undefined): sent again it
  * would be refused again, and Telegram sends an unconfirmed update again and again (polling: for
  * good; webhook: for a day, slowing the bot's others). Anything else (Postgres down, secrets
  * unreadable) throws, so the update is sent again.

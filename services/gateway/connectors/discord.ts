@@ -57,10 +57,6 @@ async function onMessage(link: Link, botUserId: string | undefined, d: unknown):
     log[normalised.kind === 'ignore' && normalised.warn ? 'warn' : 'debug']({ message: m.id, reason }, 'Ignored a Discord message');
     return;
   }
-  if (normalised.event.text.length > ctx.deps.config.HERMES_MAX_MESSAGE_CHARS) {
-    log.warn({ message: m.id, chars: normalised.event.text.length }, 'Ignored a Discord message longer than HERMES_MAX_MESSAGE_CHARS');
-    return;
-  }
   await admitOrSkip(link, normalised.event);
 }
 

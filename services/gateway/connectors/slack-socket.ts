@@ -81,11 +81,6 @@ async function handleEnvelope(ctx: GatewayContext, agent: AgentRecord, settings:
     log[normalised.warn ? 'warn' : 'debug']({ agent: label, reason: normalised.reason }, 'Ignored a Slack event');
     return true;
   }
-  const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;
-  if (normalised.event.text.length > maxChars) {
-    log.warn({ agent: label, chars: normalised.event.text.length, maxChars }, 'Ignored a Slack message longer than HERMES_MAX_MESSAGE_CHARS');
-    return true;
-  }
   const admitted = await admitPlatformEvent(ctx, agent, settings, normalised.event, { trace: injectTraceContext(), log: log as unknown as FastifyBaseLogger });
   log.info({ agent: label, platform: 'slack', via: 'socket', eventId: normalised.event.eventId, retry: ev.retry_num, ...admitted }, 'Admitted Slack event');
   return true;

@@ -103,8 +103,6 @@ export function registerSlackRoutes(app: FastifyInstance, ctx: GatewayContext): 
         request.log[normalised.warn ? 'warn' : 'debug']({ agent: `${namespace}/${name}`, reason: normalised.reason }, 'Ignored a Slack event');
         return reply.code(200).send({ ok: true });
       }
-      const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;
-      if (normalised.event.text.length > maxChars) throw new HermesError('HERMES_BAD_REQUEST', `The message has ${normalised.event.text.length} characters; this gateway takes at most ${maxChars} (HERMES_MAX_MESSAGE_CHARS).`);
       const admitted = await admitPlatformEvent(ctx, agent, settings, normalised.event, { trace: injectTraceContext(request.otelContext), log: request.log });
       request.log.info({ agent: `${namespace}/${name}`, platform: 'slack', eventId: normalised.event.eventId, retry, ...admitted }, 'Admitted Slack event');
       return reply.code(200).send({ ok: true });

@@ -100,8 +100,6 @@ export function registerTeamsRoutes(app: FastifyInstance, ctx: GatewayContext): 
         request.log[why.warn ? 'warn' : 'debug']({ agent: `${namespace}/${name}`, reason: why.reason }, 'Ignored a Teams activity');
         return reply.code(200).send({});
       }
-      const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;
-      if (normalised.event.text.length > maxChars) throw new HermesError('HERMES_BAD_REQUEST', `The message has ${normalised.event.text.length} characters; this gateway takes at most ${maxChars} (HERMES_MAX_MESSAGE_CHARS).`);
       const admitted = await admitPlatformEvent(ctx, agent, settings, normalised.event, { trace: injectTraceContext(request.otelContext), log: request.log });
       request.log.info({ agent: `${namespace}/${name}`, platform: 'teams', eventId: normalised.event.eventId, ...admitted }, 'Admitted Teams activity');
       return reply.code(200).send({});

@@ -7,8 +7,9 @@
 //       is logged, so it tells nobody which agents exist);
 //   503 secrets unreadable / Postgres down / getMe unanswered (Telegram retries);
 //   400 malformed JSON or a body without an integer update_id (only for requests with the right token);
-//   200 for everything admitted, deduplicated, refused or ignored — and for an update of a shape we
-//       refuse (or a text past HERMES_MAX_MESSAGE_CHARS), dropped with a warning as polling drops it:
+//   200 for everything admitted, deduplicated, refused, answered with the limit (a text past
+//       HERMES_MAX_MESSAGE_CHARS) or ignored — and for an update of a shape we refuse, dropped with a
+//       warning as polling drops it:
 //       Telegram re-sends an update it got no 2xx for for a day, and slows the bot's other updates meanwhile.
 // Telegram re-sends an update it got no 2xx for, with the same update_id: the dedupe row
 // (`<bot id>:<update_id>`) makes it a no-op 200.

@@ -16,7 +16,9 @@ import { z, ZodError } from 'zod';
 import { BUILTIN_COMMANDS, commandText, UNAVAILABLE_COMMANDS } from '../../core/index.js';
 import type { InboundEvent, Normalised, PlatformSettings } from '../adapter.js';
 
-const text = z.string().max(40_000);
+// No bound of its own: the body is bounded (HERMES_MAX_BODY_BYTES), and a text past HERMES_MAX_MESSAGE_CHARS
+// is acknowledged and answered with the limit (gateway/platform-admission.ts), never a 400 Slack retries.
+const text = z.string();
 const id = z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/);
 
 const messageEvent = z.object({

@@ -29,7 +29,8 @@ const activitySchema = z.object({
     isGroup: z.boolean().optional(),
     tenantId: z.string().max(64).optional(),
   }).passthrough(),
-  text: z.string().max(40_000).optional(),
+  // Bounded by the body (HERMES_MAX_BODY_BYTES); past HERMES_MAX_MESSAGE_CHARS it is answered with the limit.
+  text: z.string().optional(),
   entities: z.array(z.object({ type: z.string().max(64), mentioned: account.optional(), text: z.string().max(1_024).optional() }).passthrough()).max(256).optional(),
 }).passthrough();
 

@@ -37,6 +37,8 @@ let releaseHeld!: () => void;
 const heldUntilEnd = new Promise<void>((r) => { releaseHeld = r; });
 const leaderOpts = { refreshMs: 200, leader: { pingMs: 200, pingTimeoutMs: 2_000 } };
 
+const MAX_CHARS = 3_000;
+
 beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI((body) => {
@@ -53,7 +55,7 @@ beforeAll(async () => {
   };
   // The HTTP gateway takes no connections of its own: the supervisors below are the replicas that do.
   // No progress indicator ("working…", typing) on a slow machine's turn: these tests count exact calls.
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_DISCORD_API_URL: fake.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_CONNECTORS: 'off' }), 'discord');
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_DISCORD_API_URL: fake.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_CONNECTORS: 'off', HERMES_MAX_MESSAGE_CHARS: MAX_CHARS }), 'discord');
   await createTestAgent(rt, model.baseURL, { platforms: [platform] });
   // Hermes' defaults: busy policy interrupt and DM pairing. Its Secret is not the connectors' (below): no second Gateway connection.
   const relaySecret: SecretData = { ...secret, name: 'discord-relay', data: { ...secret.data, DISCORD_BOT_TOKEN: 'discord-relay-bot-token' } };
@@ -269,6 +271,23 @@ describe('Discord Gateway messages', () => {
     await admissionOf(later.id as string);
     expect(modelCalls('hello over the gateway')).toBe(1);
     expect(modelCalls('from a bot') + modelCalls('my own echo')).toBe(0);
+  });
+
+  // A message past HERMES_MAX_MESSAGE_CHARS was dropped with a warning in the log: the user heard nothing.
+  it('answers a message past HERMES_MAX_MESSAGE_CHARS once with the limit, never calling the model', async () => {
+    await eventually(() => fake.live().length === 1 || undefined, 'a Gateway connection');
+    const long = 'x'.repeat(MAX_CHARS + 1);
+    const dm = fake.dispatchMessage({ content: long, authorId: ALICE, channelId: '300000000000000140' });
+    const reply = await delivered(`Your message has ${MAX_CHARS + 1} characters; this agent takes at most ${MAX_CHARS}. Please shorten it or send it in parts.`);
+    expect(reply).toMatchObject({ method: 'POST', path: '/channels/300000000000000140/messages' });
+    expect(reply.body.message_reference).toMatchObject({ message_id: dm.id });
+    // A replay of the same message: answered no second time.
+    fake.dispatchMessage({ id: dm.id as string, content: long, authorId: ALICE, channelId: '300000000000000140' });
+    const next = fake.dispatchMessage({ content: 'after the long one', authorId: ALICE, channelId: '300000000000000140' });
+    await delivered('answer to: after the long one');
+    await admissionOf(next.id as string);
+    expect(fake.messages().filter((c) => c.path === '/channels/300000000000000140/messages')).toHaveLength(2);
+    expect(modelCalls(long)).toBe(0);
   });
 
   it('/stop answers "Stopping the running turn." before the stopped turn\'s own notice', async () => {

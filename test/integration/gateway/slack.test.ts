@@ -20,6 +20,7 @@ const ALLOWED = 'UALICE';
 const ALSO_ALLOWED = 'UBOB';
 const STRANGER = 'UMALLORY';
 const MAX_BODY = 64 * 1024;
+const MAX_CHARS = 50_000;
 
 // Pairing off: a stranger gets the plain refusal (DM pairing: test/integration/platforms/pairing-slack.test.ts).
 const slackPlatform: NonNullable<CompiledAgent['platforms']>[number] = {
@@ -45,7 +46,7 @@ beforeAll(async () => {
   });
   fakeSlack = await startFakeSlack(BOT_TOKEN);
   // No progress indicator ("working…", typing) on a slow machine's turn: these tests count exact calls.
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fakeSlack.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_MAX_BODY_BYTES: MAX_BODY }), 'slack');
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fakeSlack.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_MAX_BODY_BYTES: MAX_BODY, HERMES_MAX_MESSAGE_CHARS: MAX_CHARS }), 'slack');
   agentId = await createTestAgent(rt, model.baseURL, { platforms: [slackPlatform] });
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'team' }, platforms: [{ ...slackPlatform, allowlist: [], allowAll: true, groupPolicy: 'all' }] });
   worker = await startTestWorker(rt, { secrets: [slackSecret] });
@@ -134,9 +135,6 @@ describe('Slack requests the gateway refuses, touching nothing', () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('HERMES_BAD_JSON');
     expect((await signedPost({ type: 'event_callback', event: { type: 'message' } })).status).toBe(400); // no event_id
-    const tooLong = await signedPost(slackEvent({ user: ALLOWED, text: 'x'.repeat(40_001), channel: 'DLONG', channelType: 'im' }).body);
-    expect(tooLong.status).toBe(400); // longer than Slack itself allows
-    expect(((await tooLong.json()) as { error: { message: string } }).error.message).toContain('body.event.text');
     const huge = JSON.stringify({ type: 'event_callback', padding: 'x'.repeat(MAX_BODY) });
     expect((await post(huge, slackSignedHeaders(SIGNING_SECRET, huge))).status).toBe(413);
     expect((await post('a=b', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(415);
@@ -252,6 +250,24 @@ describe('Slack conversations', () => {
     expect(rows[0]!.content).not.toContain('let me in');
     expect(model.requests.length).toBe(calls);
     expect(fakeSlack.posts().filter((c) => c.args.channel === 'DMALLORY')).toHaveLength(1);
+  });
+
+  // A text past HERMES_MAX_MESSAGE_CHARS was a 400 (past 40 000 characters already, the parser's own
+  // bound): Slack sent the event again and again and the user heard nothing.
+  it('acknowledges a message past HERMES_MAX_MESSAGE_CHARS and answers it once with the limit, never calling the model', async () => {
+    const calls = model.requests.length;
+    const m = send({ user: ALLOWED, text: 'x'.repeat(MAX_CHARS + 1), channel: 'DTOOLONG', channelType: 'im' });
+    expect((await m.res).status).toBe(200);
+    const answer = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DTOOLONG'), 'the too-long answer');
+    expect(answer.args.text).toBe(`Your message has ${MAX_CHARS + 1} characters; this agent takes at most ${MAX_CHARS}. Please shorten it or send it in parts.`);
+    // Slack's retry of the same event is acknowledged and answered no second time.
+    expect((await signedPost(m.body, { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' })).status).toBe(200);
+    const { rows } = await rt.db.pool.query<{ n: number; content: string }>(
+      `SELECT count(*)::int AS n, min(a.content) AS content FROM admissions a JOIN inbound_events e ON e.admission_id = a.id WHERE e.event_id LIKE '%' || $1`, [m.eventId]);
+    expect(rows[0]!.n).toBe(1);
+    expect(rows[0]!.content).not.toContain('xxxx'); // not stored
+    expect(fakeSlack.posts().filter((c) => c.args.channel === 'DTOOLONG')).toHaveLength(1);
+    expect(model.requests.length).toBe(calls);
   });
 
   it('splits a long reply at Slack\'s limit, in order, in the thread', async () => {

@@ -32,6 +32,8 @@ let gw: RunningGateway;
 let hook: string;
 let clockOffsetMs = 0;
 
+const MAX_CHARS = 1_000;
+
 beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI((body) => ({ text: `answer to: ${lastUser(body)}` }));
@@ -39,6 +41,7 @@ beforeAll(async () => {
   // No typing indicator on a slow machine's turn: these tests count exact calls.
   rt = await openTestRuntime(testConfig(database.url, {
     HERMES_TEAMS_OPENID_URL: fake.openIdUrl, HERMES_TEAMS_LOGIN_URL: fake.loginUrl, HERMES_TEAMS_API_URL: fake.connectorUrl, HERMES_PROGRESS_DELAY_SECONDS: 600,
+    HERMES_MAX_MESSAGE_CHARS: MAX_CHARS,
   }), 'teams');
   await createTestAgent(rt, model.baseURL, { platforms: [teamsPlatform] });
   worker = await startTestWorker(rt, { secrets: [teamsSecret] });
@@ -174,6 +177,19 @@ describe('Teams conversations', () => {
     await deliveredObligation(rt.db.pool, adm.id, 'delivered');
     expect(model.requests.filter((r) => lastUser(r.body) === 'what is in my DM?')).toHaveLength(1);
     expect(fake.posts().filter((c) => c.body.text === 'answer to: what is in my DM?')).toHaveLength(1);
+  });
+
+  // A text past HERMES_MAX_MESSAGE_CHARS was a 400: the Bot Framework sent it again and the user heard nothing.
+  it('acknowledges a message past HERMES_MAX_MESSAGE_CHARS and answers it once with the limit, never calling the model', async () => {
+    const calls = model.requests.length;
+    const a = activity({ chat: 'personal', conversationId: 'a:dm-toolong', from: ALICE, text: 'x'.repeat(MAX_CHARS + 1) });
+    expect((await send(a.body)).status).toBe(200);
+    const text = `Your message has ${MAX_CHARS + 1} characters; this agent takes at most ${MAX_CHARS}. Please shorten it or send it in parts.`;
+    expect((await delivered(text)).conversationId).toBe('a:dm-toolong');
+    expect((await send(a.body)).status).toBe(200); // the retry: acknowledged, not answered again
+    await eventually(async () => (await rt.db.pool.query(`SELECT 1 FROM delivery_obligations o JOIN admissions a ON a.id = o.admission_id JOIN inbound_events e ON e.admission_id = a.id WHERE e.event_id LIKE '%' || $1 AND o.state = 'delivered'`, [a.id])).rowCount === 1 || undefined, 'the answer delivered');
+    expect(fake.posts().filter((c) => c.body.text === text)).toHaveLength(1);
+    expect(model.requests.length).toBe(calls);
   });
 
   it('in a group chat answers only when mentioned, without the <at> mention, one session per participant', async () => {
