@@ -38,6 +38,9 @@ let gw: RunningGateway;
 let deps: GatewayDeps;
 let hook: string;
 
+// Under Telegram's own 4 096: a text past it can reach the gateway.
+const MAX_CHARS = 2_000;
+
 beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI((body) => {
@@ -48,7 +51,7 @@ beforeAll(async () => {
   hookTg = await startFakeTelegram(HOOK_TOKEN);
   pollTg = await startFakeTelegram(POLL_TOKEN, 'hermes_poll_bot');
   // No progress indicator ("working…", typing) on a slow machine's turn: these tests count exact calls.
-  rt = await openTestRuntime(testConfig(database.url, { HERMES_TELEGRAM_API_URL: hookTg.url, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_MAX_BODY_BYTES: MAX_BODY }), 'telegram');
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_TELEGRAM_API_URL: hookTg.url, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_MAX_BODY_BYTES: MAX_BODY, HERMES_MAX_MESSAGE_CHARS: MAX_CHARS }), 'telegram');
   await createTestAgent(rt, model.baseURL, { platforms: [tgPlatform] });
   // Long polling, against its own Bot API URL (the per-agent apiUrl override).
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'poller' }, platforms: [{ ...tgPlatform, credentialsSecret: 'telegram-poll', allowlist: [], allowAll: true, mode: 'polling', apiUrl: pollTg.url }] });
@@ -165,6 +168,20 @@ describe('Telegram conversations over the webhook', () => {
     await deliveredObligation(rt.db.pool, adm.id, 'delivered');
     expect(model.requests.filter((r) => lastUser(r.body) === 'what is in my DM?')).toHaveLength(1);
     expect(sentWith(hookTg, 'answer to: what is in my DM?')).toHaveLength(1);
+  });
+
+  // A text past HERMES_MAX_MESSAGE_CHARS was dropped with a warning in the log: the user heard nothing.
+  it('answers a DM past HERMES_MAX_MESSAGE_CHARS once with the limit, never calling the model', async () => {
+    const long = 'x'.repeat(MAX_CHARS + 1);
+    const u = await send(dm(ALICE, long));
+    const reply = await delivered(hookTg, `Your message has ${MAX_CHARS + 1} characters; this agent takes at most ${MAX_CHARS}. Please shorten it or send it in parts.`);
+    expect(reply.args).toMatchObject({ chat_id: ALICE });
+    expect((await post(JSON.stringify(u), secretHeader())).status).toBe(200); // Telegram re-sends it: answered no second time
+    const adm = await admissionOf(`too-long:${hookEvent(u)}`);
+    expect(adm.content).not.toContain('xxxx');
+    await deliveredObligation(rt.db.pool, adm.id, 'delivered');
+    expect(sentWith(hookTg, reply.args.text as string)).toHaveLength(1);
+    expect(model.requests.filter((r) => lastUser(r.body) === long)).toHaveLength(0);
   });
 
   it('in a group answers a @mention (mention removed), a reply to the bot and a /command, each person in their own session', async () => {
