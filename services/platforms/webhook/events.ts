@@ -16,7 +16,9 @@ import type { InboundEvent } from '../adapter.js';
 const shortText = z.string().min(1).max(256).regex(/^[^\u0000-\u001f\u007f]+$/, 'no control characters');
 
 export const webhookBodySchema = z.object({
-  text: z.string().min(1).max(40_000),
+  // Bounded by the body (HERMES_MAX_BODY_BYTES) and then by HERMES_MAX_MESSAGE_CHARS (routes/webhook.ts),
+  // so the 400 names the product's limit, not a 40 000 of its own.
+  text: z.string().min(1),
   user: shortText,
   user_name: shortText.optional(),
   conversation: shortText.optional(),

@@ -119,6 +119,10 @@ describe('signed webhook requests the gateway refuses, touching nothing', () => 
     expect(((await replyUrl.json()) as { error: { message: string } }).error.message).toContain('callbackUrl');
     expect((await signedPost({ text: 'x', user: 'ci', extra: 1 })).status).toBe(400);
     expect((await signedPost({ text: 'x', user: 'ci', id: 'a' }, { 'idempotency-key': 'b' })).status).toBe(400);
+    // Past HERMES_MAX_MESSAGE_CHARS (100 000) the sender is told that limit (the body's own bound was 40 000).
+    const tooLong = await signedPost({ text: 'x'.repeat(100_001), user: 'ci' });
+    expect(tooLong.status).toBe(400);
+    expect(((await tooLong.json()) as { error: { message: string } }).error.message).toContain('The message has 100001 characters; this gateway takes at most 100000 (HERMES_MAX_MESSAGE_CHARS).');
     expect(await count('admissions')).toBe(0);
   });
 });
@@ -131,6 +135,12 @@ describe('signed webhook conversations', () => {
     expect(call.signed).toBe(true);
     expect(call.body).toMatchObject({ type: 'reply', event_id: 'delivery-1', admission_id: res.admissionId, user: 'ci', conversation: 'pipeline-42' });
     expect(call.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('admits a text up to HERMES_MAX_MESSAGE_CHARS (40 001 characters was a 400 naming a bound of 40 000)', async () => {
+    const res = await signedPost({ text: 'y'.repeat(40_001), user: 'ci', conversation: 'long' });
+    expect(res.status).toBe(202);
+    expect(((await res.json()) as { outcome: string }).outcome).toBe('admitted');
   });
 
   it('takes a retry (same Idempotency-Key, new timestamp) and an exact replay inside the window as duplicates', async () => {
