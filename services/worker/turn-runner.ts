@@ -164,7 +164,7 @@ async function runChecked(deps: TurnDeps, lease: Lease, adm: Admission, fence: T
   const unwatchStop = stopOnEmergency(deps.agents, adm.agentId, control);
   const ended = new AbortController();
   try {
-    const read = await readTurnContext(deps.db.pool, adm.sessionId, adm.seq);
+    const read = await durable(() => readTurnContext(deps.db.pool, adm.sessionId, adm.seq));
     if (!read) return { outcome: 'failed', reply: 'Sorry — something went wrong on our side.', error: `session ${adm.sessionId} is gone` };
     watching?.catchUp(read.signals);
     // A turn resumed after a shutdown cut while clarify waited: the wait goes on here first.
