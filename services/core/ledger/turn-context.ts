@@ -39,7 +39,7 @@ export async function readTurnContext(sql: Sql, sessionId: string, afterSeq: num
           SELECT id, admission_seq AS seq, kind, text FROM session_signals
           WHERE session_id = $1 AND admission_seq > $2 AND consumed_at IS NULL) g) AS signals,
        (SELECT COALESCE(json_agg(r.resume_of), '[]'::json) FROM admissions r JOIN admissions o ON o.id = r.resume_of
-          WHERE r.session_id = $1 AND r.intent = 'queue' AND o.outcome IS DISTINCT FROM 'discarded') AS retried
+          WHERE r.session_id = $1 AND r.resume_of IS NOT NULL AND r.intent = 'queue' AND o.outcome IS DISTINCT FROM 'discarded') AS retried
      FROM sessions s WHERE s.id = $1`,
     values: [sessionId, afterSeq, transcriptLimit],
   });

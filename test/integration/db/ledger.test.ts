@@ -7,6 +7,7 @@ import {
   releaseLease, renewLease, startNextTurn, LeaseLostError, markStopped, settleOrphanedTurns, freeDeadOwnersLeases, getAdmission,
   getObligationForAdmission, interruptedNotice, parkClarification, answerClarification, listStrandedQueued, cutTurn, suspendedNotice, listDueDeliveries, abandonExpired, type Db,
 } from '../../../services/core/index.js';
+import { readTurnContext } from '../../../services/core/ledger/turn-context.js';
 import { createTestDatabase, eventually, type TestDatabase } from '../../support/services.js';
 import { testAgent } from '../../support/system.js';
 
@@ -307,5 +308,30 @@ describe('pulled platforms', () => {
     expect(done.deliveryPending).toBe(false);
     expect(await getObligationForAdmission(db.pool, adm.id)).toMatchObject({ state: 'delivered', attempts: 0, content: 'read me' });
     expect(await listDueDeliveries(db.pool, judge, 0)).not.toContain(done.obligationId);
+  });
+});
+
+describe('per-turn reads stay bounded as a session grows', () => {
+  it('the retries a turn reads (hermes_turn_context) come from an index of the few admissions that re-run another, not a walk of the session', async () => {
+    const { sessionId } = await admit(db, input('k-long-session'));
+    // A long conversation: 2 000 answered admissions, one of them re-run by a /retry.
+    await db.pool.query(
+      `INSERT INTO admissions (id, agent_id, session_id, platform, content, state, outcome)
+       SELECT gen_random_uuid(), $1, $2, 'api', 'x', 'terminal', 'completed' FROM generate_series(1, 2000)`, [agentId, sessionId]);
+    await db.pool.query(
+      `INSERT INTO admissions (id, agent_id, session_id, platform, content, resume_of)
+       SELECT gen_random_uuid(), $1, $2, 'api', '/retry', (SELECT id FROM admissions WHERE session_id = $2 LIMIT 1)`, [agentId, sessionId]);
+    await db.pool.query('ANALYZE admissions');
+    const client = await db.pool.connect();
+    try {
+      // The statement exactly as the worker prepares it (named, once per connection), planned here.
+      const ctx = await readTurnContext(client, sessionId, 0);
+      expect(ctx?.retried).toHaveLength(1);
+      const plans = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE hermes_turn_context('${sessionId}', 0, 1000)`);
+      const plan = plans.rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(plan).toMatch(/Index (Only )?Scan using admissions_session_id_resumes_idx on admissions r\b/);
+    } finally {
+      client.release();
+    }
   });
 });
