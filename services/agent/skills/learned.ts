@@ -25,18 +25,22 @@ export interface LearnedSkill {
 /** The content stored for a deleted skill (its last version). */
 interface Tombstone { deleted: true; name: string }
 
-export interface LearnedState { skill: LearnedSkill | undefined; version: number; pinned: boolean }
+/** `liveSkills`: how many learned skills the agent has now (not deleted, not archived by the curator). */
+export interface LearnedState { skill: LearnedSkill | undefined; version: number; pinned: boolean; liveSkills: number }
 
 const isTombstone = (c: unknown): c is Tombstone => typeof c === 'object' && c !== null && (c as Tombstone).deleted === true;
 
 async function current(sql: Pick<Db['pool'], 'query'>, agentId: string, name: string): Promise<LearnedState & { id?: string }> {
-  const { rows } = await sql.query<{ id: string; version: number; pinned: boolean; content: unknown }>(`
-    SELECT s.id, s.current_version AS version, s.pinned, v.content FROM skills s
-    LEFT JOIN skill_versions v ON v.skill_id = s.id AND v.version = s.current_version
-    WHERE s.namespace = $1 AND s.name = $2`, [learnedNamespace(agentId), name]);
-  const row = rows[0];
-  if (!row) return { skill: undefined, version: 0, pinned: false };
-  return { id: row.id, skill: isTombstone(row.content) ? undefined : (row.content as LearnedSkill), version: row.version, pinned: row.pinned };
+  const { rows } = await sql.query<{ id: string | null; version: number | null; pinned: boolean | null; content: unknown; live: number }>(`
+    SELECT s.id, s.current_version AS version, s.pinned, v.content,
+      (SELECT count(*)::int FROM skills l JOIN skill_versions lv ON lv.skill_id = l.id AND lv.version = l.current_version
+        WHERE l.namespace = $1 AND l.curator_state <> 'archived' AND lv.content->>'deleted' IS DISTINCT FROM 'true') AS live
+    FROM (SELECT 1) one
+    LEFT JOIN skills s ON s.namespace = $1 AND s.name = $2
+    LEFT JOIN skill_versions v ON v.skill_id = s.id AND v.version = s.current_version`, [learnedNamespace(agentId), name]);
+  const row = rows[0]!;
+  if (!row.id) return { skill: undefined, version: 0, pinned: false, liveSkills: row.live };
+  return { id: row.id, skill: isTombstone(row.content) ? undefined : (row.content as LearnedSkill), version: row.version!, pinned: row.pinned!, liveSkills: row.live };
 }
 
 export interface LearnedVersion {
@@ -73,7 +77,13 @@ export function pgLearnedSkills(db: Pick<Db, 'pool' | 'tx'>): LearnedSkillStore 
     change(agentId, name, sessionId, change, author = 'agent') {
       return db.tx(async (sql) => {
         await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`hermes-skill:${learnedNamespace(agentId)}:${name}`]);
-        const state = await current(sql, agentId, name);
+        let state = await current(sql, agentId, name);
+        // A write that may add a skill counts the agent's skills under one lock of the agent (always
+        // taken after the skill's own), so parallel creates of different names cannot pass its bound together.
+        if (!state.skill) {
+          await sql.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`hermes-skills:${learnedNamespace(agentId)}`]);
+          state = await current(sql, agentId, name);
+        }
         const next = change(state);
         if (typeof next === 'string') return { ok: false as const, error: next };
         const content: LearnedSkill | Tombstone = next ?? { deleted: true, name };

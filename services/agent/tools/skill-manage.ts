@@ -12,6 +12,14 @@ import { skillFieldsFrom, skillMdText, splitSkillMd } from '../skills/skill-md.j
 import { shortId, type StagingStore } from '../learning/staging.js';
 
 const MAX_CHARS = 100_000;
+/**
+ * Bounds of what the agent keeps (a model told by any chat user writes here, and every session's
+ * prompt carries the index of its skills): live learned skills per agent, files per skill (as a
+ * Skill resource), and characters per skill, body and files together (every version is kept whole).
+ */
+export const MAX_LEARNED_SKILLS = 200;
+export const MAX_SKILL_FILES = 256;
+export const MAX_SKILL_CHARS = 1_000_000;
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const FILE_DIRS = new Set(['references', 'templates', 'scripts', 'assets']);
 /** A file path of a skill: under one of Hermes' folders, plain segments only (no ., .., empty or absolute). */
@@ -99,7 +107,11 @@ function patchSkill(skill: LearnedSkill, args: Args): Change {
 
 function changeFor(state: LearnedState, args: Args): Change {
   if (state.pinned) return `"${args.name}" is pinned: it is not changed by the agent`;
-  if (args.action === 'create') return state.skill ? `"${args.name}" exists already: use edit or patch` : parseSkill(args.name, args.content, []);
+  if (args.action === 'create') {
+    if (state.skill) return `"${args.name}" exists already: use edit or patch`;
+    if (state.liveSkills >= MAX_LEARNED_SKILLS) return `You have ${state.liveSkills} learned skills, the most an agent keeps (${MAX_LEARNED_SKILLS}): improve one that fits with edit or patch, or delete one you no longer need first`;
+    return parseSkill(args.name, args.content, []);
+  }
   if (!state.skill) return `You have no learned skill named "${args.name}" (create it first)`;
   return changeExisting(state.skill, args);
 }
@@ -112,11 +124,20 @@ async function precheck(access: SkillManageAccess, args: Args): Promise<string |
   return owner ? `"${args.name}" is a ${owner.source === 'gitops' ? 'GitOps-managed' : 'bundled'} skill: the agent never modifies it. Create a learned skill under another name.` : undefined;
 }
 
-/** The next content for `args` from `state`, scanned; or why not. */
+const skillChars = (skill: LearnedSkill | undefined): number => (skill ? skill.body.length + skill.files.reduce((n, f) => n + f.content.length, 0) : 0);
+
+/** Why `next` is too big to keep, or undefined (a change that shrinks a skill over a bound is let through). */
+function oversized(next: LearnedSkill, before: LearnedSkill | undefined): string | undefined {
+  if (next.files.length > MAX_SKILL_FILES && next.files.length > (before?.files.length ?? 0)) return `a skill has at most ${MAX_SKILL_FILES} files; remove_file one first`;
+  const chars = skillChars(next);
+  return chars > MAX_SKILL_CHARS && chars > skillChars(before) ? `the skill would hold ${chars} characters (body and files); a skill holds at most ${MAX_SKILL_CHARS}: keep its files shorter` : undefined;
+}
+
+/** The next content for `args` from `state`, bounded and scanned; or why not. */
 function planned(state: LearnedState, args: Args): Change {
   const next = changeFor(state, args);
   if (typeof next === 'string' || next === null) return next;
-  return blocked(next) ?? next;
+  return oversized(next, state.skill) ?? blocked(next) ?? next;
 }
 
 /** Applies `args` to the agent's learned skills now (also how an approved staged write is applied). */

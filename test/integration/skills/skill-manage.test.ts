@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { learnedNamespace } from '../../../services/agent/index.js';
+import { learnedNamespace, manageSkill, pgLearnedSkills } from '../../../services/agent/index.js';
+import { MAX_LEARNED_SKILLS, MAX_SKILL_CHARS, MAX_SKILL_FILES } from '../../../services/agent/tools/skill-manage.js';
 import { publishBundledSkills, type SkillSpec } from '../../../operator/index.js';
 import { publishSkill } from '../../../operator/skills/store.js';
 import { toolsAsTold, toldResult } from '../../support/fake-openai.js';
@@ -97,5 +98,36 @@ describe('skill_manage', () => {
       .toBe('tool said: Invalid arguments for skill_manage: content contains a NUL (U+0000) character, which cannot be stored; leave it out. Tool was not executed.');
     expect(await say({ action: 'create', name: 'odd', content: skillMd('odd', 'Odd.', 'a\ud800b') })).toContain('content contains an unpaired UTF-16 surrogate');
     expect(await versions(agentA, 'odd')).toEqual([]);
+  });
+
+  it('bounds what the agent keeps: skills per agent (parallel creates too), files and characters per skill', async () => {
+    const agent = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'learner-bounds' }, toolsets: ['skills'] });
+    const store = pgLearnedSkills(sys.rt.db);
+    const skill = (name: string, files: { path: string; content: string }[] = []) => ({ name, description: 'Seeded.', tags: [], relatedSkills: [], requiredEnvironmentVariables: [], body: 'Steps.', files });
+    for (let i = 0; i < MAX_LEARNED_SKILLS - 1; i++) expect(await store.change(agent, `seeded-${i}`, null, () => skill(`seeded-${i}`))).toMatchObject({ ok: true });
+    // One place left but two parallel creates (the agent's lock counts them one after the other): one gets it.
+    const raced = await Promise.all(['race-a', 'race-b', 'race-c'].map((name) => manageSkill({ agentId: agent, sessionId: null, store, all: async () => [] } as never, { action: 'create', name, content: skillMd(name, 'Raced.', 'x') })));
+    expect(raced.filter((r) => r.ok)).toHaveLength(1);
+    expect(raced.filter((r) => !r.ok)).toEqual([expect.objectContaining({ error: expect.stringContaining(`You have ${MAX_LEARNED_SKILLS} learned skills, the most an agent keeps`) }), expect.anything()]);
+    const over = await manage(agent, 'b1', { action: 'create', name: 'one-more', content: skillMd('one-more', 'More.', 'x') });
+    expect(over.result).toMatchObject({ success: false, error: expect.stringContaining('delete one you no longer need first') });
+    expect(await versions(agent, 'one-more')).toEqual([]);
+    // A deleted skill and one the curator archived leave room.
+    expect((await manage(agent, 'b1', { action: 'delete', name: 'seeded-0' })).result).toMatchObject({ success: true });
+    await sys.rt.db.pool.query(`UPDATE skills SET curator_state = 'archived' WHERE namespace = $1 AND name = 'seeded-1'`, [learnedNamespace(agent)]);
+    expect((await manage(agent, 'b1', { action: 'create', name: 'one-more', content: skillMd('one-more', 'More.', 'x') })).result).toMatchObject({ success: true });
+    expect((await manage(agent, 'b1', { action: 'create', name: 'two-more', content: skillMd('two-more', 'More.', 'x') })).result).toMatchObject({ success: true });
+
+    // Files: at most MAX_SKILL_FILES; characters: at most MAX_SKILL_CHARS, body and files together.
+    const many = Array.from({ length: MAX_SKILL_FILES }, (_, i) => ({ path: `references/f${String(i).padStart(3, '0')}.md`, content: 'x' }));
+    expect(await store.change(agent, 'seeded-2', null, () => skill('seeded-2', many))).toMatchObject({ ok: true });
+    expect((await manage(agent, 'b2', { action: 'write_file', name: 'seeded-2', file_path: 'references/extra.md', file_content: 'x' })).result)
+      .toMatchObject({ success: false, error: `a skill has at most ${MAX_SKILL_FILES} files; remove_file one first` });
+    expect((await manage(agent, 'b2', { action: 'write_file', name: 'seeded-2', file_path: 'references/f000.md', file_content: 'replaced in place' })).result).toMatchObject({ success: true });
+    const big = [{ path: 'references/big.md', content: 'y'.repeat(MAX_SKILL_CHARS - 50_000) }];
+    expect(await store.change(agent, 'seeded-3', null, () => skill('seeded-3', big))).toMatchObject({ ok: true });
+    expect((await manage(agent, 'b2', { action: 'write_file', name: 'seeded-3', file_path: 'references/more.md', file_content: 'z'.repeat(60_000) })).result)
+      .toMatchObject({ success: false, error: expect.stringContaining(`a skill holds at most ${MAX_SKILL_CHARS}`) });
+    expect((await manage(agent, 'b2', { action: 'write_file', name: 'seeded-3', file_path: 'references/more.md', file_content: 'z'.repeat(40_000) })).result).toMatchObject({ success: true });
   });
 });
