@@ -29,8 +29,17 @@ export interface StagedWrite {
 /** What a tool stages: the write's own fields; the store adds id, hash, state and times. */
 export type StageInput = Pick<StagedWrite, 'agentId' | 'kind' | 'target' | 'userId' | 'payload' | 'diff'> & { sessionId: string | null };
 
+/**
+ * Writes of one kind an agent holds for review at most: any chat user can ask the model to stage
+ * writes, and an admin's `/memory pending` / `/skills pending` lists them all.
+ */
+export const MAX_PENDING_WRITES = 100;
+
+/** `again`: the same write (target, person and content) was waiting already and is returned instead of a copy; `full`: none staged, this many wait. */
+export type StageResult = { staged: StagedWrite; again: boolean } | { full: number };
+
 export interface StagingStore {
-  stage(input: StageInput): Promise<StagedWrite>;
+  stage(input: StageInput): Promise<StageResult>;
   pending(agentId: string, kind: StagedKind): Promise<StagedWrite[]>;
   /** The write of `agentId` and `kind` whose id starts with `prefix` (at least 6 hex digits), or why not. */
   find(agentId: string, kind: StagedKind, prefix: string): Promise<StagedWrite | 'ambiguous' | undefined>;
@@ -42,15 +51,24 @@ const COLUMNS = `id::text, agent_id AS "agentId", kind, target, user_id AS "user
   source_session_id AS "sourceSessionId", decided_by AS "decidedBy", decided_at AS "decidedAt", result, created_at AS "createdAt"`;
 
 /** The Postgres StagingStore over the process's pool. */
-export function pgStaging(db: Pick<Db, 'pool'>): StagingStore {
+export function pgStaging(db: Pick<Db, 'pool' | 'tx'>): StagingStore {
   return {
-    async stage(w) {
-      const { rows } = await db.pool.query<StagedWrite>(
+    stage: (w) => db.tx(async (sql): Promise<StageResult> => {
+      // One staging of an agent's kind at a time, so the count below holds for the insert after it.
+      await sql.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`hermes-staging:${w.agentId}:${w.kind}`]);
+      const hash = sha256(canonicalJson(w.payload));
+      const { rows: [same] } = await sql.query<StagedWrite>(
+        `SELECT ${COLUMNS} FROM learning_writes WHERE agent_id = $1 AND kind = $2 AND state = 'pending' AND target = $3
+           AND user_id IS NOT DISTINCT FROM $4 AND content_hash = $5 LIMIT 1`, [w.agentId, w.kind, w.target, w.userId, hash]);
+      if (same) return { staged: same, again: true };
+      const { rows: [count] } = await sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM learning_writes WHERE agent_id = $1 AND state = 'pending' AND kind = $2`, [w.agentId, w.kind]);
+      if (count!.n >= MAX_PENDING_WRITES) return { full: count!.n };
+      const { rows } = await sql.query<StagedWrite>(
         `INSERT INTO learning_writes (id, agent_id, kind, target, user_id, payload, diff, content_hash, source_session_id)
          VALUES (gen_random_uuid(), $1, $2, $3, $4, $5::jsonb, $6, $7, $8) RETURNING ${COLUMNS}`,
-        [w.agentId, w.kind, w.target, w.userId, JSON.stringify(w.payload), w.diff, sha256(canonicalJson(w.payload)), w.sessionId]);
-      return rows[0]!;
-    },
+        [w.agentId, w.kind, w.target, w.userId, JSON.stringify(w.payload), w.diff, hash, w.sessionId]);
+      return { staged: rows[0]!, again: false };
+    }),
     async pending(agentId, kind) {
       const { rows } = await db.pool.query<StagedWrite>(`SELECT ${COLUMNS} FROM learning_writes WHERE agent_id = $1 AND kind = $2 AND state = 'pending' ORDER BY created_at`, [agentId, kind]);
       return rows;
@@ -65,6 +83,12 @@ export function pgStaging(db: Pick<Db, 'pool'>): StagingStore {
       return rowCount === 1;
     },
   };
+}
+
+/** The tool's answer when `kind` writes of the agent wait in full number: what the model should tell the user. */
+export function stagingFull(kind: StagedKind, pending: number): string {
+  const cmd = kind === 'memory' ? '/memory pending' : '/skills pending';
+  return `${pending} ${kind} writes of this agent already wait for an admin's review (at most ${MAX_PENDING_WRITES}), so this one was not staged. Do not retry it: tell the user an admin needs to review the waiting ones first (${cmd}).`;
 }
 
 /** A short id people type: the first 8 hex digits. */

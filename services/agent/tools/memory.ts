@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { defineTool, type ToolContext } from './registry.js';
 import { scanForInjection } from '../prompt.js';
 import { applyMemoryOps, usageLine, usedChars, type MemoryOp, type MemoryTarget } from '../memory/entries.js';
-import { shortId, type StagingStore } from '../learning/staging.js';
+import { shortId, stagingFull, type StagingStore } from '../learning/staging.js';
 import type { MemoryAccess } from '../memory/access.js';
 import type { MemoryScope } from '../memory/store.js';
 
@@ -96,13 +96,15 @@ async function stage(access: MemoryAccess, staging: StagingStore, scope: MemoryS
   if (!applied.ok) return failedWith(access, applied, current.entries, limit);
   access.failures = 0;
   if (!applied.changed) return json({ success: true, done: true, target: scope.target, message: 'Nothing changed (the entry already exists).' });
-  const staged = await staging.stage({
+  const result = await staging.stage({
     agentId: access.agentId, kind: 'memory', target: scope.target, userId: scope.target === 'user' ? scope.userId : null,
     payload: { ops }, diff: entriesDiff(current.entries, applied.entries), sessionId: access.sessionId,
   });
+  if ('full' in result) return failed(access, { error: stagingFull('memory', result.full) });
+  const id = shortId(result.staged.id);
   return json({
-    success: true, done: true, staged: true, pending_id: shortId(staged.id), target: scope.target,
-    message: `Staged for approval: an admin of this agent approves it with /memory approve ${shortId(staged.id)}; approved memory reaches new conversations. Do not repeat it.`,
+    success: true, done: true, staged: true, pending_id: id, target: scope.target,
+    message: `${result.again ? 'This write was staged already' : 'Staged for approval'}: an admin of this agent approves it with /memory approve ${id}; approved memory reaches new conversations. Do not repeat it.`,
   });
 }
 

@@ -9,7 +9,7 @@ import type { SkillManageAccess } from '../skills/access.js';
 import type { LearnedSkill, LearnedState } from '../skills/learned.js';
 import { scanContent } from '../skills/scan.js';
 import { skillFieldsFrom, skillMdText, splitSkillMd } from '../skills/skill-md.js';
-import { shortId, type StagingStore } from '../learning/staging.js';
+import { shortId, stagingFull, type StagingStore } from '../learning/staging.js';
 
 const MAX_CHARS = 100_000;
 /**
@@ -163,8 +163,10 @@ async function stageSkill(access: SkillManageAccess, staging: StagingStore, args
   const state = await access.store.read(access.agentId, args.name);
   const next = planned(state, args);
   if (typeof next === 'string') return json({ success: false, error: next });
-  const staged = await staging.stage({ agentId: access.agentId, kind: 'skill', target: args.name, userId: null, payload: { args }, diff: skillDiff(state.skill, next, args), sessionId: access.sessionId });
-  return json({ success: true, staged: true, pending_id: shortId(staged.id), name: args.name, message: `Staged for approval: an admin of this agent reviews it with /skills diff ${shortId(staged.id)} and approves it with /skills approve ${shortId(staged.id)}. Do not repeat it.` });
+  const result = await staging.stage({ agentId: access.agentId, kind: 'skill', target: args.name, userId: null, payload: { args }, diff: skillDiff(state.skill, next, args), sessionId: access.sessionId });
+  if ('full' in result) return json({ success: false, error: stagingFull('skill', result.full) });
+  const id = shortId(result.staged.id);
+  return json({ success: true, staged: true, pending_id: id, name: args.name, message: `${result.again ? 'This write was staged already' : 'Staged for approval'}: an admin of this agent reviews it with /skills diff ${id} and approves it with /skills approve ${id}. Do not repeat it.` });
 }
 
 async function run(access: SkillManageAccess, args: Args): Promise<string> {

@@ -107,7 +107,9 @@ describe('hermes skills (learned)', () => {
 
 describe('hermes review', () => {
   it('lists and decides staged writes, recorded as the CLI user', async () => {
-    const staged = await pgStaging(db).stage({ agentId, kind: 'memory', target: 'memory', userId: null, payload: { ops: [{ action: 'add', content: 'deploys on Fridays are frozen' }] }, diff: '+ deploys on Fridays are frozen', sessionId: null });
+    const result = await pgStaging(db).stage({ agentId, kind: 'memory', target: 'memory', userId: null, payload: { ops: [{ action: 'add', content: 'deploys on Fridays are frozen' }] }, diff: '+ deploys on Fridays are frozen', sessionId: null });
+    if (!('staged' in result)) throw new Error('not staged');
+    const { staged } = result;
     const id = staged.id.slice(0, 8);
     expect((await hermes('review', 'team/ops')).stdout).toContain(`${id} · MEMORY notes · + deploys on Fridays are frozen`);
     expect((await hermes('review', 'team/ops', 'approve', id)).stdout).toBe(`Approved ${id}: applied as revision 1; new conversations see it.\n`);

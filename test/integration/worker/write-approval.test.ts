@@ -5,6 +5,7 @@
 // than one person may use.
 import { describe, expect, it } from 'vitest';
 import { decideStagedWrite, hasManyUsers, learnedNamespace, pgMemoryStore, pgStaging } from '../../../services/agent/index.js';
+import { MAX_PENDING_WRITES } from '../../../services/agent/learning/staging.js';
 import { toolsAsTold, toldResult } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, testAgent, useAgentSystem } from '../../support/system.js';
 
@@ -71,6 +72,30 @@ describe('write approval', () => {
     const { rows } = await sys.rt.db.pool.query<{ body: string }>(
       `SELECT v.content->>'body' AS body FROM skills s JOIN skill_versions v ON v.skill_id = s.id WHERE s.namespace = $1 AND s.name = 'deploy' ORDER BY v.version`, [learnedNamespace(agentId)]);
     expect(rows.map((r) => r.body)).toEqual(['1. run it\n', '1. run it!\n']);
+  });
+
+  it('holds a bounded number of writes for review: the same write once, none past MAX_PENDING_WRITES (parallel stagings too)', async () => {
+    const agentId = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'gated-bound' }, toolsets: ['memory'], admins: ['api:admin'], learning: { memoryWriteApproval: true } });
+    const say = (content: string) => runTurn(sys.rt, { agentId, sessionKey: `${agentId}:mallory`, content, userId: 'mallory' });
+    const add = (content: string) => `tool memory ${JSON.stringify({ action: 'add', target: 'memory', content })}`;
+    const first = toolResult((await say(add('the build runs on Fridays'))).reply);
+    // The same write again (a review repeating itself, a user insisting) is the waiting one, not a copy.
+    expect(toolResult((await say(add('the build runs on Fridays'))).reply)).toMatchObject({ success: true, staged: true, pending_id: first.pending_id, message: expect.stringMatching(/^This write was staged already/) });
+    const staging = pgStaging(sys.rt.db);
+    const input = (n: number) => ({ agentId, kind: 'memory' as const, target: 'memory', userId: null, payload: { ops: [{ action: 'add', content: `fact ${n}` }] }, diff: `+ fact ${n}`, sessionId: null });
+    for (let n = 2; n < MAX_PENDING_WRITES; n++) expect(await staging.stage(input(n))).toMatchObject({ again: false });
+    // One place left, three at once: one is staged.
+    const raced = await Promise.all([1000, 1001, 1002].map((n) => staging.stage(input(n))));
+    expect(raced.filter((r) => 'staged' in r)).toHaveLength(1);
+    expect(raced.filter((r) => 'full' in r)).toEqual([{ full: MAX_PENDING_WRITES }, { full: MAX_PENDING_WRITES }]);
+    expect(toolResult((await say(add('one fact too many'))).reply)).toEqual({
+      success: false, error: `${MAX_PENDING_WRITES} memory writes of this agent already wait for an admin's review (at most ${MAX_PENDING_WRITES}), so this one was not staged. Do not retry it: tell the user an admin needs to review the waiting ones first (/memory pending).`,
+    });
+    expect(await staging.pending(agentId, 'memory')).toHaveLength(MAX_PENDING_WRITES);
+    // A decision frees a place.
+    expect((await say(`/memory reject ${first.pending_id as string}`)).reply).toBe('Only this agent\'s admins may review memory writes.');
+    await runTurn(sys.rt, { agentId, sessionKey: `${agentId}:admin`, content: `/memory reject ${first.pending_id as string}`, userId: 'admin' });
+    expect(toolResult((await say(add('one fact too many'))).reply)).toMatchObject({ success: true, staged: true });
   });
 
   it('is on by default for agents more than one person may use', () => {
