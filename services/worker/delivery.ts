@@ -57,6 +57,12 @@ export interface DeliveryDeps {
   adapters: Map<string, DeliveryAdapter>;
   /** Whether we may judge other owners dead (worker liveness); without one only stopped owners are. */
   judge?: Judge;
+  /**
+   * Told when a rate limit deferred the obligation until `notBefore`: the worker moves the delivery
+   * job to BullMQ's delayed set until then, so the retry goes at the platform's Retry-After, not
+   * at the sweeper's next pass. Unset: the sweeper re-enqueues it when due.
+   */
+  onDeferred?: (notBefore: Date) => void;
 }
 
 const retryAfterSeconds = (attempt: number) => (attempt <= 1 ? 30 : 120);
@@ -129,12 +135,15 @@ async function sendWithin(deps: DeliveryDeps, ob: Obligation, seconds: number): 
 
 /**
  * Flood control (SPEC): the platform said "not before N s": the row goes back to pending with
- * `not_before`, the attempt given back; the sweeper enqueues it when due.
+ * `not_before`, the attempt given back; `onDeferred` wakes it then (the worker's delayed job), and
+ * the sweeper enqueues it when due if that wake-up is lost.
  */
 async function defer(deps: DeliveryDeps, ob: Obligation, err: RateLimited, log: Logger): Promise<'deferred'> {
   const seconds = Math.min(err.retryAfterSeconds, MAX_FLOOD_WAIT_SECONDS);
-  await retried(() => deferDelivery(deps.db.pool, ob.id, deps.instance, new Date(Date.now() + seconds * 1_000)))
+  const notBefore = new Date(Date.now() + seconds * 1_000);
+  const deferred = await retried(() => deferDelivery(deps.db.pool, ob.id, deps.instance, notBefore))
     .catch((e: unknown) => { deps.metrics.ledgerWriteFailures.inc({ operation: 'delivery_deferred' }); throw e; });
+  if (deferred) deps.onDeferred?.(notBefore);
   deps.metrics.deliveries.inc({ platform: ob.platform, outcome: 'deferred' });
   log.info({ retryAfterSeconds: seconds }, 'Delivery rate-limited by the platform; deferred without spending an attempt');
   return 'deferred';

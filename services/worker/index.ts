@@ -4,7 +4,7 @@
 // turns may finish within the grace period, and those still running after it are cut and resume
 // once on another worker (SPEC).
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Worker } from 'bullmq';
+import { DelayedError, Worker } from 'bullmq';
 import {
   checkEvictionPolicy, deliveryJobSchema, duplicateRedis, redisLiveness, getAdmission, markStopped, queueNames, registerInstance, reviewJobSchema, startSweeper, turnJobSchema,
   type Instance,
@@ -85,9 +85,16 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     return { ran: await drainSession(drainDeps, adm.sessionId) };
   }, { connection, prefix, concurrency: config.HERMES_TURN_CONCURRENCY, lockDuration: 60_000 });
 
-  const deliveries = new Worker(queueNames.deliveries, async (job) => {
+  const deliveries = new Worker(queueNames.deliveries, async (job, token) => {
     const { obligationId } = deliveryJobSchema.parse(job.data);
-    return { result: await deliver({ config, db, redis: deps.redis, instance, log, metrics: deps.metrics, adapters, judge: liveness }, obligationId) };
+    let wakeAt: Date | undefined;
+    const result = await deliver({ config, db, redis: deps.redis, instance, log, metrics: deps.metrics, adapters, judge: liveness, onDeferred: (at) => { wakeAt = at; } }, obligationId);
+    // Rate-limited: this job waits in the delayed set until the platform's Retry-After (its id stays taken, so the sweeper does not enqueue it twice).
+    if (wakeAt && token) {
+      await job.moveToDelayed(wakeAt.getTime(), token);
+      throw new DelayedError();
+    }
+    return { result };
   }, { connection, prefix, concurrency: config.HERMES_DELIVERY_CONCURRENCY });
 
   // The learning loop: background reviews of finished turns. Best effort: a stopping worker aborts

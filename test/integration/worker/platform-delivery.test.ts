@@ -162,6 +162,22 @@ describe('platform delivery', () => {
     expect(sentTo('DLIMIT').map((c) => [c.status, (c.args.text ?? '')[0]])).toEqual([[200, 'a'], [429, 'b'], [200, 'b'], [200, 'c']]);
   });
 
+  it('a 429 in a worker: the delivery job itself waits for Retry-After and sends then, without the sweeper', async () => {
+    // No sweeper: before, a deferred row waited for its pass (HERMES_SWEEP_GRACE_SECONDS after the
+    // attempt, then up to HERMES_SWEEP_SECONDS more) whatever Retry-After said; here it would never go.
+    const worker = await startTestWorker(rt, { sweeper: false, secrets: [slackSecret] });
+    try {
+      const { obligationId, admissionId } = await owed('DWAKE', 'after the rate limit');
+      fake.rateLimitNext(1, 1);
+      await enqueueDelivery(rt.queues, { obligationId });
+      const ob = await deliveredObligation(rt.db.pool, admissionId, 'delivered after Retry-After');
+      expect(ob.attempts).toBe(1);
+      expect(sentTo('DWAKE').map((c) => [c.status, c.args.text])).toEqual([[429, 'after the rate limit'], [200, 'after the rate limit']]);
+    } finally {
+      await worker.close();
+    }
+  });
+
   it('abandons a reply after 3 failed attempts', async () => {
     const deps = await deliveryDeps();
     const { obligationId, admissionId } = await owed('DFAIL', 'never arrives');
