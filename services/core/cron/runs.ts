@@ -176,9 +176,16 @@ export async function discardQueuedRun(sql: Sql, run: ActiveRun): Promise<boolea
   return rowCount === 1;
 }
 
-/** Replace: marks a started run as replaced (its turn is stopped by a /stop signal in its session). */
+/**
+ * Replace: marks a started run as replaced (its turn is stopped by a /stop signal in its session).
+ * Its reply (the interrupted notice, or what it had written) is stored only: the run's admission
+ * delivers `local` from now on, so the channel hears the newer run, not "interrupted … /retry".
+ */
 export async function markReplaced(sql: Sql, run: ActiveRun): Promise<void> {
   await sql.query(`UPDATE cron_runs SET reason = 'Replaced: a newer run of the CronJob stopped it' WHERE id = $1`, [run.runId]);
+  await sql.query(
+    `UPDATE admissions SET reply_target = jsonb_set(reply_target::jsonb, '{deliver}', '{"platform":"local"}'::jsonb), updated_at = now()
+     WHERE id = $1 AND state = 'started' AND reply_target->>'kind' = 'cron'`, [run.admissionId]);
 }
 
 /**

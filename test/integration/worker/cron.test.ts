@@ -150,6 +150,22 @@ describe('cron runs', () => {
     expect(slack.posts().some((p) => /Stopped/.test(p.args.text ?? ''))).toBe(false);
   });
 
+  it('Replace with a chat delivery: the stopped run\'s interrupted reply is stored, not posted; only the newer run\'s result reaches the channel', async () => {
+    const open = holdModel();
+    await cronJob('replace-slack', { prompt: 'hold replace-slack', concurrencyPolicy: 'Replace', deliver: 'slack:C0REPLACE' }, plus(15));
+    expect((await tick(plus(15, 1))).fired).toBe(1);
+    const [old] = await runsOf('replace-slack');
+    await started(old!.admissionId!);
+    expect((await tick(plus(16, 1))).fired).toBe(1);
+    expect((await ended(old!.admissionId!)).outcome).toBe('interrupted');
+    const stored = await deliveredObligation(rt.db.pool, old!.admissionId!, 'the replaced run\'s reply settled');
+    expect(stored.content).toMatch(/interrupted/);
+    const newer = (await runsOf('replace-slack')).find((r) => r.slot.getTime() === plus(16).getTime())!;
+    open();
+    await deliveredObligation(rt.db.pool, newer.admissionId!, 'the newer run delivered');
+    expect(slack.posts().filter((p) => p.args.channel === 'C0REPLACE').map((p) => p.args.text)).toEqual(['done: hold replace-slack']);
+  });
+
   it('catch-up rules: missed slots are skipped with a reason; a late newest slot runs only with catchUpMissed, within its deadline', async () => {
     await cronJob('nocatch', { failedRunsHistoryLimit: 10 }, plus(20));
     await cronJob('catch', { catchUpMissed: true, failedRunsHistoryLimit: 10 }, plus(20));
