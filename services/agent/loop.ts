@@ -110,11 +110,13 @@ export interface LoopResult extends TurnResult {
 
 const MAX_INVALID_IN_A_ROW = 3;
 
-function interrupted(input: Pick<LoopInput, 'signal' | 'platform'>, partial: string, usage: Usage, iterations: number): LoopResult {
+function interrupted(input: Pick<LoopInput, 'signal' | 'platform' | 'unattended'>, partial: string, usage: Usage, iterations: number): LoopResult {
   const reason = abortReason(input.signal).message;
+  // Unattended (a cron run): nobody sent a message to send again, and nobody can /retry it.
   const reply = partial.trim()
     ? `${partial}\n\n[interrupted: ${reason}]`
-    : `The turn was interrupted (${reason}). Send your message again or ${commandWord(input.platform, 'retry')}.`;
+    : input.unattended ? `The run was interrupted (${reason}).`
+      : `The turn was interrupted (${reason}). Send your message again or ${commandWord(input.platform, 'retry')}.`;
   return { outcome: 'interrupted', reply, error: reason, interrupted: true, partial: partial.trim() ? partial : '', usage, iterations };
 }
 
