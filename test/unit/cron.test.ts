@@ -84,6 +84,20 @@ describe('tick plan', () => {
     expect(p.skipped).toEqual([]);
   });
 
+  it('@every keeps its slots on the interval from the slot, however late the tick that fired it', () => {
+    const every = parseSchedule('@every 30m', 'UTC');
+    const input = (nextRunAt: string, now: string): PlanInput => ({
+      row: { agentId: 'a1', agentName: 'demo', suspend: false, nextRunAt: at(nextRunAt), runNowAt: null },
+      spec: storedCronSpecSchema.parse({ prompt: 'p' }), schedule: every, now: at(now), active: 0, graceSeconds: 120,
+    });
+    // A tick 37 ms after the slot: the next slot is the slot + 30 m, not the tick + 30 m (that drifts a little every run).
+    expect(planTick(input('2026-12-05T10:00:00.000Z', '2026-12-05T10:00:00.037Z')).next).toEqual(at('2026-12-05T10:30:00.000Z'));
+    // Back after 95 minutes down: the missed slots are on the same grid, and so is the next one.
+    const late = planTick(input('2026-12-05T10:00:00.000Z', '2026-12-05T11:35:00.000Z'));
+    expect(late.skipped.map((x) => x.slot.toISOString().slice(11, 19))).toEqual(['10:00:00', '10:30:00', '11:00:00', '11:30:00']);
+    expect(late.next).toEqual(at('2026-12-05T12:00:00.000Z'));
+  });
+
   it('without catchUpMissed: slots missed while down are skipped as Missed, the late newest one too', () => {
     const p = plan({ now: '2026-12-05T12:30:00Z' });
     expect(p.fire).toBeUndefined();

@@ -54,7 +54,7 @@ function deadlineSeconds(spec: StoredCronSpec, graceSeconds: number): number {
 }
 
 export function planTick(p: PlanInput): TickPlan {
-  const { row, spec, now } = p;
+  const { row, spec } = p;
   const plan: TickPlan = { next: row.nextRunAt, skipped: [], replace: false };
   const agentMissing = !row.agentId;
   const skip = (slot: Date, trigger: Trigger, reason: string, message: string) => plan.skipped.push({ slot, trigger, reason, message });
@@ -66,8 +66,10 @@ export function planTick(p: PlanInput): TickPlan {
   if (row.suspend) return plan;
   const slots = dueSlots(p);
   if (slots.length === 0) return plan;
-  plan.next = p.schedule.next(now);
   const newest = slots.at(-1)!;
+  // From the newest slot, not from now: the same for a cron expression (no slot lies between
+  // them), and it keeps @every on its grid instead of drifting by each tick's lateness.
+  plan.next = p.schedule.next(newest);
   const older = slots.slice(0, -1).slice(-MAX_SKIPPED);
   for (const s of older) {
     skip(s, 'schedule', spec.catchUpMissed ? 'Superseded' : 'Missed',
