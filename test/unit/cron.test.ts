@@ -98,6 +98,20 @@ describe('tick plan', () => {
     expect(late.next).toEqual(at('2026-12-05T12:00:00.000Z'));
   });
 
+  it('a next run older than the 7-day lookback with no slot since moves on to the next slot instead of staying due', () => {
+    const input = (schedule: string, nextRunAt: string): PlanInput => ({
+      row: { agentId: 'a1', agentName: 'demo', suspend: false, nextRunAt: at(nextRunAt), runNowAt: null },
+      spec: storedCronSpecSchema.parse({ prompt: 'p' }), schedule: parseSchedule(schedule, 'UTC'), now: at('2026-12-07T20:00:00Z'), active: 0, graceSeconds: 120,
+    });
+    // Down since before October 15th's run: no 15th in the last 7 days, the next is December 15th.
+    const monthly = planTick(input('0 9 15 * *', '2026-10-15T09:00:00Z'));
+    expect([monthly.fire, monthly.next]).toEqual([undefined, at('2026-12-15T09:00:00Z')]);
+    // An interval longer than the lookback: the next slot is after now, never again in the past.
+    const tenDays = planTick(input('@every 10d', '2026-11-20T00:00:00Z'));
+    expect(tenDays.fire).toBeUndefined();
+    expect(tenDays.next!.getTime()).toBeGreaterThan(at('2026-12-07T20:00:00Z').getTime());
+  });
+
   it('without catchUpMissed: slots missed while down are skipped as Missed, the late newest one too', () => {
     const p = plan({ now: '2026-12-05T12:30:00Z' });
     expect(p.fire).toBeUndefined();

@@ -65,7 +65,12 @@ export function planTick(p: PlanInput): TickPlan {
   }
   if (row.suspend) return plan;
   const slots = dueSlots(p);
-  if (slots.length === 0) return plan;
+  if (slots.length === 0) {
+    // Due, but older than the lookback with no slot since (a monthly job down past its day, an
+    // @every longer than 7 days): nothing runs, and the next run moves past now instead of staying due.
+    if (row.nextRunAt && row.nextRunAt <= p.now) plan.next = p.schedule.next(p.now);
+    return plan;
+  }
   const newest = slots.at(-1)!;
   // From the newest slot, not from now: the same for a cron expression (no slot lies between
   // them), and it keeps @every on its grid instead of drifting by each tick's lateness.
