@@ -161,6 +161,14 @@ describe('delivery targets and cron turns', () => {
     expect(() => parseDeliver('email:me', 'default/x')).toThrow(/not a delivery target/);
   });
 
+  it('refuses a target its platform can never be sent to, naming what it takes', () => {
+    expect(parseDeliver('discord:1234567890', 'default/x')).toEqual({ platform: 'discord', target: { kind: 'discord', channelId: '1234567890' } });
+    expect(() => parseDeliver('discord:#general', 'default/x')).toThrow(/discord channel "#general" must be a channel id/);
+    expect(parseDeliver('telegram:@news_channel', 'default/x')).toEqual({ platform: 'telegram', target: { kind: 'telegram', chatId: '@news_channel' } });
+    expect(() => parseDeliver('telegram:ops', 'default/x')).toThrow(/telegram chat "ops" must be a chat id/);
+    expect(() => parseDeliver('slack:#eng:yesterday', 'default/x')).toThrow(/slack thread "yesterday" must be a message ts/);
+  });
+
   it('offers no messaging, clarify or cron tools, and loads the skills in order before the prompt', () => {
     expect(cronToolsets(['core', 'messaging', 'clarify', 'cron', 'web'])).toEqual(['core', 'web']);
     const tool = (name: string, toolset: string) => ({ name, toolset }) as Parameters<typeof cronTools>[0][number];

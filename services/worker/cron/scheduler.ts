@@ -9,7 +9,7 @@
 import type { Redis } from 'ioredis';
 import {
   activeRunsOf, admitIn, pause, clearPendingSlots, discardQueuedRun, listDueSchedules, lockSchedules, markReplaced, parseDeliver, cachedSchedule,
-  pendingAdmissions, planTick, publishSignal, pruneRuns, recordSignal, runAsLeader, storedCronSpecSchema, syncFinishedRuns, writeSlot, cronSessionKey,
+  pendingAdmissions, planTick, publishSignal, ScheduleError, pruneRuns, recordSignal, runAsLeader, storedCronSpecSchema, syncFinishedRuns, writeSlot, cronSessionKey,
   type ActiveRun, type CronReplyTarget, type CronRow, type Db, type Fired, type LeaderTuning, type Leadership, type Logger, type Queues, type SessionSignal, type Sql,
 } from '../../core/index.js';
 
@@ -64,14 +64,33 @@ async function replaceRuns(sql: Sql, row: CronRow, runs: ActiveRun[]): Promise<C
   return stops;
 }
 
+/**
+ * The run's reply target, or why its stored deliver cannot be sent to (a CronJob stored before a
+ * stricter check): then the slot is skipped, `InvalidDeliver`, and the schedule moves on.
+ */
+function targetOf(row: CronRow, spec: { deliver?: string | undefined; skills: string[] }): CronReplyTarget | string {
+  try {
+    return replyTargetOf(row, spec.deliver, spec.skills);
+  } catch (err) {
+    if (err instanceof ScheduleError) return err.message;
+    throw err;
+  }
+}
+
 /** One locked CronJob's write: plan the tick, stop replaced runs, advance, record, admit. */
 async function writeRow(sql: Sql, row: CronRow, active: ActiveRun[], opts: TickOptions): Promise<Omit<Committed, 'pending'>> {
   const spec = storedCronSpecSchema.parse(row.spec);
   const plan = planTick({ row, spec, schedule: cachedSchedule(row.schedule, row.timeZone), now: opts.now, active: active.length, graceSeconds: opts.graceSeconds ?? 120 });
+  const target = plan.fire ? targetOf(row, spec) : undefined;
+  if (plan.fire && typeof target === 'string') {
+    plan.skipped.push({ ...plan.fire, reason: 'InvalidDeliver', message: target });
+    plan.fire = undefined;
+    plan.replace = false;
+  }
   const stops = plan.replace ? await replaceRuns(sql, row, active) : [];
   const fired = await writeSlot(sql, row, {
     next: plan.next, skipped: plan.skipped, ...(plan.runNowAt ? { runNowAt: plan.runNowAt } : {}),
-    ...(plan.fire ? { fire: { ...plan.fire, content: spec.prompt, replyTarget: replyTargetOf(row, spec.deliver, spec.skills) } } : {}),
+    ...(plan.fire && typeof target === 'object' ? { fire: { ...plan.fire, content: spec.prompt, replyTarget: target } } : {}),
   });
   return { row, ...(fired ? { fired } : {}), stops, skipped: plan.skipped.length };
 }

@@ -334,6 +334,16 @@ describe('cron failures', () => {
     expect(await history('broken')).toEqual([]);
   });
 
+  it('a CronJob stored with a deliver target that no longer parses skips its slot as InvalidDeliver and moves on, without failing the tick', async () => {
+    await cronJob('old-target', { deliver: 'discord:#general' }, plus(85)); // stored before deliver was checked this strictly
+    const r = await tick(plus(85, 1));
+    expect([r.fired, r.skipped, r.errors]).toEqual([0, 1, 0]);
+    expect(await skipsOf('old-target')).toEqual(['10:25 InvalidDeliver']);
+    expect((await history('old-target'))[0]!.reason).toMatch(/discord channel "#general" must be a channel id/);
+    const [row] = (await rt.db.pool.query<{ next: Date }>(`SELECT next_run_at AS next FROM cron_schedules WHERE name = 'old-target'`)).rows;
+    expect(row!.next).toEqual(plus(86));
+  });
+
   it('a scheduler dying mid-tick, and two ticking at once, fire every slot exactly once', async () => {
     const names = Array.from({ length: 12 }, (_, i) => `fleet-${i}`);
     for (const n of names) await cronJob(n, { prompt: `${n} run` }, plus(70));
