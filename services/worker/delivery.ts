@@ -31,6 +31,11 @@ export interface DeliveryAdapter {
    * in the same place and silence is Hermes' semantics.
    */
   answersEachRequest?(target: unknown): boolean;
+  /**
+   * A routing adapter (`cron`): the adapter and obligation that really send `ob`, so the ledger
+   * splits at that platform's limit and records each piece. Undefined: this adapter sends it.
+   */
+  route?(ob: Obligation): { adapter: DeliveryAdapter; ob: Obligation } | undefined;
 }
 
 /** Where a turn's reply will go: its agent (for the platform settings and token) and target. */
@@ -113,9 +118,10 @@ async function sendPieces(deps: DeliveryDeps, adapter: DeliveryAdapter & { maxMe
   }
 }
 
-async function sendWithin(deps: DeliveryDeps, ob: Obligation, seconds: number): Promise<void> {
-  const adapter = deps.adapters.get(ob.platform);
-  if (!adapter) throw new Error(`no delivery adapter for platform "${ob.platform}"`);
+async function sendWithin(deps: DeliveryDeps, owed: Obligation, seconds: number): Promise<void> {
+  const own = deps.adapters.get(owed.platform);
+  if (!own) throw new Error(`no delivery adapter for platform "${owed.platform}"`);
+  const { adapter, ob } = own.route?.(owed) ?? { adapter: own, ob: owed };
   const deadline = AbortSignal.timeout(seconds * 1_000);
   let onAbort: (() => void) | undefined;
   const late = new Promise<never>((_, reject) => {

@@ -14,17 +14,34 @@ const cronTargetSchema = z.object({
   deliver: z.object({ platform: z.string(), target: z.unknown().optional() }),
 });
 
-/** The `cron` adapter; `adapters` are the worker's others (read when sending, so all are registered by then). */
+/** Where a cron obligation really goes: the platform's adapter and the obligation as that adapter reads it; undefined for `local`. */
+function routed(adapters: ReadonlyMap<string, DeliveryAdapter>, ob: Obligation): { adapter: DeliveryAdapter; ob: Obligation } | undefined {
+  const parsed = cronTargetSchema.safeParse(ob.target);
+  if (!parsed.success) throw new NotConfigured(`cron obligation ${ob.id} has no CronJob delivery target`);
+  const { platform, target } = parsed.data.deliver;
+  if (platform === 'local') return undefined;
+  const adapter = platform === 'cron' ? undefined : adapters.get(platform);
+  if (!adapter) throw new NotConfigured(`CronJob ${parsed.data.cronJob} delivers to "${platform}", which this worker cannot send to`);
+  return { adapter, ob: { ...ob, platform, target } };
+}
+
+/**
+ * The `cron` adapter; `adapters` are the worker's others (read when sending, so all are registered
+ * by then). `route` hands the ledger the platform's own adapter, so a long result is split at that
+ * platform's limit with each piece recorded (a retry after a failed later piece sends only the rest).
+ */
 export function cronDelivery(adapters: () => ReadonlyMap<string, DeliveryAdapter>): DeliveryAdapter {
   return {
+    route(ob: Obligation) {
+      try {
+        return routed(adapters(), ob);
+      } catch {
+        return undefined; // `send` says why
+      }
+    },
     async send(ob: Obligation, text: string, signal: AbortSignal): Promise<void> {
-      const parsed = cronTargetSchema.safeParse(ob.target);
-      if (!parsed.success) throw new NotConfigured(`cron obligation ${ob.id} has no CronJob delivery target`);
-      const { platform, target } = parsed.data.deliver;
-      if (platform === 'local') return;
-      const adapter = platform === 'cron' ? undefined : adapters().get(platform);
-      if (!adapter) throw new NotConfigured(`CronJob ${parsed.data.cronJob} delivers to "${platform}", which this worker cannot send to`);
-      await adapter.send({ ...ob, platform, target }, text, signal);
+      const to = routed(adapters(), ob);
+      if (to) await to.adapter.send(to.ob, text, signal);
     },
   };
 }

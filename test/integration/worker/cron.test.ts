@@ -8,7 +8,7 @@
 // a scheduler dying mid-tick (and two ticking at once) fire no slot twice and lose none.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  acquireLease, cronHistory, cronStatus, cutTurn, enqueueTurn, getAdmission, interruptedNotice, markStopped, recordModelCall, registerInstance, releaseLease, requestRunNow,
+  acquireLease, cronHistory, cronStatus, cutTurn, enqueueTurn, getAdmission, getObligationForAdmission, interruptedNotice, markStopped, recordModelCall, registerInstance, releaseLease, requestRunNow,
   startNextTurn, type CompiledAgent, type Lease,
 } from '../../../services/core/index.js';
 import type { SecretData } from '../../../services/agent/index.js';
@@ -165,6 +165,27 @@ describe('cron runs', () => {
     open();
     await deliveredObligation(rt.db.pool, newer.admissionId!, 'the newer run delivered');
     expect(slack.posts().filter((p) => p.args.channel === 'C0REPLACE').map((p) => p.args.text)).toEqual(['done: hold replace-slack']);
+  });
+
+  it('a long result to Slack is split by the ledger: a retry after a failed later piece posts only the rest', async () => {
+    const prompt = `long ${'a'.repeat(3_990)} ${'b'.repeat(3_990)}`;
+    await cronJob('long-slack', { prompt, deliver: 'slack:C0LONG' }, plus(17));
+    slack.failNext(1, 500, 1); // the first piece goes out, the second meets a 500
+    expect((await tick(plus(17, 1))).fired).toBe(1);
+    const [run] = await runsOf('long-slack');
+    await ended(run!.admissionId!);
+    const failed = await eventually(async () => {
+      const ob = await getObligationForAdmission(rt.db.pool, run!.admissionId!);
+      return ob?.state === 'failed' ? ob : undefined;
+    }, 'the first attempt failed');
+    expect(failed.piecesSent).toBe(1);
+    await rt.db.pool.query(`UPDATE delivery_obligations SET not_before = now() WHERE id = $1`, [failed.id]);
+    await deliveredObligation(rt.db.pool, run!.admissionId!, 'the rest delivered');
+    // Two pieces, each posted once: the first was not posted again.
+    const posts = slack.posts().filter((p) => p.args.channel === 'C0LONG').map((p) => p.args.text ?? '');
+    expect(posts.length).toBe(2);
+    expect(posts[0]).toMatch(/^done: long a/);
+    expect(posts[1]).toMatch(/b{3990}$/);
   });
 
   it('catch-up rules: missed slots are skipped with a reason; a late newest slot runs only with catchUpMissed, within its deadline', async () => {
