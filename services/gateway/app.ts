@@ -25,7 +25,7 @@ import { registerTeamsRoutes } from './routes/teams.js';
 import { registerWebhookRoutes } from './routes/webhook.js';
 import { registerTelegramRoutes } from './routes/telegram.js';
 import { registerTracing } from './tracing.js';
-import { refuseRepeatedHeaders } from './validation.js';
+import { acceptEmptyJsonBody, refuseRepeatedHeaders } from './validation.js';
 
 export interface AppOptions {
   /** The long-lived platform connections a listening gateway campaigns for. @defaultValue platformConnectors */
@@ -52,6 +52,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
 
   // JSON only: without the default text/plain parser, any other body type is a 415.
   app.removeContentTypeParser('text/plain');
+  acceptEmptyJsonBody(app);
 
   app.setErrorHandler((err, request, reply) => {
     const apiError = toApiError(err, request, config.HERMES_MAX_BODY_BYTES);

@@ -7,6 +7,32 @@ import { z } from 'zod';
 import { HermesError } from '../core/index.js';
 import { describeIssues } from './errors.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The route takes no body, or an optional one: an empty body sent with `content-type:
+     * application/json` (as OpenAI's SDK sends a bodiless POST or DELETE) is no body, not a 400.
+     */
+    optionalBody?: boolean;
+  }
+}
+
+/** The route config of a route whose body is optional ({@link acceptEmptyJsonBody}). */
+export const optionalBody = { config: { optionalBody: true } } as const;
+
+/**
+ * JSON bodies as fastify parses them (prototype poisoning refused), except that an empty body is
+ * no body on the routes marked {@link optionalBody}; elsewhere it stays a 400 HERMES_BAD_JSON.
+ */
+export function acceptEmptyJsonBody(app: FastifyInstance): void {
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body: string, done) => {
+    if (body === '' && request.routeOptions.config.optionalBody === true) return done(null, undefined);
+    void json(request, body, done);
+  });
+}
+
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'headers' | 'params'): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;

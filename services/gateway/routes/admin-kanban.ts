@@ -15,7 +15,7 @@ import {
   namedBoard, showTask, unblockTask, type KanbanScope, type Sql,
 } from '../../core/index.js';
 import type { GatewayContext } from '../context.js';
-import { agentParams, freeText, parseInput, singleLine } from '../validation.js';
+import { agentParams, freeText, optionalBody, parseInput, singleLine } from '../validation.js';
 
 const boardParams = agentParams.extend({ board: z.string().min(1).max(63) });
 const taskParams = boardParams.extend({ id: z.string().min(1).max(64) });
@@ -92,7 +92,7 @@ export function registerAdminKanbanRoutes(app: FastifyInstance, ctx: GatewayCont
     return { parent: body.parent, child: params.id };
   });
 
-  app.post('/v1/admin/agents/:namespace/:name/kanban/:board/tasks/:id/:verb', async (request) => {
+  app.post('/v1/admin/agents/:namespace/:name/kanban/:board/tasks/:id/:verb', optionalBody, async (request) => {
     const params = parseInput(verbParams, request.params, 'params');
     const b = parseInput(verbBody, request.body ?? {}, 'body');
     return onBoard(request, params, async (sql, scope) => {

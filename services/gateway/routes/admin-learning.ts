@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { HermesError, bearerMatches, findAgent, type AgentRecord } from '../../core/index.js';
 import { decideStagedWrite, pgStaging, type StagedKind, type StagedWrite } from '../../agent/index.js';
 import type { GatewayContext } from '../context.js';
-import { agentParams, parseInput, singleLine } from '../validation.js';
+import { agentParams, optionalBody, parseInput, singleLine } from '../validation.js';
 
 const kindParams = agentParams.extend({ kind: z.enum(['memory', 'skills']) });
 const writeParams = kindParams.extend({ id: z.string().uuid(), verb: z.enum(['approve', 'reject']) });
@@ -42,7 +42,7 @@ export function registerAdminLearningRoutes(app: FastifyInstance, ctx: GatewayCo
     return { writes: (await pgStaging(db).pending(agent.agentId, kindOf(params.kind))).map(view) };
   });
 
-  app.post('/v1/admin/agents/:namespace/:name/learning/:kind/:id/:verb', async (request) => {
+  app.post('/v1/admin/agents/:namespace/:name/learning/:kind/:id/:verb', optionalBody, async (request) => {
     const params = parseInput(writeParams, request.params, 'params');
     const agent = await agentOf(request, params);
     const body = parseInput(decideBody, request.body ?? {}, 'body');

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { HermesError, bearerMatches, findAgent, listPairings, type AgentRecord } from '../../core/index.js';
 import type { GatewayContext } from '../context.js';
 import { decideAndNotify } from '../pairing.js';
-import { agentParams, identifier, parseInput, singleLine } from '../validation.js';
+import { agentParams, identifier, optionalBody, parseInput, singleLine } from '../validation.js';
 
 const decideParams = agentParams.extend({ code: z.string().min(1).max(32).regex(/^[A-Za-z0-9-]+$/), verb: z.enum(['approve', 'deny']) });
 const decideBody = z.object({ platform: identifier.max(32).optional(), by: singleLine.max(200).optional() }).strict();
@@ -36,7 +36,7 @@ export function registerAdminPairingRoutes(app: FastifyInstance, ctx: GatewayCon
     };
   });
 
-  app.post('/v1/admin/agents/:namespace/:name/pairings/:code/:verb', async (request) => {
+  app.post('/v1/admin/agents/:namespace/:name/pairings/:code/:verb', optionalBody, async (request) => {
     const params = parseInput(decideParams, request.params, 'params');
     const agent = await agentOf(request, params);
     const body = parseInput(decideBody, request.body ?? {}, 'body');

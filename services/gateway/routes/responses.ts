@@ -19,7 +19,7 @@ import { waitSignal, type GatewayContext } from '../context.js';
 import { streamResponse } from '../openai/response-stream.js';
 import { responseBody, responseObject, responseState, splitInput, turnHistory, type ResponseBody } from '../openai/responses.js';
 import { readTurnView, viewOfEnd } from '../turn-view.js';
-import { headerValue, parseInput, singleLine } from '../validation.js';
+import { headerValue, optionalBody, parseInput, singleLine } from '../validation.js';
 
 const idParams = z.object({ id: singleLine.min(1).max(256) });
 const links = (id: string) => ({ self: `/v1/responses/${id}` });
@@ -133,7 +133,7 @@ export function registerResponseRoutes(app: FastifyInstance, ctx: GatewayContext
     return responseObject(turn, view ? responseState(view) : { status: 'failed', error: { code: 'server_error', message: 'The turn of this response is gone.' } });
   });
 
-  app.delete('/v1/responses/:id', async (request) => {
+  app.delete('/v1/responses/:id', optionalBody, async (request) => {
     const turn = await storedResponse(ctx, request);
     if (!(await deleteApiTurn(ctx.deps.db.pool, turn.id))) throw new HermesError('HERMES_RESPONSE_NOT_FOUND', `"${turn.id}" was already deleted.`);
     return { id: turn.id, object: 'response', deleted: true };

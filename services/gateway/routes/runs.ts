@@ -22,7 +22,7 @@ import { openAiErrorBody, toApiError } from '../errors.js';
 import { splitInput, turnHistory, turnInput } from '../openai/responses.js';
 import { openSse } from '../sse.js';
 import { readTurnView, viewOfEnd, type TurnView } from '../turn-view.js';
-import { freeText, headerValue, identifier, parseInput, singleLine } from '../validation.js';
+import { freeText, headerValue, identifier, optionalBody, parseInput, singleLine } from '../validation.js';
 import type { ApprovalEvent } from '../waiter.js';
 
 const runBody = (maxChars: number) => z.object({
@@ -181,5 +181,5 @@ export function registerRunRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     return runObject(turn, await readTurnView(ctx.deps.db, turn.admissionId));
   });
   app.get('/v1/runs/:id/events', (request, reply) => followRun(ctx, request, reply));
-  app.post('/v1/runs/:id/stop', (request) => stopRun(ctx, request));
+  app.post('/v1/runs/:id/stop', optionalBody, (request) => stopRun(ctx, request));
 }
