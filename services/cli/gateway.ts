@@ -15,8 +15,9 @@ export async function startGatewayOn(rt: Runtime, secrets?: SecretResolver): Pro
   const producer = connectRedis(rt.config.REDIS_URL, { failFast: true, liveness: redisLiveness(silence, rt.log, 'producer') });
   const subscriber = connectRedis(rt.config.REDIS_URL, { liveness: redisLiveness(silence, rt.log, 'subscriber') });
   const queues = openQueues(producer, rt.config.HERMES_QUEUE_PREFIX);
-  const warning = await checkEvictionPolicy(rt.redis);
-  if (warning) rt.log.warn(warning);
+  // Checked once Redis answers, never awaited: a gateway started while Redis is down listens at
+  // once (/healthz 200, /readyz 503 naming Redis) instead of opening no port until Redis is back.
+  void checkEvictionPolicy(rt.redis).then((warning) => { if (warning) rt.log.warn(warning); });
   const gw = await startGateway({ ...rt, redis: producer, subscriber, queues, ...(secrets ? { secrets } : {}) });
   return {
     url: gw.url,

@@ -9,7 +9,20 @@ export interface CheckResult { ok: boolean; error?: string }
 
 /** Socket errors that mean the server could not be reached at all (down, no route, no such host). */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
-const unreachable = (err: unknown): boolean => UNREACHABLE.has(String((err as { code?: unknown } | undefined)?.code));
+const unreachable = (err: unknown): boolean => err instanceof NotConnected || UNREACHABLE.has(String((err as { code?: unknown } | undefined)?.code));
+
+/** A client that is not connected: the server was not reachable when it last tried. */
+class NotConnected extends Error {}
+
+/**
+ * PING, or "not reachable" at once while the connection is not up (ioredis still connecting or
+ * reconnecting): a fail-fast connection would fail with "Stream isn't writeable…" and any other
+ * would queue the PING until Redis is back, so neither said that Redis cannot be reached.
+ */
+const pingRedis = async (redis: Redis): Promise<unknown> => {
+  if (['wait', 'connecting', 'reconnecting', 'close', 'end'].includes(redis.status)) throw new NotConnected(`Redis connection is ${redis.status} (the connection errors are logged as they happen)`);
+  return redis.ping();
+};
 
 /**
  * Runs `probe`, failing it when it throws or does not answer within `timeoutMs`. The result says
@@ -52,7 +65,7 @@ export async function readiness(deps: { db: Db; redis: Redis; log?: Logger }, ti
   const logAs = (dependency: string) => (err: unknown) => deps.log?.warn({ err, dependency }, `Readiness check of ${dependency} failed`);
   const [postgres, redis] = await Promise.all([
     checkWithin(() => deps.db.pool.query('select 1'), timeoutMs, logAs('postgres')),
-    checkWithin(() => deps.redis.ping(), timeoutMs, logAs('redis')),
+    checkWithin(() => pingRedis(deps.redis), timeoutMs, logAs('redis')),
   ]);
   return summarizeChecks({ postgres, redis, ...extra });
 }

@@ -1,6 +1,9 @@
 // `hermes gateway` started while Redis is down waits for it (its commands queue) — and says so in
 // its JSON log, once per connection, naming host and port, then that Redis answers again once it
 // does. It used to wait in silence: no log line, no listener, nothing for an operator to go on.
+// Meanwhile it listens, as a Pod's probes need: /healthz 200, /readyz 503 saying Redis is not
+// reachable (without its address). It used to open no port until Redis answered (the eviction
+// policy check was awaited first), so the kubelet's liveness probe killed it without a reason.
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hermesBin } from '../../support/cli.js';
@@ -34,6 +37,11 @@ describe('hermes gateway with Redis down at start', () => {
     try {
       const down = await eventually(() => lines().find((l) => l.msg === 'Redis (REDIS_URL) cannot be reached; retrying until it answers'), 'the outage logged', 40_000);
       expect(down.redis).toBe(new URL(redis.url).host);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200, 'the gateway live while Redis is down', 40_000);
+      const unready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      const body = await unready.json() as { status: string; checks: Record<string, { ok: boolean; error?: string }> };
+      expect([unready.status, body.status, body.checks]).toEqual([503, 'unready', { postgres: { ok: true }, redis: { ok: false, error: 'not reachable (the cause is in the process log)' } }]);
+      expect(JSON.stringify(body)).not.toContain(new URL(redis.url).host);
       await redis.start();
       await eventually(() => lines().some((l) => l.msg === 'Redis answers again'), 'the recovery logged', 15_000);
       await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 'the gateway ready', 30_000);
