@@ -100,6 +100,8 @@ export class WatchedCache<T extends KubernetesObject> {
 
   private restartLater(err: unknown): void {
     if (this.stopped || this.restartTimer) return;
+    // Not synced until a start works again: /readyz says so while the apiserver cannot be reached.
+    this.synced = false;
     const ms = this.backoff.next('watch');
     this.opts.log.warn({ err: String(err), resource: this.opts.what, retryMs: ms }, 'Watch broke; relisting after backoff');
     this.restartTimer = setTimeout(() => {
@@ -116,6 +118,7 @@ export class WatchedCache<T extends KubernetesObject> {
     for (const obj of this.informer.list()) this.opts.onChange(obj);
   }
 
+  /** Listed and watching: false before the first list and from a broken watch until it is watched again. */
   hasSynced(): boolean {
     return this.synced;
   }

@@ -2,7 +2,8 @@
 // growing backoff. The informer reports the refused connection to its error handler and still
 // resolves start(), which counted as a good start and reset the backoff — every watch restarted
 // every 200 ms and logged "Watch broke" each time (≈ 50 warnings a second for the operator's ten
-// caches) for as long as the apiserver was away. Real kube-apiserver behind a TCP proxy that is closed.
+// caches) for as long as the apiserver was away. And a cache stayed synced (so the operator's /readyz
+// answered 200) however long its watch was broken. Real kube-apiserver behind a TCP proxy.
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
@@ -28,6 +29,27 @@ afterAll(async () => {
 });
 
 describe('a watched cache while the apiserver cannot be reached', () => {
+  it('is not synced from a broken watch until it watches again', async () => {
+    const path = await startTcpProxy({ port: Number(new URL(cp.server).port) });
+    const kc = kubeConfigVia(cp.kubeConfig(), path.port);
+    const core = kc.makeApiClient(CoreV1Api);
+    const c = new WatchedCache<V1ConfigMap>({
+      kc, path: '/api/v1/namespaces/default/configmaps', list: () => core.listNamespacedConfigMap({ namespace: 'default' }),
+      onChange: () => undefined, log: pino({ level: 'silent' }) as unknown as Logger, what: 'configmaps', resyncMs: 0, watchTimeoutMs: 0,
+    });
+    try {
+      await c.start();
+      expect(c.hasSynced()).toBe(true);
+      path.mode = 'reset'; // the open watch is cut and every new connection refused
+      await eventually(() => !c.hasSynced(), 'the cache unsynced while its watch is broken', 20_000);
+      path.mode = 'forward';
+      await eventually(() => c.hasSynced(), 'the cache synced again once it watches', 20_000);
+    } finally {
+      await c.stop();
+      await path.close();
+    }
+  }, 60_000);
+
   it('retries its watch with a growing backoff, not every 200 ms', async () => {
     const kc = kubeConfigVia(cp.kubeConfig(), proxy.port);
     const retries: number[] = [];
