@@ -241,13 +241,29 @@ const settingReaders: { readonly [K in keyof typeof configSchema.shape]: readonl
   HERMES_KANBAN_CLAIMS_PER_TICK: g, OPENAI_BASE_URL: w, OTEL_EXPORTER_OTLP_ENDPOINT: gw, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: gw, OTEL_SERVICE_NAME: gw,
 };
 
+/**
+ * Settings read outside the schema, by the Kubernetes client and from the Downward API; `--help`
+ * lists them beside the schema's.
+ */
+export const clusterSettings: { readonly [name: string]: { readonly readers: readonly Reader[]; readonly description: string } } = {
+  KUBECONFIG: {
+    readers: all,
+    description: 'The cluster config file, as for kubectl; unset: ~/.kube/config, else the in-cluster ServiceAccount (in a Pod). The operator watches and writes its resources there; gateway and worker read Secrets there with HERMES_SECRETS_SOURCE=kubernetes, and the worker runs sandbox Pods there with HERMES_SANDBOX_BACKEND=kubernetes.',
+  },
+  POD_NAME: { readers: ['operator'], description: 'Leader election identity when --identity is not given (set it from the Downward API, fieldRef metadata.name); unset: hostname and a random suffix.' },
+  POD_NAMESPACE: { readers: ['operator'], description: 'Namespace of the leader Lease when neither --lease-namespace nor --namespace is given (Downward API, fieldRef metadata.namespace); unset: default.' },
+};
+
 function readsSetting(command: SettingsCommand, readers: readonly Reader[]): boolean {
   return command === 'dev' ? readers.some((r) => r !== 'operator') : readers.includes(command);
 }
 
 /** `--help` text listing every setting, or those `command` reads. */
 export function describeSettings(command?: SettingsCommand): string {
-  return Object.entries(configSchema.shape)
-    .filter(([k]) => command === undefined || readsSetting(command, settingReaders[k as keyof typeof settingReaders]))
-    .map(([k, s]) => `  ${k.padEnd(36)} ${s.description ?? ''}`).join('\n');
+  const settings = [
+    ...Object.entries(configSchema.shape).map(([k, s]) => ({ name: k, readers: settingReaders[k as keyof typeof settingReaders], description: s.description ?? '' })),
+    ...Object.entries(clusterSettings).map(([k, s]) => ({ name: k, ...s })),
+  ];
+  return settings.filter((s) => command === undefined || readsSetting(command, s.readers))
+    .map((s) => `  ${s.name.padEnd(36)} ${s.description}`).join('\n');
 }
