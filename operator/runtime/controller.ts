@@ -4,6 +4,7 @@
 import type { Logger } from '../../services/core/index.js';
 import type { OperatorMetrics } from './metrics.js';
 import { WorkQueue, type WorkQueueOptions } from './workqueue.js';
+import { kubeErrorLine } from '../../services/sandbox/index.js';
 
 export interface ReconcileResult {
   /** Reconcile this key again after this many ms, even if nothing changes. */
@@ -59,7 +60,7 @@ export class Controller {
         m?.reconcileErrors.inc({ controller: this.name });
         m?.queueRetries.inc({ name: this.name });
         const retryMs = queue.addRateLimited(key);
-        this.log.warn({ err: err instanceof Error ? err.message : String(err), controller: this.name, key, retryMs }, 'Reconcile failed; retrying with backoff');
+        this.log.warn({ err: kubeErrorLine(err), controller: this.name, key, retryMs }, 'Reconcile failed; retrying with backoff');
       } finally {
         timer?.();
         this.reconciles++;

@@ -4,6 +4,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../services/core/index.js';
+import { kubeErrorLine } from '../../services/sandbox/index.js';
 
 export interface EventTarget {
   apiVersion: string;
@@ -36,7 +37,7 @@ export class EventRecorder {
       } });
     } catch (err) {
       this.last.delete(id);
-      this.log.warn({ err: String(err), object: `${obj.kind} ${ns}/${obj.metadata.name}`, reason }, 'Could not record Event');
+      this.log.warn({ err: kubeErrorLine(err), object: `${obj.kind} ${ns}/${obj.metadata.name}`, reason }, 'Could not record Event');
     }
   }
 

@@ -12,6 +12,7 @@
 import { makeInformer, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../../services/core/index.js';
 import { ItemBackoff } from './backoff.js';
+import { kubeErrorLine } from '../../services/sandbox/index.js';
 
 /** Options for {@link WatchedCache}. */
 export interface WatchedCacheOptions<T extends KubernetesObject> {
@@ -103,7 +104,7 @@ export class WatchedCache<T extends KubernetesObject> {
     // Not synced until a start works again: /readyz says so while the apiserver cannot be reached.
     this.synced = false;
     const ms = this.backoff.next('watch');
-    this.opts.log.warn({ err: String(err), resource: this.opts.what, retryMs: ms }, 'Watch broke; relisting after backoff');
+    this.opts.log.warn({ err: kubeErrorLine(err), resource: this.opts.what, retryMs: ms }, 'Watch broke; relisting after backoff');
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
       if (this.stopped) return;

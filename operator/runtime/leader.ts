@@ -6,6 +6,7 @@
 // the renew deadline stops leading; a clean stop releases the Lease so a successor starts at once.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../../services/core/index.js';
+import { kubeErrorLine } from '../../services/sandbox/index.js';
 
 /** Options for {@link LeaderElector}. */
 export interface LeaderElectionOptions {
@@ -57,7 +58,7 @@ export class LeaderElector {
   private async tick(): Promise<void> {
     if (this.stopped) return;
     const ok = await this.tryAcquireOrRenew().catch((err: unknown) => {
-      this.opts.log.debug({ err: String(err), lease: this.opts.name }, 'Lease attempt failed');
+      this.opts.log.debug({ err: kubeErrorLine(err), lease: this.opts.name }, 'Lease attempt failed');
       return false;
     });
     if (ok) this.lastRenew = Date.now();
@@ -138,7 +139,7 @@ export class LeaderElector {
           body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime() } } });
       }
     } catch (err) {
-      this.opts.log.warn({ err: String(err), lease: this.opts.name }, 'Could not release leader Lease');
+      this.opts.log.warn({ err: kubeErrorLine(err), lease: this.opts.name }, 'Could not release leader Lease');
     }
     this.opts.onStoppedLeading();
   }

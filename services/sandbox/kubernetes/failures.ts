@@ -40,18 +40,34 @@ export function apiNotServed(err: unknown): boolean {
   return /could not find the requested resource|404 page not found/i.test(`${apiMessage(err)} ${(err as Error).message ?? ''}`);
 }
 
+/** The body of a failed call's answer, parsed when it is JSON (client-node keeps it as text for an unknown status). */
+function apiBody(err: unknown): unknown {
+  const body = (err as { body?: unknown } | null)?.body;
+  if (typeof body !== 'string') return body;
+  try { return JSON.parse(body); } catch { return body; }
+}
+
 /** The apiserver's Status message of a failed call, else the error's own message. */
 export function apiMessage(err: unknown): string {
-  const body = (err as { body?: unknown } | null)?.body;
-  let parsed: unknown = body;
-  if (typeof body === 'string') {
-    try { parsed = JSON.parse(body); } catch { parsed = body; }
-  }
+  const parsed = apiBody(err);
   const message = (parsed as { message?: unknown } | null)?.message;
   if (typeof message === 'string') return message;
   if (typeof parsed === 'string' && parsed) return parsed.slice(0, 500);
   const own = eventMessage(err);
   return own !== undefined ? own.split('\n')[0] ?? own : String(err);
+}
+
+/**
+ * A failed cluster call in one line, for logs: `the kube-apiserver answered 429 (TooManyRequests):
+ * Too many requests, please try again later.` for an ApiException (whose own message is the raw
+ * body and every response header, over several lines), else the error's first line.
+ */
+export function kubeErrorLine(err: unknown): string {
+  const code = apiCode(err);
+  const message = apiMessage(err).replace(/\s+/g, ' ').trim().slice(0, 500);
+  if (code === undefined) return message;
+  const reason = (apiBody(err) as { reason?: unknown } | null | undefined)?.reason;
+  return `the kube-apiserver answered ${code}${typeof reason === 'string' && reason ? ` (${reason})` : ''}: ${message}`;
 }
 
 const MAY_HAVE_RUN = ' The command may have started: check /workspace before running it again.';
