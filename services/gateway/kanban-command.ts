@@ -11,13 +11,35 @@ export const KANBAN_USAGE = 'list | show ID | create TITLE | comment ID TEXT | b
 
 const line = (t: KanbanTask) => `${t.id} [${t.status}${t.blockKind ? `:${t.blockKind}` : ''}] ${t.title}${t.assignee ? ` → ${t.assignee}` : ''}`;
 
+/**
+ * Comment authors as a chat user understands them: the ledger's `user:<uuid>` is "you" for the
+ * sender and the person's name (or platform id) for anyone else, `agent:<uuid>` the agent's
+ * `namespace/name`; other actors (`dispatcher`, `admin-api:…`, `cli`) as they are.
+ */
+async function readableActors(sql: Sql, actors: readonly string[], self: string): Promise<(actor: string) => string> {
+  const ids = (prefix: string) => [...new Set(actors.filter((a) => a.startsWith(prefix)).map((a) => a.slice(prefix.length)))];
+  const users = ids('user:'), agents = ids('agent:');
+  const names = new Map<string, string>();
+  if (users.length) {
+    const { rows } = await sql.query<{ id: string; name: string }>(`SELECT id::text, coalesce(display_name, platform_user_id) AS name FROM users WHERE id::text = ANY($1)`, [users]);
+    for (const r of rows) names.set(`user:${r.id}`, r.name);
+  }
+  if (agents.length) {
+    const { rows } = await sql.query<{ id: string; ref: string }>(`SELECT id::text, namespace || '/' || name AS ref FROM agents WHERE id::text = ANY($1)`, [agents]);
+    for (const r of rows) names.set(`agent:${r.id}`, r.ref);
+  }
+  return (actor) => (actor === self ? 'you' : names.get(actor) ?? (actor.startsWith('user:') ? 'someone' : actor));
+}
+
 async function show(sql: Sql, scope: KanbanScope, id: string): Promise<string> {
   const d = await showTask(sql, scope, id);
   const t = d.task;
+  const comments = d.comments.slice(-5);
+  const who = await readableActors(sql, comments.map((c) => c.author), scope.actor);
   return [line(t), ...(t.body ? [t.body] : []), ...(t.blockReason ? [`Blocked: ${t.blockReason}`] : []), ...(t.result ? [`Result: ${t.result}`] : []),
     ...(d.parents.length ? [`Depends on: ${d.parents.map((p) => `${p.id} (${p.status})`).join(', ')}`] : []),
     `Runs: ${d.runs.length ? d.runs.map((r) => r.outcome ?? r.status).join(', ') : 'none'}`,
-    ...d.comments.slice(-5).map((c) => `${c.author}: ${c.body}`)].join('\n');
+    ...comments.map((c) => `${who(c.author)}: ${c.body}`)].join('\n');
 }
 
 /** One `/kanban` subcommand on the sender's board. */
@@ -57,7 +79,8 @@ export function kanbanAnswer(agentId: string, args: string, platform: string): A
       return await run(sql, scope, args, platform);
     } catch (err) {
       await sql.query('ROLLBACK TO SAVEPOINT kanban_command');
-      if (err instanceof KanbanError) return err.message;
+      // The board's refusals name the model's tools (kanban_list…); a chat user has the subcommands.
+      if (err instanceof KanbanError) return err.message.replace(/\bkanban_(list|show|create|comment|block|unblock|complete|archive)\b/g, (_m, sub: string) => `${commandWord(platform, 'kanban')} ${sub}`);
       throw err;
     }
   };

@@ -3,7 +3,7 @@
 // board's rules) and `hermes kanban` on the CLI (every subcommand has --help).
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { getObligationForAdmission } from '../../../services/core/index.js';
+import { addComment, getObligationForAdmission } from '../../../services/core/index.js';
 import { buildGatewayApp } from '../../../services/gateway/index.js';
 import { kanbanCommand } from '../../../services/cli/kanban.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../../support/services.js';
@@ -49,11 +49,19 @@ describe('/kanban in chat', () => {
     expect(await chat('/kanban list', 'alice')).toContain(`${id!} [todo] buy milk`);
     expect(await chat('/kanban', 'alice')).toContain('buy milk');
     expect(await chat('/kanban list', 'bob')).toBe('Your board has no open tasks.');
-    expect(await chat(`/kanban show ${id!}`, 'bob')).toMatch(/^No task t_/);
+    // The board's words for the model name its tools; a chat user gets the subcommand.
+    expect(await chat(`/kanban show ${id!}`, 'bob')).toBe(`No task ${id!} on this board (/kanban list shows its tasks).`);
     expect(await chat(`/kanban block ${id!} which brand?`, 'alice')).toBe(`Task ${id!} is blocked.`);
     expect(await chat(`/kanban comment ${id!} the cheap one`, 'alice')).toBe(`Commented on ${id!}.`);
     expect(await chat(`/kanban unblock ${id!}`, 'alice')).toBe(`Task ${id!} is ready.`);
-    expect(await chat(`/kanban show ${id!}`, 'alice')).toContain('user:');
+    const { rows: [b] } = await rt.db.pool.query<{ boardId: string; agentId: string }>(
+      'SELECT t.board_id AS "boardId", b.agent_id::text AS "agentId" FROM kanban_tasks t JOIN kanban_boards b ON b.id = t.board_id WHERE t.id = $1', [id]);
+    await addComment(rt.db.pool, { mode: 'orchestrator', boardId: b!.boardId, agentId: b!.agentId, actor: `agent:${b!.agentId}` }, id!, 'from the agent', new Date());
+    // Authors as people read them: "you", the agent's name — never the ledger's user:<uuid>.
+    const shown = await chat(`/kanban show ${id!}`, 'alice');
+    expect(shown).toContain('\nyou: the cheap one');
+    expect(shown).toContain('\ndefault/demo: from the agent');
+    expect(shown).not.toMatch(/user:|agent:/);
     expect(await chat('/kanban frobnicate', 'alice')).toContain('Unknown subcommand "frobnicate"');
   });
 });
