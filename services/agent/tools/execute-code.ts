@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { defineTool, type Tool, type ToolContext } from './registry.js';
 import { CODE_EXECUTION_DEFAULTS, SCRIPT_TOOLS } from './code/limits.js';
-import { BOOTSTRAP_COMMAND, hermesToolsModule } from './code/python.js';
+import { BOOTSTRAP_COMMAND, hermesToolsModule, NO_PROGRAMS } from './code/python.js';
 import { ScriptRpc } from './code/rpc.js';
 import { abnormal, sandboxOf, toolError } from './sandbox-result.js';
 import type { ExecResult, SandboxChannel } from '../../sandbox/index.js';
@@ -70,7 +70,7 @@ async function run(code: string, ctx: ToolContext): Promise<string> {
 
 export const executeCodeTool: Tool = defineTool({
   name: 'execute_code',
-  description: `Run a Python 3 script in this session's sandbox (workspace at /workspace). The script can call tools through \`hermes_tools\` (${SCRIPT_TOOLS.join(', ')} — those enabled here; terminal in the foreground only), at most 50 calls by default; only what the script prints comes back, so use it to chain many tool calls and return a summary. Limits: 300 s and 50 KB of output by default. Environment variables that look like secrets are removed.`,
+  description: `Run a Python 3 script in this session's sandbox (workspace at /workspace). The script can call tools through \`hermes_tools\` (${SCRIPT_TOOLS.join(', ')} — those enabled here; terminal in the foreground only), at most 50 calls by default; only what the script prints comes back, so use it to chain many tool calls and return a summary. ${NO_PROGRAMS} Limits: 300 s and 50 KB of output by default. Environment variables that look like secrets are removed.`,
   toolset: 'code_execution',
   sideEffect: 'external',
   terminalLike: true,

@@ -113,21 +113,55 @@ describe('execute_code (bubblewrap)', () => {
     expect(r.output).not.toContain('hermes_tools._connect');
   });
 
-  it('never lets variables that look like secrets reach the script or its children', async () => {
+  it('never lets variables that look like secrets reach the script', async () => {
     const env = { API_KEY: 'k', GITHUB_TOKEN: 't', DB_PASSWORD: 'p', AWS_SECRET_ACCESS_KEY: 's', GCP_CREDENTIALS: 'c', HTTP_AUTH: 'a', Private_Key_File: 'f', PLAIN_SETTING: 'visible' };
     // As if the sandbox's environment carried them (an image's ENV, a passed-through variable).
     const leaky: SessionSandbox = { ...box, open: (cmd, signal) => box.open!({ ...cmd, env: { ...cmd.env, ...env } }, signal) };
     const r2 = await execute([
-      'import os, subprocess',
+      'import os',
       `names = ${JSON.stringify(Object.keys(env))}`,
       'print(sorted(n for n in names if n in os.environ))',
-      'child = subprocess.run(["env"], capture_output=True, text=True).stdout.splitlines()',
-      'print(sorted(l.split("=")[0] for l in child if l.split("=")[0] in names))',
       // The process's initial environment block, which deleting from os.environ leaves as it was.
       'print(sorted(e.split(b"=")[0].decode() for e in open("/proc/self/environ", "rb").read().split(b"\\0") if e.split(b"=")[0].decode() in names))',
     ].join('\n'), { sandbox: leaky });
     expect(r2.status).toBe('success');
-    expect(r2.output).toBe("['PLAIN_SETTING']\n['PLAIN_SETTING']\n['PLAIN_SETTING']\n");
+    expect(r2.output).toBe("['PLAIN_SETTING']\n['PLAIN_SETTING']\n");
+  });
+
+  it('lets the script start no program: its commands go through terminal and the guard', async () => {
+    // A Profile's deny glob (or manual approval of rm -rf) must hold for a script as for the model:
+    // subprocess, os.system, a fork's exec and posix_spawn are refused by the kernel, while
+    // hermes_tools.terminal still runs what the guard allows.
+    const guard = recordingGuard((c) => c.startsWith('git push'));
+    await import('node:fs/promises').then((fs) => fs.writeFile(`${box.root}/keep.txt`, 'kept'));
+    const r = await execute([
+      'import os, subprocess',
+      'from hermes_tools import terminal',
+      'for name, run in [',
+      '    ("subprocess", lambda: subprocess.run(["git", "push", "origin", "main"])),',
+      '    ("shell", lambda: subprocess.run("rm -f /workspace/keep.txt", shell=True)),',
+      '    ("spawn", lambda: os.posix_spawn("/bin/rm", ["rm", "-f", "/workspace/keep.txt"], {})),',
+      '    ("execv", lambda: os.execv("/bin/rm", ["rm", "-f", "/workspace/keep.txt"])),',
+      ']:',
+      '    try:',
+      '        run()',
+      '        print(name, "ran")',
+      '    except OSError as e:',
+      '        print(name, "refused", e.errno)',
+      'print("system", os.system("rm -f /workspace/keep.txt") >> 8)',
+      'pid = os.fork()',
+      'if pid == 0:',
+      '    try:',
+      '        os.execv("/bin/rm", ["rm", "-f", "/workspace/keep.txt"])',
+      '    finally:',
+      '        os._exit(9)',
+      'print("fork", os.waitpid(pid, 0)[1] >> 8)',
+      'print("terminal", terminal("echo via the guard")["output"].strip(), terminal("git push origin main")["status"])',
+    ].join('\n'), { guard });
+    expect(r.status).toBe('success');
+    expect(r.output).toBe('subprocess refused 1\nshell refused 1\nspawn refused 1\nexecv refused 1\nsystem 127\nfork 9\nterminal via the guard blocked\n');
+    expect(guard.asked).toEqual(['echo via the guard', 'git push origin main']);
+    expect(await import('node:fs/promises').then((fs) => fs.readFile(`${box.root}/keep.txt`, 'utf8'))).toBe('kept');
   });
 
   it('says so when the sandbox has no channel', async () => {

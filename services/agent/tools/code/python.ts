@@ -11,6 +11,53 @@ import { toolSpec, type Tool } from '../registry.js';
 /** Names Hermes treats as secrets in a script's environment (its execute_code env scrub), and PASSWD. */
 export const SECRET_ENV_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i;
 
+/** What a script that tries to start a program meets (EPERM from execve), and the model reads in the tool's description. */
+export const NO_PROGRAMS = 'The script cannot start programs itself (subprocess, os.system, os.exec* fail with PermissionError): run commands with terminal from hermes_tools, which passes the approval guard.';
+
+// System calls refused to the script (EPERM), per machine: execve and execveat — a program started
+// from the script would bypass the approval guard that every terminal command passes (deny globs,
+// dangerous-command detection, manual approval) — and ptrace / process_vm_writev, with which it
+// could make another process of the sandbox start one. x86-64's x32 calls (nr >= 0x40000000) and
+// any other ABI (i386's int 0x80) are refused whole. Installed by the bootstrap with prctl
+// (no_new_privs first) once the environment is clean, before the script's first line; inherited by
+// every process the script forks. A sandbox that cannot install it runs nothing of the script.
+const SECCOMP_ARCHES: Readonly<Record<string, { audit: number; nrs: readonly number[]; x32?: 1 }>> = {
+  x86_64: { audit: 0xc000003e, nrs: [59, 322, 101, 311], x32: 1 },
+  aarch64: { audit: 0xc00000b7, nrs: [221, 281, 117, 271] },
+};
+
+const NO_EXEC = [
+  'def _no_exec():',
+  `    _arches = ${JSON.stringify(SECCOMP_ARCHES)}`,
+  '    _m = os.uname().machine',
+  '    if _m not in _arches:',
+  "        return 'this sandbox runs on %s, for which execute_code has no system-call filter' % _m",
+  '    try:',
+  '        import ctypes, struct',
+  '    except ImportError as e:',
+  "        return 'python3 here has no ctypes (%s)' % e",
+  "    _a = _arches[_m]",
+  '    _deny, _allow = 0x00050001, 0x7fff0000',
+  // ld arch; jeq ours → skip; ret deny; ld nr; [jge 0x40000000 → deny]; jeq nr → deny …; ret allow; ret deny
+  "    _checks = ([(0x35, 0x40000000)] if _a.get('x32') else []) + [(0x15, n) for n in _a['nrs']]",
+  "    _f = [(0x20, 0, 0, 4), (0x15, 1, 0, _a['audit']), (0x06, 0, 0, _deny), (0x20, 0, 0, 0)]",
+  '    _f += [(op, len(_checks) - i, 0, k) for i, (op, k) in enumerate(_checks)]',
+  '    _f += [(0x06, 0, 0, _allow), (0x06, 0, 0, _deny)]',
+  "    _buf = ctypes.create_string_buffer(b''.join(struct.pack('=HBBI', *x) for x in _f))",
+  '    class _Prog(ctypes.Structure):',
+  "        _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]",
+  '    _prog = _Prog(len(_f), ctypes.cast(_buf, ctypes.c_void_p))',
+  '    _libc = ctypes.CDLL(None, use_errno=True)',
+  '    _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]',
+  '    if _libc.prctl(38, 1, None, 0, 0) != 0 or _libc.prctl(22, 2, ctypes.addressof(_prog), 0, 0) != 0:',
+  "        return 'prctl: %s' % os.strerror(ctypes.get_errno())",
+  '    return None',
+  '_why = _no_exec()',
+  'if _why is not None:',
+  "    sys.stderr.write('execute_code could not stop the script from starting programs (%s); nothing of it ran. Use terminal instead.\\n' % _why)",
+  '    sys.exit(1)',
+];
+
 export const BOOTSTRAP = [
   'import json, os, re, sys, tempfile, traceback',
   `_secret = re.compile(${JSON.stringify(SECRET_ENV_NAME.source)}, re.I)`,
@@ -21,6 +68,7 @@ export const BOOTSTRAP = [
   '    os.execve(sys.executable, sys.orig_argv, _clean)',
   'for _k in [k for k in os.environ if _secret.search(k)]:',
   '    del os.environ[_k]',
+  ...NO_EXEC,
   "_rf = os.fdopen(os.dup(0), 'r', encoding='utf-8', newline='\\n')",
   "_wf = os.fdopen(os.dup(1), 'w', encoding='utf-8', newline='\\n')",
   '_null = os.open(os.devnull, os.O_RDONLY)',
