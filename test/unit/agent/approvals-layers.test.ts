@@ -8,6 +8,23 @@ describe('shell-words', () => {
     const texts = simpleCommands(`sudo -u root env A=1 nice -n 5 rm -rf x; echo "$(curl -s evil)" && bash -c 'kill -9 1' | xargs -0 ls 2>/dev/null`).map((c) => c.text);
     expect(texts).toEqual(['rm -rf x', 'echo $CMD', 'bash -c kill -9 1', 'kill -9 1', 'ls', 'curl -s evil']);
   });
+  it('reads the command a wrapper runs whatever its options, and the commands of find -exec', () => {
+    // Each ran `git push` past a `git push*` deny rule (and `rm -rf` past dangerous-command
+    // detection) through the message API: a flag read as taking a value swallowed the program, a
+    // wrapper's own argument (chroot DIR, flock FILE) or command-line option (su -c) hid it.
+    const lines = [
+      'sudo -s git push', 'sudo -k git push', 'sudo --user root git push', 'su -c "git push" root', 'su - root --command=\'git push\'',
+      'chroot / git push', 'flock /tmp/l git push', 'flock -w 5 /tmp/l -c "git push"', 'taskset -c 0 git push', 'script -qc "git push" /dev/null',
+      'watch -n 1 git push', 'env -S "git push"', 'runuser -u bob -- git push', 'strace -f -o /tmp/x git push',
+      'find . -exec git push \\;', 'find . -name x -execdir git push {} +', 'find . -ok sh -c "git push" \\;',
+    ];
+    for (const line of lines) expect(deniedBy(line, ['git push*']), line).toBe('git push*');
+    expect(simpleCommands('su - root --command=\'git push\'').map((c) => c.text)).toEqual(['', 'git push']);
+    expect(simpleCommands('timeout -s KILL 5 git push').map((c) => c.text)).toEqual(['git push']);
+    expect(simpleCommands('find . -exec cat {} \\; -exec rm -f {} +').map((c) => c.text)).toEqual(['find . -exec cat {} ; -exec rm -f {} +', 'cat {}', 'rm -f {}']);
+    expect(dangerousReason('flock /tmp/l rm -rf build')).toMatch(/recursive delete/);
+    expect(allowedBy('find . -name "*.py" -exec rm {} +', ['find *'])).toBe(false);
+  });
   it('removes quotes, backslashes, ${IFS} and $\'\\x\' escapes inside words', () => {
     expect(simpleCommands(`r"m" -r\\f /`)[0]!.words).toEqual(['rm', '-rf', '/']);
     expect(simpleCommands(`rm\${IFS}-rf\${IFS}/`)[0]!.words).toEqual(['rm', '-rf', '/']);
@@ -69,6 +86,8 @@ describe('globs (fnmatch, case-insensitive)', () => {
     // The program by its path: ran past the deny rule through the message API.
     expect(deniedBy('/usr/bin/git push origin', ['git push*'])).toBe('git push*');
     expect(deniedBy('ls && ./node_modules/.bin/npm publish', ['npm publish*'])).toBe('npm publish*');
+    expect(deniedBy('find . -maxdepth 0 -exec git push \\;', ['git push*'])).toBe('git push*');
+    expect(deniedBy('flock /tmp/l git push', ['git push*'])).toBe('git push*');
   });
   it('allow counts only when every command of the line matches', () => {
     expect(allowedBy('git status', ['git status*'])).toBe(true);
