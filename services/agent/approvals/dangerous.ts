@@ -31,6 +31,34 @@ function shellReadsInput(c: SimpleCommand, p: string): boolean {
   return true;
 }
 
+/**
+ * Interpreters, and the option that gives them a program on the command line (`python3 -c`,
+ * `perl -ne`, `node -e`): what that program does (`os.system("git push")`, `shutil.rmtree`) is
+ * code the guard does not read, as Hermes' "inline execution" pattern says.
+ */
+const INLINE: readonly [RegExp, RegExp][] = [
+  [/^(python|pypy)[0-9.]*$/, /^-[A-Za-z]*c$/],
+  [/^perl[0-9.]*$/, /^-[A-Za-z]*[eE]$/],
+  [/^(ruby[0-9.]*|lua[0-9.]*|luajit|rscript)$/, /^-[A-Za-z]*e$/],
+  [/^(node|nodejs|bun|deno)$/, /^(-[A-Za-z]*[ep]|--eval|--print|eval)$/],
+  [/^php[0-9.]*$/, /^-[A-Za-z]*r$/],
+];
+const QUERIES = new Set(['-V', '--version', '-v', '-h', '--help']);
+
+/** `python3 -c '…'`, `perl -e '…'`, or an interpreter reading its program from input (`… | python3`, `python3 -`). */
+function inlineCode(c: SimpleCommand, p: string): string | undefined {
+  const inline = INLINE.find(([name]) => name.test(p));
+  if (!inline) return undefined;
+  const args = c.words.slice(1);
+  // Options come before the program's own operand (`python3 x.py -c y` passes -c to x.py).
+  const end = args.findIndex((w) => !w.startsWith('-') || w === '-');
+  const options = end < 0 ? args : args.slice(0, end);
+  const flag = options.find((w) => inline[1].test(w));
+  if (flag) return `${p} ${flag}`;
+  if (args[end] === '-' || (end < 0 && !options.some((w) => QUERIES.has(w) || w === '-m'))) return `${p} reading its program from input`;
+  return undefined;
+}
+
 const RULES: Rule[] = [
   (c) => (c.writes.some((w) => /^\/dev\/(tcp|udp)\//.test(w)) || c.words.some((w) => /^\/dev\/(tcp|udp)\//.test(w)) ? 'a reverse shell' : undefined),
   (c) => (c.elevated ? 'running as root (sudo)' : undefined),
@@ -58,6 +86,7 @@ const RULES: Rule[] = [
   // `$x`), or is data on a shell's input: the guard cannot check it, so a human decides.
   (c, p) => (p.includes('$') ? `a command whose name is only known when it runs (${c.words[0]}), so it cannot be checked` : undefined),
   (c, p) => (shellReadsInput(c, p) ? `a shell reading its commands from input the guard cannot see (${p})` : undefined),
+  (c, p) => { const how = inlineCode(c, p); return how ? `a program given to an interpreter, which the guard cannot read (${how})` : undefined; },
 ];
 
 /** A download (curl/wget/fetch) piped or substituted into a shell or interpreter. */

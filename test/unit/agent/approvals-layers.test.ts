@@ -62,10 +62,16 @@ describe('dangerous-command detection', () => {
     ['r=rm; $r -rf build', /only known when it runs \(\$r\)/], ['"$(printf rm)" -rf build', /only known when it runs/], ['x="rm -rf build"; eval $x', /only known when it runs/],
     ['x="rm -rf build"; sh -c "$x"', /only known when it runs/], ['bash -c "$(cat job)"', /only known when it runs/],
     ['printf "rm -rf build" | sh', /shell reading its commands/], ['echo rm -rf build | bash', /shell reading its commands/], ['bash -s < job', /shell reading its commands/],
+    // A program given to an interpreter: ran unasked in manual mode, past a 'git push*' deny rule.
+    ['python3 -c \'import os; os.system("git push")\'', /interpreter.*python3 -c/], ['python3 -uc "import shutil; shutil.rmtree(\'.\')"', /python3 -uc/],
+    ['perl -e \'system "rm -rf build"\'', /perl -e/], ['perl -lne print f', /perl -lne/], ['node -e \'require("child_process").execSync("git push")\'', /node -e/],
+    ['ruby -e \'`git push`\'', /ruby -e/], ['php -r \'system("git push");\'', /php -r/], ['echo "import os" | python3', /python3 reading its program/], ['python3 - < job.py', /reading its program/],
+    ['flock /tmp/l rm -rf build', /recursive delete/],
   ];
   it.each(dangerous)('flags %s', (cmd, why) => expect(dangerousReason(cmd)).toMatch(why));
   const safe = ['ls -la', 'npm test', 'git status', 'git push origin main', 'cat README.md | grep x', 'python3 -m pytest', 'rm notes.txt', 'echo hi > out.txt', 'curl -s https://example.com -o page.html', 'psql -c "DELETE FROM t WHERE id = 1"', 'mkdir -p a/b',
-    'sh build.sh', 'bash -e run.sh', 'bash -o pipefail -c "ls | wc -l"', 'sh -c \'echo "$1"\' _ hi', '$HOME/.local/bin/pytest -q', 'ls "$HOME"', 'echo $(date)'];
+    'sh build.sh', 'bash -e run.sh', 'bash -o pipefail -c "ls | wc -l"', 'sh -c \'echo "$1"\' _ hi', '$HOME/.local/bin/pytest -q', 'ls "$HOME"', 'echo $(date)',
+    'python3 script.py -c x', 'python3 --version', 'node app.js', 'perl build.pl', 'python3 -W ignore tool.py'];
   it.each(safe)('lets %s run', (cmd) => expect(dangerousReason(cmd)).toBeUndefined());
 });
 
