@@ -51,7 +51,7 @@ async function run(code: string, ctx: ToolContext): Promise<string> {
   // The script's calls end with it: a call still running when it ended is abandoned.
   const ended = new AbortController();
   const link: { channel?: SandboxChannel } = {};
-  const rpc = new ScriptRpc(callable, { ...ctx, signal: AbortSignal.any([ctx.signal, ended.signal]) }, limits.maxToolCalls, (line) => link.channel?.send(line));
+  const rpc = new ScriptRpc(callable, { ...ctx, signal: AbortSignal.any([ctx.signal, ended.signal]) }, limits.maxToolCalls, (line) => link.channel?.send(line), () => link.channel?.kill());
   const t0 = ctx.now();
   const channel = link.channel = await box.sandbox.open({
     command: BOOTSTRAP_COMMAND, timeoutMs: limits.timeoutSeconds * 1_000, maxOutputChars: limits.maxOutputBytes,
@@ -65,6 +65,7 @@ async function run(code: string, ctx: ToolContext): Promise<string> {
     status: statusOf(r), output: out.text, tool_calls_made: rpc.calls, duration_seconds: Math.round((ctx.now() - t0) / 100) / 10, exit_code: r.exitCode,
     ...(r.truncated || out.cut ? { truncated: true } : {}),
     ...abnormal(r),
+    ...(rpc.stopped ? { status: 'error', reason: rpc.stopped, error: rpc.stopped } : {}),
   });
 }
 

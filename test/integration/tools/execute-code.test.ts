@@ -4,6 +4,7 @@
 // output bytes, time), and without environment variables that look like secrets.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeCodeTool, ProcessRegistry, runTool, sandboxTools, type Tool, type ToolContext } from '../../../services/agent/index.js';
+import { MAX_REFUSED_PAST_LIMIT, MAX_WAITING_REQUESTS } from '../../../services/agent/tools/code/rpc.js';
 import type { SessionSandbox } from '../../../services/sandbox/index.js';
 import { testSessionSandbox, type TestSessionSandbox } from '../../support/sandbox.js';
 import { recordingGuard, toolContext } from './helpers.js';
@@ -162,6 +163,34 @@ describe('execute_code (bubblewrap)', () => {
     expect(r.output).toBe('subprocess refused 1\nshell refused 1\nspawn refused 1\nexecv refused 1\nsystem 127\nfork 9\nterminal via the guard blocked\n');
     expect(guard.asked).toEqual(['echo via the guard', 'git push origin main']);
     expect(await import('node:fs/promises').then((fs) => fs.readFile(`${box.root}/keep.txt`, 'utf8'))).toBe('kept');
+  });
+
+  it('ends a script that floods the channel instead of reading its answers', async () => {
+    // 3 million such lines took a hermes dev worker from 270 MB to 970 MB (every line waited in the
+    // worker's answer chain, every answer in the unread pipe): memory every session shares.
+    const flood = await execute([
+      'import hermes_tools, time',
+      'rf, wf = hermes_tools._io',
+      'for i in range(20000):',
+      '    wf.write(\'{"id": %d, "tool": "read_file", "args": {"path": "x"}}\\n\' % i)',
+      'wf.flush()',
+      'print("flooded")',
+      'time.sleep(30)',
+    ].join('\n'));
+    expect(flood.status).toBe('error');
+    expect(flood.reason).toContain('without reading the answers');
+    expect(flood.tool_calls_made).toBeLessThanOrEqual(MAX_WAITING_REQUESTS + 1);
+    const loop = await execute([
+      'from hermes_tools import read_file, ToolError',
+      'refused = 0',
+      'while True:',
+      '    try:',
+      '        read_file("x.txt")',
+      '    except ToolError:',
+      '        refused += 1',
+    ].join('\n'), { codeExecution: { maxToolCalls: 2 } });
+    expect(loop).toMatchObject({ status: 'error', tool_calls_made: 2 });
+    expect(loop.reason).toContain(`kept calling tools after the limit of 2 (${MAX_REFUSED_PAST_LIMIT} more calls refused)`);
   });
 
   it('says so when the sandbox has no channel', async () => {
