@@ -27,6 +27,7 @@ export const todoTool = defineTool({
   description: 'Track a task list for multi-step work (3+ steps). Call with no parameters to read the current list. List order is priority; only ONE item in_progress at a time; mark an item completed only after the work is verified done; if something fails, cancel it and add a revised item. Always returns the full current list.',
   toolset: 'todo',
   sideEffect: 'writes',
+  postgresArguments: true,
   schema,
   handler: async ({ todos, merge }, ctx) => {
     if (!ctx.todos) return toolError(NO_TODO_STORE);

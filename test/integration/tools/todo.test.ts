@@ -81,6 +81,24 @@ describe('todo', () => {
     expect(rows).toEqual([]);
   });
 
+  it('refuses a NUL or a lone surrogate by name, and the list stays as it was', async () => {
+    // Through the message API these answered the model Postgres' own words ("[TOOL_ERROR]
+    // unsupported Unicode escape sequence", "invalid input syntax for type json").
+    const session = await newSession();
+    const store = pgTodoStore(workerA);
+    await todo(store, session, { todos: [{ id: '1', content: 'plan', status: 'pending' }] });
+    const { call } = await import('./helpers.js');
+    for (const [args, where] of [
+      [{ todos: [{ id: '2', content: 'a\u0000b', status: 'pending' }] }, 'todos.0.content contains a NUL'],
+      [{ todos: [{ id: 'x\ud800', content: 'b', status: 'pending' }], merge: true }, 'todos.0.id contains an unpaired UTF-16 surrogate'],
+    ] as const) {
+      const out = await call(todoTool, args, toolContext({ sessionId: session, todos: store }));
+      expect(out.kind).toBe('invalid');
+      expect(out.content).toContain(where);
+    }
+    expect(await todo(store, session, {})).toMatchObject({ revision: 1, todos: [{ id: '1', content: 'plan' }] });
+  });
+
   it('refuses the old {action} arguments and works only with a store', async () => {
     const session = await newSession();
     const old = await import('./helpers.js').then((h) => h.call(todoTool, { action: 'add', text: 'x' }, toolContext({ sessionId: session, todos: pgTodoStore(workerA) })));
