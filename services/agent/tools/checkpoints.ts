@@ -3,7 +3,10 @@
 // of the snapshots); `/rollback` lists them, `/rollback N` restores the N-th newest and says which files
 // changed. Everything runs as commands in the session's sandbox, so it works the same on every
 // backend and never touches the host. The store is the agent's own undo history inside its own
-// workspace: a command that damages it only loses checkpoints, it crosses no boundary.
+// workspace: a command that damages it only loses checkpoints, it crosses no boundary. Its git
+// config and attributes are the agent's to write too (a terminal command can), and git runs
+// commands they name (core.fsmonitor, hooks, filter drivers, gpg), which would run past the
+// approval guard at the next write_file: so every run rewrites them and overrides those keys.
 import type { ExecResult, SessionSandbox } from '../../sandbox/index.js';
 
 /** Inside the sandbox; file tools refuse to write here. */
@@ -18,39 +21,56 @@ const ENV = {
   GIT_AUTHOR_NAME: 'hermes', GIT_AUTHOR_EMAIL: 'checkpoints@hermes.invalid',
   GIT_COMMITTER_NAME: 'hermes', GIT_COMMITTER_EMAIL: 'checkpoints@hermes.invalid',
   GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0',
+  // As `git -c`: over the store's own config, whatever a command wrote into it.
+  ...gitConfigEnv({ 'core.hooksPath': '/dev/null', 'core.fsmonitor': 'false', 'commit.gpgSign': 'false', 'log.showSignature': 'false', 'core.attributesFile': '/dev/null' }),
 };
+
+function gitConfigEnv(pairs: Record<string, string>): Record<string, string> {
+  const entries = Object.entries(pairs);
+  return Object.fromEntries([['GIT_CONFIG_COUNT', String(entries.length)], ...entries.flatMap(([k, v], i) => [[`GIT_CONFIG_KEY_${i}`, k], [`GIT_CONFIG_VALUE_${i}`, v]])]);
+}
+
+// The store's config and attributes as this code wrote them, before any git command: a config
+// that names commands (core.fsmonitor, filter.*.clean, diff.*.textconv, includes) is replaced, and
+// no filter, diff driver, ident or encoding applies to a snapshot or a restore.
+const RESET = `if [ -f "$GIT_DIR/HEAD" ]; then
+rm -f "$GIT_DIR/config" "$GIT_DIR/info/attributes"; mkdir -p "$GIT_DIR/info"
+printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfilemode = true\\n\\tbare = false\\n\\tlogallrefupdates = true\\n\\tautocrlf = false\\n[gc]\\n\\tauto = 0\\n' > "$GIT_DIR/config"
+printf '* -filter -diff -ident -working-tree-encoding\\n' > "$GIT_DIR/info/attributes"
+fi
+`;
 
 // Creates the store on first use; the exclude list is rewritten each time (Hermes' reserved
 // folder /workspace/.hermes — the store itself, a session sandbox's working directory — and files
 // over the size limit). `git add -A` then records deletions too.
 const PREPARE = `set -e
 cd /workspace
-if [ ! -f "$GIT_DIR/HEAD" ]; then mkdir -p "$GIT_DIR" && git init -q && git config core.autocrlf false && git config gc.auto 0; fi
-{ echo '/.hermes/'; find . -path ./.hermes -prune -o -type f -size +${MAX_FILE_MB}M -print | sed 's|^\\./|/|'; } > "$GIT_DIR/info/exclude"
+if [ ! -f "$GIT_DIR/HEAD" ]; then mkdir -p "$GIT_DIR" && git init -q; fi
+${RESET}{ echo '/.hermes/'; find . -path ./.hermes -prune -o -type f -size +${MAX_FILE_MB}M -print | sed 's|^\\./|/|'; } > "$GIT_DIR/info/exclude"
 git add -A -- . 2>/dev/null || git add -A -- .
 `;
 
 // The message arrives on stdin (never in the command line).
 const SNAPSHOT = `${PREPARE}
-if git rev-parse -q --verify HEAD >/dev/null && git diff --cached --quiet; then echo "unchanged $(git rev-parse --short HEAD)"; exit 0; fi
+if git rev-parse -q --verify HEAD >/dev/null && git diff --no-ext-diff --cached --quiet; then echo "unchanged $(git rev-parse --short HEAD)"; exit 0; fi
 git commit -q --no-verify --allow-empty -F - && echo "created $(git rev-parse --short HEAD)"
 `;
 
 const LIST = `set -e
-[ -f "$GIT_DIR/HEAD" ] && git rev-parse -q --verify HEAD >/dev/null || exit 0
+${RESET}[ -f "$GIT_DIR/HEAD" ] && git rev-parse -q --verify HEAD >/dev/null || exit 0
 git log -n ${LIST_LIMIT} --format='%h%x09%cI%x09%s'
 `;
 
 // $1 = N (validated digits). The target is chosen before the pre-rollback snapshot, which keeps the
 // current state restorable; read-tree then makes files and index exactly the target's.
 const restore = (n: number) => `set -e
-[ -f "$GIT_DIR/HEAD" ] && git rev-parse -q --verify HEAD >/dev/null || { echo 'none'; exit 0; }
+${RESET}[ -f "$GIT_DIR/HEAD" ] && git rev-parse -q --verify HEAD >/dev/null || { echo 'none'; exit 0; }
 target=$(git rev-list --skip=${n - 1} -n 1 HEAD)
 [ -n "$target" ] || { echo "missing $(git rev-list --count HEAD)"; exit 0; }
 ${PREPARE}
-git diff --cached --quiet HEAD || git commit -q --no-verify -m 'Before /rollback ${n}'
+git diff --no-ext-diff --cached --quiet HEAD || git commit -q --no-verify -m 'Before /rollback ${n}'
 echo "restored $(git rev-parse --short "$target")"
-git diff --name-status --no-renames HEAD "$target"
+git diff --no-ext-diff --name-status --no-renames HEAD "$target"
 git read-tree -u --reset "$target"
 `;
 
