@@ -97,7 +97,7 @@ async function stopRunning(sql: Sql, sessionId: string, admissionId: string, tex
   return true;
 }
 
-/** `/new`, `/reset`: the session key gets a fresh session; the old transcript stays. A running turn is stopped. */
+/** `/new`, `/reset`: the session key gets a fresh session and the old one ends (its transcript stays); a running turn is stopped, queued messages dropped. */
 function newSession(call: CommandCall): CommandAction {
   const signals: SessionSignal[] = [];
   const word = commandWord(call.input.platform, call.command.name);
@@ -105,8 +105,9 @@ function newSession(call: CommandCall): CommandAction {
     kind: 'answer', signals,
     reply: async (sql, admitted) => {
       const stopped = await stopRunning(sql, admitted.sessionId, admitted.admissionId, word, signals);
-      await startNewSession(sql, admitted.sessionId);
-      return `Started a new conversation; the previous one is kept.${stopped ? ' Its running turn was stopped.' : ''}`;
+      const { dropped } = await startNewSession(sql, admitted.sessionId, admitted.admissionId);
+      const left = dropped ? ` ${dropped === 1 ? 'The message' : `The ${dropped} messages`} waiting in it ${dropped === 1 ? 'was' : 'were'} dropped.` : '';
+      return `Started a new conversation; the previous one is kept.${stopped ? ' Its running turn was stopped.' : ''}${left}`;
     },
   };
 }

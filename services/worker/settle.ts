@@ -125,6 +125,10 @@ async function record(deps: SettleDeps, { lease, adm, result, fence, log }: Turn
     // The calls were made: their rows count, whatever happens to the turn.
     for (const row of result.usageRows ?? []) await whileLeaseHolds(() => recordModelCall(deps.db.pool, row), fence, log);
     const cut = await whileLeaseHolds(() => cutTurn(deps.db, lease, adm.id, { reply: result.partial ?? '', usage: result.usage }, cutCause(reason)), fence, log);
+    if ('ended' in cut) {
+      log.warn({ reason: (reason as Error).message }, 'Cut the turn of a conversation /new ended; it is not resumed');
+      return { kind: 'cut' };
+    }
     log.warn({ reason: (reason as Error).message, resumedBy: cut.resumed ? cut.resumeAdmissionId : undefined }, cut.resumed ? 'Cut the turn; it resumes once on another worker' : 'Cut the turn a third time in a row; suspended the session');
     return cut.resumed ? { kind: 'cut', resumeAdmissionId: cut.resumeAdmissionId } : { kind: 'cut', obligationId: cut.obligationId, deliveryPending: cut.deliveryPending };
   }

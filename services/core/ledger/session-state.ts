@@ -29,11 +29,20 @@ export async function sessionActivity(sql: Sql, sessionId: string, except?: stri
   };
 }
 
+/** What `/new` did: the fresh session, and how many messages queued in the old one it dropped. */
+export interface NewSession {
+  id: string;
+  dropped: number;
+}
+
 /**
- * `/new`: binds the session key of `sessionId` to a fresh session (same agent and user); the old
- * session and its transcript stay as they are. Returns the new session's id.
+ * `/new` (admission `admissionId`): binds the session key of `sessionId` to a fresh session (same
+ * agent and user). As Hermes' reset does, the old session is ended (`ended`: a worker drain never
+ * marks it for resuming, a cut turn of it is not resumed) and the messages still queued in it are
+ * dropped (`terminal/discarded`), so none of them runs in the conversation the user left. Its
+ * transcript stays as it is.
  */
-export async function startNewSession(sql: Sql, sessionId: string): Promise<string> {
+export async function startNewSession(sql: Sql, sessionId: string, admissionId: string): Promise<NewSession> {
   const { rows } = await sql.query<{ id: string }>(
     `WITH old AS (SELECT agent_id, user_id, session_key FROM sessions WHERE id = $1),
           fresh AS (INSERT INTO sessions (id, agent_id, user_id, session_key, updated_at)
@@ -44,5 +53,11 @@ export async function startNewSession(sql: Sql, sessionId: string): Promise<stri
     [sessionId],
   );
   if (!rows[0]) throw new Error(`session ${sessionId} is not bound to its key any more`);
-  return rows[0].id;
+  await sql.query(`UPDATE sessions SET state = 'ended', updated_at = now() WHERE id = $1`, [sessionId]);
+  const { rowCount } = await sql.query(
+    `UPDATE admissions SET state = 'terminal', outcome = 'discarded', finished_at = now(), updated_at = now(), error = $3
+     WHERE session_id = $1 AND state = 'queued' AND id <> $2`,
+    [sessionId, admissionId, `dropped by /new (admission ${admissionId})`],
+  );
+  return { id: rows[0].id, dropped: rowCount ?? 0 };
 }

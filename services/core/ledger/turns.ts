@@ -138,7 +138,9 @@ export const suspendedNotice =
 
 export type CutTurn =
   | { resumed: true; resumeAdmissionId: string }
-  | { resumed: false; obligationId: string; deliveryPending: boolean };
+  | { resumed: false; obligationId: string; deliveryPending: boolean }
+  /** The session had ended (`/new`): nothing resumes it and nothing more is said (the `/new` answer said the turn was stopped). */
+  | { resumed: false; ended: true };
 
 /**
  * A turn cut by a worker shutdown (the drain deadline passed) or by its worker's own fence (`why`
@@ -146,7 +148,8 @@ export type CutTurn =
  * interrupted and the admission ends `terminal/interrupted`. The session becomes `resume_pending`
  * with a queued `resume` admission that continues the transcript once (its reply goes where this
  * one's would have) — unless this is the third cut in a row: then the session is `suspended` and
- * the user is told. One transaction, only while the lease holds.
+ * the user is told. A turn of a session `/new` ended is not resumed: the session stays `ended`.
+ * One transaction, only while the lease holds.
  */
 export async function cutTurn(db: Db, lease: Lease, admissionId: string, partial: { reply: string; usage?: unknown }, why = 'a worker shutdown'): Promise<CutTurn> {
   return db.tx(async (sql) => {
@@ -157,9 +160,10 @@ export async function cutTurn(db: Db, lease: Lease, admissionId: string, partial
     const { rows } = await sql.query<{ cuts: number }>(
       `UPDATE sessions SET shutdown_cuts = shutdown_cuts + 1,
          state = CASE WHEN shutdown_cuts + 1 >= $2 THEN 'suspended'::session_state ELSE 'resume_pending'::session_state END
-       WHERE id = $1 RETURNING shutdown_cuts AS cuts`,
+       WHERE id = $1 AND state <> 'ended' RETURNING shutdown_cuts AS cuts`,
       [adm.session_id, SHUTDOWN_CUTS_BEFORE_SUSPEND],
     );
+    if (!rows[0]) return { resumed: false, ended: true };
     if ((rows[0]?.cuts ?? 0) >= SHUTDOWN_CUTS_BEFORE_SUSPEND) {
       const ob = await insertObligation(sql, admissionId, adm, null, suspendedNotice);
       return { resumed: false, obligationId: ob.id, deliveryPending: ob.pending };

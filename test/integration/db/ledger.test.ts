@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   acquireLease, admit, claimDelivery, finishTurn, markDelivered, markFailed, deferDelivery, openDb, publishRevision, registerInstance,
   releaseLease, renewLease, startNextTurn, LeaseLostError, markStopped, settleOrphanedTurns, freeDeadOwnersLeases, getAdmission,
-  getObligationForAdmission, interruptedNotice, parkClarification, answerClarification, listStrandedQueued, cutTurn, suspendedNotice, listDueDeliveries, abandonExpired, type Db,
+  getObligationForAdmission, interruptedNotice, parkClarification, answerClarification, listStrandedQueued, cutTurn, suspendedNotice, listDueDeliveries, abandonExpired, admitAnswered, startNewSession, type Db,
 } from '../../../services/core/index.js';
 import { readTurnContext } from '../../../services/core/ledger/turn-context.js';
 import { createTestDatabase, eventually, type TestDatabase } from '../../support/services.js';
@@ -205,6 +205,27 @@ describe('shutdown cuts', () => {
     expect(partials.map((r) => r.content)).toEqual(['partial 1', 'partial 2', 'partial 3']);
     adm = await admit(db, input('k-cuts'));
     expect(adm.sessionId).not.toBe(sessionId);
+  });
+
+  it('a cut turn of a session /new ended is not resumed: the session stays ended, nothing more is said', async () => {
+    const w = await registerInstance(db.pool, 'worker');
+    const adm = await admit(db, input('k-cut-ended'));
+    const lease = (await acquireLease(db.pool, adm.sessionId, w.id, 60, judge))!;
+    const started = (await startNextTurn(db, lease))!;
+    const renew = await admitAnswered(db, input('k-cut-ended', { content: '/new' }), async (sql, a) => {
+      await startNewSession(sql, a.sessionId, a.admissionId);
+      return 'new';
+    });
+    expect(renew.sessionId).toBe(adm.sessionId);
+    const res = await cutTurn(db, lease, started.id, { reply: 'half' });
+    await releaseLease(db.pool, lease);
+    expect(res).toEqual({ resumed: false, ended: true });
+    expect(await getAdmission(db.pool, started.id)).toMatchObject({ state: 'terminal', outcome: 'interrupted' });
+    const { rows: [s] } = await db.pool.query(`SELECT state FROM sessions WHERE id = $1`, [adm.sessionId]);
+    expect(s).toEqual({ state: 'ended' });
+    const { rows } = await db.pool.query(`SELECT 1 FROM admissions WHERE session_id = $1 AND state = 'queued'`, [adm.sessionId]);
+    expect(rows).toHaveLength(0);
+    expect(await getObligationForAdmission(db.pool, started.id)).toBeUndefined();
   });
 
   it('a turn that ends on its own breaks the streak', async () => {

@@ -162,6 +162,22 @@ describe('commands while a turn runs', () => {
     await finished(after.admissionId); // its model call is not left to land in a later test's count
   });
 
+  it('/new ends the old session and drops the messages queued in it: none of them runs in the conversation the user left', async () => {
+    hold('n2'); // never released: /new stops it
+    const turn = await post('hold n2', 'dropped');
+    await inFlight('hold n2');
+    const waiting = await post('queued behind', 'dropped');
+    expect(waiting.state).toBe('queued');
+    expect(await answeredNow(await post('/new', 'dropped'))).toBe('Started a new conversation; the previous one is kept. Its running turn was stopped. The message waiting in it was dropped.');
+    expect((await finished(turn.admissionId)).a.outcome).toBe('interrupted');
+    expect(await getAdmission(rt.db.pool, waiting.admissionId)).toMatchObject({ state: 'terminal', outcome: 'discarded' });
+    const { rows: [old] } = await rt.db.pool.query(`SELECT state FROM sessions WHERE id = $1`, [turn.sessionId]);
+    expect(old).toEqual({ state: 'ended' }); // a worker drain marks only `active` sessions resume_pending
+    const next = await post('hello again', 'dropped');
+    expect((await finished(next.admissionId)).reply).toBe('saw: hello again');
+    expect(requestsFor('queued behind')).toHaveLength(0);
+  });
+
   it('/queue runs its message after the running turn even under busy policy interrupt', async () => {
     const h = hold('q1');
     const turn = await post('hold q1', 'queue', 'interrupter');
