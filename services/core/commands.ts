@@ -16,6 +16,8 @@ export interface CommandInfo {
   args: string;
   help: string;
   place: CommandPlace;
+  /** Hermes' other names for it (`/q` is `/queue`): parsed as the command itself, so its grant covers them. */
+  aliases?: readonly string[];
 }
 
 export const COMMANDS: readonly CommandInfo[] = [
@@ -25,7 +27,7 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'status', args: '', help: 'this conversation: running turn, queued messages, model, tokens', place: 'gateway' },
   { name: 'usage', args: '', help: 'tokens and cost of this conversation', place: 'gateway' },
   { name: 'model', args: '', help: 'the model this agent answers with, and its fallbacks', place: 'gateway' },
-  { name: 'queue', args: '<message>', help: 'run the message after the running turn (whatever the busy policy)', place: 'gateway' },
+  { name: 'queue', args: '<message>', help: 'run the message after the running turn (whatever the busy policy)', place: 'gateway', aliases: ['q'] },
   { name: 'steer', args: '<message>', help: 'tell the running turn something, after its current tool call', place: 'gateway' },
   { name: 'redirect', args: '<message>', help: 'cancel the running model call and go on with this correction (after a tool call: as steer)', place: 'gateway' },
   { name: 'approve', args: '', help: 'let the command waiting for approval run', place: 'gateway' },
@@ -43,7 +45,10 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'moa', args: '<prompt>', help: 'answer one prompt with the Mixture-of-Agents preset (several models advise, one answers)', place: 'turn' },
 ];
 
-const byName = new Map(COMMANDS.map((c) => [c.name, c]));
+const byName = new Map(COMMANDS.flatMap((c) => [c.name, ...(c.aliases ?? [])].map((n) => [n, c] as const)));
+
+/** Every alias of a command here (`q`), for parsers that must know the words (Slack's `!word` rewrite). */
+export const COMMAND_ALIASES: readonly string[] = COMMANDS.flatMap((c) => c.aliases ?? []);
 
 export interface ParsedCommand {
   name: string;
@@ -105,7 +110,6 @@ const UNAVAILABLE_GROUPS: readonly { names: readonly string[]; why: (w: Word) =>
   { names: ['sessions', 'resume', 'branch', 'fork', 'topic'], why: (w) => `is not available here: a chat has one conversation at a time and cannot switch, reopen or branch one. ${w('new')} starts a new one (the old one is kept).` },
   { names: ['background', 'bg', 'btw', 'goal', 'subgoal'], why: (w) => `is not available here. ${w('queue')} <message> runs a message after the running turn; ${w('kanban')} create gives this agent a task to work on in the background.` },
   { names: ['agents', 'tasks'], why: (w) => `is not available here. ${w('status')} shows what runs in this conversation; ${w('kanban')} lists the agent's background tasks.` },
-  { names: ['q'], why: (w) => `is not available here: write ${w('queue')} <message>.` },
   { names: ['commands'], why: (w) => `is not available here: ${w('help')} lists the commands.` },
   { names: ['credits', 'billing', 'insights'], why: (w) => `is not available here. ${w('usage')} shows the tokens and cost of this conversation.` },
   { names: ['tools', 'toolsets'], why: (w) => `is not available here: the tools are the operator's (the Profile's toolsets). ${w('whoami')} says which your turns may use.` },

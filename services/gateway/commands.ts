@@ -28,7 +28,7 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
 
 /** `/help`: the commands the sender may use (team mode, `perms`: the same gate as inbound.ts), as their platform writes them. */
 function helpText(platform: string, perms: Permissions): string {
-  const line = (c: (typeof COMMANDS)[number]) => `${commandWord(platform, c.name)}${c.args ? ` ${c.args}` : ''} — ${c.help}`;
+  const line = (c: (typeof COMMANDS)[number]) => `${commandWord(platform, c.name)}${c.args ? ` ${c.args}` : ''}${c.aliases?.length ? ` (or ${c.aliases.map((a) => commandWord(platform, a)).join(', ')})` : ''} — ${c.help}`;
   const usable = COMMANDS.filter((c) => commandAllowed(perms, c.name));
   const all = usable.length === COMMANDS.length;
   return [all ? 'Commands:' : 'Commands you may use here:', ...usable.map(line)].join('\n');

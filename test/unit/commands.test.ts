@@ -7,6 +7,7 @@ describe('commands', () => {
   it('parses the known commands with their arguments, and nothing else', () => {
     expect(parseCommand('/queue  do this\nand that ')).toMatchObject({ name: 'queue', args: 'do this\nand that' });
     expect(parseCommand('/STATUS')).toMatchObject({ name: 'status', args: '' });
+    expect(parseCommand('/q do this')).toMatchObject({ name: 'queue', args: 'do this' }); // Hermes' alias
     expect(parseCommand('/my-skill please')).toBeUndefined(); // a skill command is a request for the model
     expect(parseCommand('status')).toBeUndefined();
     expect(parseCommand('see /status')).toBeUndefined();
@@ -36,11 +37,12 @@ describe('commands', () => {
 
   it('every command written with ! on Slack reaches the agent as the / command', () => {
     const settings = { type: 'slack', credentialsSecret: 's', allowlist: ['U1'], allowAll: false, dmPairing: false, groupPolicy: 'mention' as const };
-    for (const c of COMMANDS) {
-      const env = { type: 'event_callback' as const, event_id: `Ev${c.name}`, event: { type: 'message', user: 'U1', text: `!${c.name} x`, channel: 'D1', channel_type: 'im', ts: '1.1' } };
+    for (const name of COMMANDS.flatMap((c) => [c.name, ...(c.aliases ?? [])])) {
+      const env = { type: 'event_callback' as const, event_id: `Ev${name}`, event: { type: 'message', user: 'U1', text: `!${name} x`, channel: 'D1', channel_type: 'im', ts: '1.1' } };
       const n = slack.normaliseSlack(env, settings);
-      expect(n.kind === 'message' ? n.event.text : n.kind).toBe(`/${c.name} x`);
+      expect(n.kind === 'message' ? n.event.text : n.kind).toBe(`/${name} x`);
     }
+    expect(COMMANDS.find((c) => c.name === 'queue')?.aliases).toEqual(['q']);
   });
 
   it('knows the silence tokens', () => {

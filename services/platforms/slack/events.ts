@@ -13,7 +13,7 @@
 // is its session. DMs are one session per DM; group DMs (mpim) one per participant. Commands are
 // written `!stop`, `!retry`, … (Slack owns `/…`) and reach the agent as `/stop`, `/retry`, ….
 import { z, ZodError } from 'zod';
-import { BUILTIN_COMMANDS, commandText, UNAVAILABLE_COMMANDS } from '../../core/index.js';
+import { BUILTIN_COMMANDS, COMMAND_ALIASES, commandText, UNAVAILABLE_COMMANDS } from '../../core/index.js';
 import type { InboundEvent, Normalised, PlatformSettings } from '../adapter.js';
 
 // No bound of its own: the body is bounded (HERMES_MAX_BODY_BYTES), and a text past HERMES_MAX_MESSAGE_CHARS
@@ -91,7 +91,7 @@ function withoutOwnMentions(value: string, botUsers: ReadonlySet<string>): strin
  * commands are written `!word …` (as Hermes' Slack adapter does); they reach the agent as `/word …`
  * (Hermes' commands this runtime lacks too, so `!undo` is answered as `/undo` is).
  */
-const BANG_COMMAND = new RegExp(`^!(${[...BUILTIN_COMMANDS, ...UNAVAILABLE_COMMANDS].join('|')})(?=\\s|$)`, 'i');
+const BANG_COMMAND = new RegExp(`^!(${[...BUILTIN_COMMANDS, ...COMMAND_ALIASES, ...UNAVAILABLE_COMMANDS].join('|')})(?=\\s|$)`, 'i');
 const asCommand = (value: string) => commandText(value).replace(BANG_COMMAND, '/$1');
 
 function toInbound(env: Extract<SlackEnvelope, { type: 'event_callback' }>, ev: MessageEvent, dm: boolean, botUsers: ReadonlySet<string>): InboundEvent {

@@ -121,7 +121,7 @@ describe('commands while a turn runs', () => {
     expect(status).toContain('Model: openai/gpt-test (+1 fallback). Busy policy: queue.');
     expect(await answeredNow(await post('/usage', 'cmd'))).toMatch(/^Usage in this conversation: \d+ model call\(s\)\./);
     const help = await answeredNow(await post('/help', 'cmd'));
-    for (const line of ['/new — ', '/queue <message> — ', '/retry — ', '/discard — ', '/status — ', '/redirect <message> — ', '/memory [', '/skills [', '/curator [']) expect(help).toContain(line);
+    for (const line of ['/new — ', '/queue <message> (or /q) — ', '/retry — ', '/discard — ', '/status — ', '/redirect <message> — ', '/memory [', '/skills [', '/curator [']) expect(help).toContain(line);
     expect(await answeredNow(await post('/redirect', 'cmd'))).toBe('/redirect needs a message: /redirect <your message>.');
     const who = await answeredNow(await post('/whoami', 'cmd'));
     expect(who).toMatch(/^You are api:k:\S+\./);
@@ -191,6 +191,16 @@ describe('commands while a turn runs', () => {
     expect((await finished(queued.admissionId)).reply).toBe('saw: hold q1 | later please');
     expect(requestsFor('/queue later please')).toHaveLength(0); // the model got the message, not the command
     expect(await answeredNow(await post('/queue', 'queue', 'interrupter'))).toBe('/queue needs a message: /queue <your message>.');
+    // Hermes' alias /q is /queue: it queues too, never interrupting.
+    const h2 = hold('q2');
+    const turn2 = await post('hold q2', 'queue', 'interrupter');
+    await inFlight('hold q2');
+    const viaAlias = await post('/q and then this', 'queue', 'interrupter');
+    expect(viaAlias.state).toBe('queued');
+    h2.release();
+    expect((await finished(turn2.admissionId)).a.outcome).toBe('completed');
+    expect((await finished(viaAlias.admissionId)).reply).toContain('and then this');
+    expect(requestsFor('/q and then this')).toHaveLength(0);
   });
 
   it('/steer and /redirect with no turn running run as a turn whose request is their text, never the command word', async () => {

@@ -331,7 +331,7 @@ describe('Slack conversations', () => {
     await m.res;
     const help = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DHELP')?.args.text as string | undefined, 'the help post');
     expect(help).toContain('!retry — ');
-    expect(help).toContain('!queue <message> — ');
+    expect(help).toContain('!queue <message> (or !q) — ');
     expect(help).not.toMatch(/(^|\s)\/retry/);
   });
 
