@@ -102,43 +102,54 @@ export const isSilentReply = (text: string): boolean => SILENCE.test(text);
  * silently, as Hermes does. A skill the agent offers under the same name wins (gateway/commands.ts).
  */
 type Word = (name: string) => string;
-const CLI = () => 'is a command of Hermes\' terminal UI; there is no terminal here.';
-const OPERATOR = (w: Word) => `is not available here: this agent's settings are its operator's (the Agent and Profile manifests), never changed from a chat; ${w('model')} shows the model, ${w('whoami')} what you may use.`;
-const UNAVAILABLE_GROUPS: readonly { names: readonly string[]; why: (w: Word) => string }[] = [
-  { names: ['undo'], why: (w) => `is not available here: a conversation cannot be backed up. ${w('retry')} answers your last message afresh (the earlier answer leaves the conversation); ${w('new')} starts over.` },
-  { names: ['title'], why: (w) => `is not available here: conversations have no titles. ${w('status')} shows this conversation's id.` },
-  { names: ['sessions', 'resume', 'branch', 'fork', 'topic'], why: (w) => `is not available here: a chat has one conversation at a time and cannot switch, reopen or branch one. ${w('new')} starts a new one (the old one is kept).` },
-  { names: ['background', 'bg', 'btw', 'goal', 'subgoal'], why: (w) => `is not available here. ${w('queue')} <message> runs a message after the running turn; ${w('kanban')} create gives this agent a task to work on in the background.` },
-  { names: ['agents', 'tasks'], why: (w) => `is not available here. ${w('status')} shows what runs in this conversation; ${w('kanban')} lists the agent's background tasks.` },
-  { names: ['commands'], why: (w) => `is not available here: ${w('help')} lists the commands.` },
-  { names: ['credits', 'billing', 'insights'], why: (w) => `is not available here. ${w('usage')} shows the tokens and cost of this conversation.` },
-  { names: ['tools', 'toolsets'], why: (w) => `is not available here: the tools are the operator's (the Profile's toolsets). ${w('whoami')} says which your turns may use.` },
-  { names: ['cron'], why: () => 'is not available here: scheduled tasks are CronJob manifests (`hermes cron` and kubectl), set up by the operator.' },
+/** One pointer to a command of ours: shown only to a sender who may use `command`. */
+interface Hint { command: string; text: (w: Word) => string }
+const hint = (command: string, text: (w: Word) => string): Hint => ({ command, text });
+const OPERATOR_WHY = 'is not available here: this agent\'s settings are its operator\'s (the Agent and Profile manifests), never changed from a chat.';
+const UNAVAILABLE_GROUPS: readonly { names: readonly string[]; why: string; hints?: readonly Hint[] }[] = [
+  { names: ['undo'], why: 'is not available here: a conversation cannot be backed up.', hints: [
+    hint('retry', (w) => `${w('retry')} answers your last message afresh (the earlier answer leaves the conversation).`), hint('new', (w) => `${w('new')} starts over.`)] },
+  { names: ['title'], why: 'is not available here: conversations have no titles.', hints: [hint('status', (w) => `${w('status')} shows this conversation's id.`)] },
+  { names: ['sessions', 'resume', 'branch', 'fork', 'topic'], why: 'is not available here: a chat has one conversation at a time and cannot switch, reopen or branch one.', hints: [
+    hint('new', (w) => `${w('new')} starts a new one (the old one is kept).`)] },
+  { names: ['background', 'bg', 'btw', 'goal', 'subgoal'], why: 'is not available here.', hints: [
+    hint('queue', (w) => `${w('queue')} <message> runs a message after the running turn.`), hint('kanban', (w) => `${w('kanban')} create gives this agent a task to work on in the background.`)] },
+  { names: ['agents', 'tasks'], why: 'is not available here.', hints: [
+    hint('status', (w) => `${w('status')} shows what runs in this conversation.`), hint('kanban', (w) => `${w('kanban')} lists the agent's background tasks.`)] },
+  { names: ['commands'], why: 'is not available here.', hints: [hint('help', (w) => `${w('help')} lists the commands.`)] },
+  { names: ['credits', 'billing', 'insights'], why: 'is not available here.', hints: [hint('usage', (w) => `${w('usage')} shows the tokens and cost of this conversation.`)] },
+  { names: ['tools', 'toolsets'], why: 'is not available here: the tools are the operator\'s (the Profile\'s toolsets).', hints: [hint('whoami', (w) => `${w('whoami')} says which your turns may use.`)] },
+  { names: ['cron'], why: 'is not available here: scheduled tasks are CronJob manifests (`hermes cron` and kubectl), set up by the operator.' },
   {
     names: ['config', 'personality', 'yolo', 'reasoning', 'fast', 'verbose', 'footer', 'voice', 'codex-runtime', 'codex_runtime', 'sethome', 'set-home', 'profile',
       'reload-mcp', 'reload_mcp', 'reload-skills', 'reload_skills', 'bundles', 'learn', 'suggestions', 'suggest', 'blueprint', 'bp',
       'restart', 'update', 'version', 'v', 'debug', 'platform', 'platforms', 'gateway'],
-    why: OPERATOR,
+    why: OPERATOR_WHY,
+    hints: [hint('model', (w) => `${w('model')} shows the model.`), hint('whoami', (w) => `${w('whoami')} says what you may use.`)],
   },
   {
     names: ['clear', 'redraw', 'history', 'save', 'prompt', 'compose', 'handoff', 'snapshot', 'snap', 'statusbar', 'sb', 'timestamps', 'ts', 'skin', 'indicator', 'busy',
       'pet', 'hatch', 'generate-pet', 'journey', 'learning', 'memory-graph', 'reload', 'browser', 'plugins', 'copy', 'paste', 'image', 'quit', 'exit'],
-    why: CLI,
+    why: 'is a command of Hermes\' terminal UI; there is no terminal here.',
   },
 ];
 
 /** Names of Hermes commands this runtime answers only with "not available here" (and `/start`). */
 export const UNAVAILABLE_COMMANDS: ReadonlySet<string> = new Set(['start', ...UNAVAILABLE_GROUPS.flatMap((g) => g.names)]);
 
-const unavailableWhy = new Map(UNAVAILABLE_GROUPS.flatMap((g) => g.names.map((n) => [n, g.why] as const)));
+const unavailableGroup = new Map(UNAVAILABLE_GROUPS.flatMap((g) => g.names.map((n) => [n, g] as const)));
 
 /**
  * The answer to a Hermes command this runtime lacks (`/undo`, `/title x`, …), written for
- * `platform`; `/start` gets the silence token; undefined for any other message.
+ * `platform`; `/start` gets the silence token; undefined for any other message. It points only at
+ * commands the sender may use (`may`: team mode's commandAllowed for them), as /help lists only those.
  */
-export function unavailableCommand(content: string, platform: string): { name: string; reply: string } | undefined {
+export function unavailableCommand(content: string, platform: string, may: (command: string) => boolean = () => true): { name: string; reply: string } | undefined {
   const name = SLASH.exec(content.trim())?.[1]?.toLowerCase();
   if (!name || !UNAVAILABLE_COMMANDS.has(name)) return undefined;
-  const why = unavailableWhy.get(name);
-  return { name, reply: why ? `${commandWord(platform, name)} ${why((n) => commandWord(platform, n))}` : SILENT_REPLY };
+  const group = unavailableGroup.get(name);
+  if (!group) return { name, reply: SILENT_REPLY };
+  const w = (n: string) => commandWord(platform, n);
+  const hints = (group.hints ?? []).filter((h) => may(h.command)).map((h) => h.text(w));
+  return { name, reply: [`${w(name)} ${group.why}`, ...hints].join(' ') };
 }

@@ -165,10 +165,11 @@ export function gatewayCommand(call: CommandCall): CommandAction | undefined {
 
 /**
  * A Hermes command this runtime lacks (`/undo`, `/title x`, …: core unavailableCommand), answered
- * now without the model, unless the agent offers a skill of that name (then it is that skill's command).
+ * now without the model and pointing only at commands the sender may use (`perms`), unless the
+ * agent offers a skill of that name (then it is that skill's command).
  */
-export function unavailableAnswer(agent: AgentRecord, input: AdmitInput): Extract<CommandAction, { kind: 'answer' }> | undefined {
-  const u = unavailableCommand(input.content, input.platform);
+export function unavailableAnswer(agent: AgentRecord, input: AdmitInput, perms: Permissions): Extract<CommandAction, { kind: 'answer' }> | undefined {
+  const u = unavailableCommand(input.content, input.platform, (name) => commandAllowed(perms, name));
   if (!u || agent.compiled.skills?.some((s) => s.name === u.name)) return undefined;
   return { kind: 'answer', reply: u.reply };
 }

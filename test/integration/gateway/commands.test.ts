@@ -68,6 +68,7 @@ beforeAll(async () => {
   const moa = { defaultPreset: 'p', presets: [{ name: 'p', referenceModels: [m], aggregator: m, referenceTemperature: 0.6, aggregatorTemperature: 0.4, maxTokens: 512, fanout: 'user_turn' as const }] };
   ids.moa = await createTestAgent(rt, model.baseURL, agentNamed('moa-cmd', { moa }));
   ids.learner = await createTestAgent(rt, model.baseURL, agentNamed('learner', { skills: [{ name: 'learn', object: 'learn' }] }));
+  ids.narrow = await createTestAgent(rt, model.baseURL, agentNamed('narrow', { access: { default: { commands: ['new'] }, groups: [], users: [] } }));
   worker = await startTestWorker(rt, { loop: { tools: builtinRegistry().register(gate) } });
   app = buildGatewayApp({ ...rt, tuning: { pollMs: 50 } });
   await app.ready();
@@ -218,7 +219,7 @@ describe('commands while a turn runs', () => {
 
   it('Hermes commands this runtime lacks (/undo, /title x, /sessions, /background x, …) are answered at once without the model; /start silently', async () => {
     const calls = model.requests.length;
-    expect(await answeredNow(await post('/undo', 'lacks'))).toBe('/undo is not available here: a conversation cannot be backed up. /retry answers your last message afresh (the earlier answer leaves the conversation); /new starts over.');
+    expect(await answeredNow(await post('/undo', 'lacks'))).toBe('/undo is not available here: a conversation cannot be backed up. /retry answers your last message afresh (the earlier answer leaves the conversation). /new starts over.');
     expect(await answeredNow(await post('/title my project', 'lacks'))).toBe('/title is not available here: conversations have no titles. /status shows this conversation\'s id.');
     expect(await answeredNow(await post('/sessions', 'lacks'))).toContain('/sessions is not available here: a chat has one conversation at a time');
     expect(await answeredNow(await post('/BACKGROUND write the report', 'lacks'))).toContain('/background is not available here. /queue <message> runs');
@@ -233,6 +234,13 @@ describe('commands while a turn runs', () => {
     const learn = await post('/learn this', 'lacks', 'learner');
     expect(learn.state).toBe('queued');
     await finished(learn.admissionId);
+  });
+
+  it('the answer to a Hermes command this runtime lacks points only at commands the sender may use', async () => {
+    const lacks = async (content: string) => answeredNow(await post(content, 'only-new', 'narrow'));
+    expect(await lacks('/undo')).toBe('/undo is not available here: a conversation cannot be backed up. /new starts over.');
+    expect(await lacks('/title x')).toBe('/title is not available here: conversations have no titles.');
+    expect(await lacks('/yolo')).toBe('/yolo is not available here: this agent\'s settings are its operator\'s (the Agent and Profile manifests), never changed from a chat.');
   });
 
   it('/approve, /deny, /retry and /discard wait for the running turn: they act on the session as its next turns', async () => {
