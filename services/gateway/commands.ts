@@ -7,6 +7,7 @@ import {
   commandAllowed, commandWord, COMMANDS, recordSignal, sessionActivity, sessionUsage, sessionUsageText, startNewSession,
   stopSubagents, unavailableCommand, type AdmitInput, type AgentRecord, type AnswerFn, type ParsedCommand, type Permissions, type SessionActivity, type SessionSignal, type Sql,
 } from '../core/index.js';
+import { readSkillCatalog } from '../agent/index.js';
 import type { GatewayContext } from './context.js';
 import { kanbanAnswer } from './kanban-command.js';
 
@@ -166,10 +167,14 @@ export function gatewayCommand(call: CommandCall): CommandAction | undefined {
 /**
  * A Hermes command this runtime lacks (`/undo`, `/title x`, …: core unavailableCommand), answered
  * now without the model and pointing only at commands the sender may use (`perms`), unless the
- * agent offers a skill of that name (then it is that skill's command).
+ * agent offers a skill of that name — a Skill of its manifests or one it learned (Hermes: every
+ * installed skill is a `/<skill-name>` command): then it is that skill's command.
  */
-export function unavailableAnswer(agent: AgentRecord, input: AdmitInput, perms: Permissions): Extract<CommandAction, { kind: 'answer' }> | undefined {
+export async function unavailableAnswer(ctx: GatewayContext, agent: AgentRecord, input: AdmitInput, perms: Permissions): Promise<Extract<CommandAction, { kind: 'answer' }> | undefined> {
   const u = unavailableCommand(input.content, input.platform, (name) => commandAllowed(perms, name));
   if (!u || agent.compiled.skills?.some((s) => s.name === u.name)) return undefined;
+  // Read only for such a command (rare): the skills the agent has, learned ones too, as the worker's catalog.
+  const skills = await readSkillCatalog(ctx.deps.db, agent.agentId, agent.compiled);
+  if (skills.some((s) => s.name === u.name)) return undefined;
   return { kind: 'answer', reply: u.reply };
 }

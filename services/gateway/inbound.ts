@@ -120,7 +120,7 @@ export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, rece
   if (agentStopped(agent)) return answered(ctx, input, { kind: 'answer', reply: stoppedReply }, via);
   const command = parseCommand(input.content);
   // A Hermes command this runtime lacks (never a known one): answered now, never the model's to read.
-  const unavailable = unavailableAnswer(agent, input, via.perms);
+  const unavailable = await unavailableAnswer(ctx, agent, input, via.perms);
   if (unavailable) return answered(ctx, input, unavailable, via);
   let content = input.content;
   const plain = !command && !parseControlCommand(input.content);

@@ -10,7 +10,7 @@ import {
   acquireLease, admit, agentStopped, enqueueTurn, getAdmission, getObligationForAdmission, listTranscript, markStopped, publishRevision, registerInstance, startNextTurn,
   SILENT_REPLY, stoppedReply, unknownNotice, type CompiledAgent,
 } from '../../../services/core/index.js';
-import { builtinRegistry, defineTool } from '../../../services/agent/index.js';
+import { builtinRegistry, defineTool, pgLearnedSkills } from '../../../services/agent/index.js';
 import { buildGatewayApp } from '../../../services/gateway/index.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { resetStoppedReply } from '../../../services/worker/turn-runner.js';
@@ -234,6 +234,15 @@ describe('commands while a turn runs', () => {
     const learn = await post('/learn this', 'lacks', 'learner');
     expect(learn.state).toBe('queued');
     await finished(learn.admissionId);
+  });
+
+  it('a skill the agent learned under the name of a Hermes command this runtime lacks is that skill\'s command (Hermes: every installed skill is a /<skill-name> command)', async () => {
+    expect(await answeredNow(await post('/debug', 'learned'))).toContain('/debug is not available here');
+    const learned = await pgLearnedSkills(rt.db).change(ids.demo!, 'debug', null, () => ({ name: 'debug', description: 'Debug a failing service.', body: 'Ask for the logs.', tags: [], relatedSkills: [], requiredEnvironmentVariables: [], files: [] }));
+    expect(learned.ok).toBe(true);
+    const debug = await post('/debug my service is down', 'learned');
+    expect(debug.state).toBe('queued');
+    await finished(debug.admissionId);
   });
 
   it('the answer to a Hermes command this runtime lacks points only at commands the sender may use', async () => {
