@@ -37,7 +37,8 @@ export interface FinishedTurn {
   obligationId: string;
   /** False when the reply needs no push (a pulled platform): nothing to enqueue. */
   deliveryPending: boolean;
-  messageId: number;
+  /** The turn's assistant message; null when it left none (interrupted before it said anything). */
+  messageId: number | null;
   /** With `then: 'next'`: the session's next turn, claimed under the same lease. */
   next?: Admission;
   /** The lease was let go (`then: 'release'`, or 'next' with nothing queued). */
@@ -86,17 +87,24 @@ const usageRow = (u: ModelCallUsageRow) => ({
 const LEASE_LOST = 'HL001';
 
 /**
+ * What the transcript keeps of a turn: its reply, except for an interrupted turn — then only what the
+ * model said before the cut (`partial`; '' = no assistant message), never the runtime's notice about
+ * it, which the model would read later as its own words. The user still gets the reply.
+ */
+const saidText = (result: TurnResult): string | null => (result.interrupted ? pgText(result.partial ?? '') : null);
+
+/**
  * Final message + delivery obligation + `terminal` (+ deferred usage rows, + the next turn's
  * claim), one statement (hermes_finish_turn), only while the lease holds: LeaseLostError otherwise.
  */
 export async function finishTurn(db: Db, lease: Lease, admissionId: string, result: TurnResult, opts: FinishOptions = {}): Promise<FinishedTurn> {
   try {
-    const { rows } = await db.pool.query<{ o_obligation: string; o_pending: boolean; o_message: number; o_next: Record<string, unknown> | null; o_released: boolean }>({
+    const { rows } = await db.pool.query<{ o_obligation: string; o_pending: boolean; o_message: number | null; o_next: Record<string, unknown> | null; o_released: boolean }>({
       name: 'hermes_finish_turn', // prepared once per connection: no parse and plan per turn
-      text: `SELECT * FROM hermes_finish_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      text: `SELECT * FROM hermes_finish_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
       values: [admissionId, lease.owner, lease.epoch, result.outcome, pgText(result.reply), result.error === undefined ? null : pgText(result.error),
         result.interrupted ?? false, pgJson(result.usage), result.usageRows?.length ? pgJson(result.usageRows.map(usageRow)) : null, pulledPlatforms, opts.then ?? 'keep',
-        result.sessionPrompt?.text ?? null, result.sessionPrompt?.identity ?? null],
+        result.sessionPrompt?.text ?? null, result.sessionPrompt?.identity ?? null, saidText(result)],
     });
     const r = rows[0]!;
     return {

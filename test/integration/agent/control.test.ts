@@ -94,7 +94,8 @@ describe('turn control', () => {
     expect(reply).toBe('Once upo\n\n[interrupted: stopped by /stop]');
     await eventually(async () => (model.requests[before]!.aborted ? true : undefined), 'the model server saw the connection close');
     const transcript = await listTranscript(rt.db.pool, story.sessionId);
-    expect(transcript.find((m) => m.admissionId === story.admissionId && m.role === 'assistant')).toMatchObject({ interrupted: true });
+    // The transcript keeps what the model said, marked interrupted; the notice is the runtime's, sent but not stored as the model's words.
+    expect(transcript.find((m) => m.admissionId === story.admissionId && m.role === 'assistant')).toMatchObject({ interrupted: true, content: 'Once upo' });
     expect((await finished(stop.admissionId)).reply).toBe('Stopping the running turn.');
   });
 

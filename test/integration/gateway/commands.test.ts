@@ -279,6 +279,8 @@ describe('busy policy', () => {
     expect(reply).toBe('[SILENT]'); // nothing said yet: stored, not sent
     await eventually(() => req.aborted || undefined, 'the model saw the request cut');
     expect((await finished(next.admissionId)).reply).toBe('saw: hold i1 | actually, do this');
+    // The runtime's '[SILENT]' is not the model's words: the next request has no assistant line for the cut turn.
+    expect(requestsFor('actually, do this').at(-1)!.body.messages.filter((m) => m.role !== 'system').map((m) => [m.role, m.content])).toEqual([['user', 'hold i1'], ['user', 'actually, do this']]);
   });
 
   it('interrupt: /memory, /skills and /curator are commands, not news — they wait for the running turn instead of stopping it', async () => {
