@@ -189,7 +189,7 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
   ctx.deps.metrics.admissions.inc({ agent: agentName(s.agent), outcome: 'admitted' });
   const perms = permissionsFor(s.agent.compiled, { platform: 'api', userId: user.userId });
   await signalRunningTurn(ctx, admitted, s.content, perms);
-  await recordApprovalDecision(ctx, admitted, s.content, perms);
+  await recordApprovalDecision(ctx, s.agent, admitted, s.content, perms);
   // A plain message on a stored conversation may answer a waiting clarify question.
   if (!s.callerHistory?.some((m) => m.role !== 'system') && !s.content.trimStart().startsWith('/')) await recordClarifyAnswer(ctx, admitted, s.content);
   log.info({ agent: agentName(s.agent), id: result.turn.id, admissionId: admitted.admissionId, sessionId: admitted.sessionId }, `Admitted ${s.kind}`);

@@ -43,13 +43,18 @@ export async function signalRunningTurn(ctx: GatewayContext, admitted: Admitted,
 
 /**
  * `/approve` and `/deny [reason]` get through while a turn runs (SPEC): the decision is recorded
- * now, for the session's oldest pending approval of this same user, and the waiting guard reads
+ * now, for the session's oldest pending approval of this same user (or anyone's, for a designated
+ * approver), and the waiting guard reads
  * it; the admission itself is answered after that turn, without the model.
  */
-export async function recordApprovalDecision(ctx: GatewayContext, admitted: Admitted, content: string, perms: Permissions): Promise<void> {
+export async function recordApprovalDecision(ctx: GatewayContext, agent: AgentRecord, admitted: Admitted, content: string, perms: Permissions): Promise<void> {
   const command = parseApprovalCommand(content);
   if (!command || !commandAllowed(perms, command.decision === 'approved' ? 'approve' : 'deny')) return;
-  const decided = await decideApproval(ctx.deps.db.pool, { decidingAdmissionId: admitted.admissionId, ...command });
+  // A designated approver (an admin, or an `approve` grant of spec.access) decides for anyone in a
+  // shared session (a thread), as Hermes' approvals are the session's; without team mode only the
+  // waiting turn's own user does (everyone may approve there, so no one is designated).
+  const anyUser = perms.admin || (agent.compiled.access !== undefined && perms.approve);
+  const decided = await decideApproval(ctx.deps.db.pool, { decidingAdmissionId: admitted.admissionId, ...command, anyUser });
   ctx.deps.log.info({ session: admitted.sessionId, admissionId: admitted.admissionId, approval: decided?.id, decision: command.decision }, decided ? 'Recorded an approval decision' : 'An approval command found nothing waiting');
 }
 
@@ -107,7 +112,7 @@ async function applyBusyPolicy(ctx: GatewayContext, agent: AgentRecord, admitted
 /** What a new admission does to the session's running turn: signals, approval and clarify answers, the busy policy. */
 async function reachRunningTurn(ctx: GatewayContext, agent: AgentRecord, admitted: Admitted, m: { content: string; perms: Permissions; plain: boolean; busy: boolean }): Promise<void> {
   await signalRunningTurn(ctx, admitted, m.content, m.perms);
-  await recordApprovalDecision(ctx, admitted, m.content, m.perms);
+  await recordApprovalDecision(ctx, agent, admitted, m.content, m.perms);
   // A clarify answer must not interrupt the turn it answers.
   const answers = m.plain && (await recordClarifyAnswer(ctx, admitted, m.content));
   if (m.busy && !answers) await applyBusyPolicy(ctx, agent, admitted, m.content);

@@ -1,7 +1,8 @@
 // Durable pending approvals of dangerous commands. The worker's guard parks a tool call here and
 // polls it; `/approve` or `/deny`, sent as a message to the same session, is recorded by the
-// gateway at admission (it gets through while the turn runs) — only by the waiting turn's own
-// user; the waiting turn takes the decision (`consumed_at`). Deadlines are Postgres' clock, so a
+// gateway at admission (it gets through while the turn runs) — by the waiting turn's own user, or
+// in a shared session by a designated approver (decideApproval); the waiting turn takes the
+// decision (`consumed_at`). Deadlines are Postgres' clock, so a
 // restarted waiter sees the same expiry; a restart never approves anything.
 import type { Sql } from '../db.js';
 import { pgText } from './pg-text.js';
@@ -59,19 +60,21 @@ export async function consumeApproval(sql: Sql, id: string): Promise<boolean> {
 
 /**
  * `/approve` or `/deny` of admission `decidingAdmissionId`: decides the session's oldest pending,
- * unexpired approval whose user is that admission's user. Undefined when nothing of theirs waits.
+ * unexpired approval whose user is that admission's user — or, for a designated approver
+ * (`anyUser`: an admin, or a person team mode's spec.access grants `approve`), whoever's it is, as
+ * Hermes' approvals belong to the session (a shared thread). Undefined when nothing waits for them.
  */
-export async function decideApproval(sql: Sql, d: { decidingAdmissionId: string; decision: 'approved' | 'denied'; note?: string }): Promise<CommandApproval | undefined> {
+export async function decideApproval(sql: Sql, d: { decidingAdmissionId: string; decision: 'approved' | 'denied'; note?: string; anyUser?: boolean }): Promise<CommandApproval | undefined> {
   const { rows } = await sql.query<CommandApproval>(
     `WITH me AS (SELECT session_id, user_id FROM admissions WHERE id = $1),
      target AS (
        SELECT c.id FROM command_approvals c, me
-       WHERE c.session_id = me.session_id AND c.user_id IS NOT DISTINCT FROM me.user_id AND c.status = 'pending' AND c.expires_at > now()
+       WHERE c.session_id = me.session_id AND ($4 OR c.user_id IS NOT DISTINCT FROM me.user_id) AND c.status = 'pending' AND c.expires_at > now()
        ORDER BY c.created_at LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
      UPDATE command_approvals SET status = $2, note = $3, decided_by_admission = $1, decided_at = now()
      WHERE id = (SELECT id FROM target) AND status = 'pending'
      RETURNING ${COLUMNS}`,
-    [d.decidingAdmissionId, d.decision, d.note ? pgText(d.note) : null],
+    [d.decidingAdmissionId, d.decision, d.note ? pgText(d.note) : null, d.anyUser ?? false],
   );
   return rows[0];
 }

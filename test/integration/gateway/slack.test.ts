@@ -3,7 +3,7 @@
 // to a fake Slack Web API (the real @slack/web-api client talks to it over HTTP).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  admitAnswered, claimDelivery, duplicateMarker, markStopped, registerInstance, type CompiledAgent,
+  admitAnswered, approvalDecidedBy, claimDelivery, duplicateMarker, markStopped, parkApproval, registerInstance, type CompiledAgent,
 } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { staticSecrets, type SecretData } from '../../../services/agent/index.js';
@@ -49,6 +49,11 @@ beforeAll(async () => {
   rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: fakeSlack.apiUrl, HERMES_PROGRESS_DELAY_SECONDS: 600, HERMES_MAX_BODY_BYTES: MAX_BODY, HERMES_MAX_MESSAGE_CHARS: MAX_CHARS }), 'slack');
   agentId = await createTestAgent(rt, model.baseURL, { platforms: [slackPlatform] });
   await createTestAgent(rt, model.baseURL, { agent: { namespace: 'default', name: 'team' }, platforms: [{ ...slackPlatform, allowlist: [], allowAll: true, groupPolicy: 'all' }] });
+  // Team mode: only Bob may answer /approve and /deny.
+  await createTestAgent(rt, model.baseURL, {
+    agent: { namespace: 'default', name: 'approvers' }, platforms: [{ ...slackPlatform, groupPolicy: 'all' }],
+    access: { default: { approve: false }, groups: [], users: [{ match: `slack:${ALSO_ALLOWED}`, approve: true }] },
+  });
   worker = await startTestWorker(rt, { secrets: [slackSecret] });
   gw = await startGateway({ ...rt, secrets: staticSecrets([testModelSecret, slackSecret]) });
   hook = `${gw.url}/hooks/slack/default/demo`;
@@ -172,6 +177,32 @@ describe('Slack conversations', () => {
     await deliveredObligation(rt.db.pool, adm.id);
     expect(model.requests.filter((r) => lastUser(r.body) === 'what is in my DM?')).toHaveLength(1);
     expect(postsWith('answer to: what is in my DM?')).toHaveLength(1);
+  });
+
+  it('in a shared thread a designated approver decides the command waiting for another person\'s turn (Hermes: approvals are the session\'s); without team mode only its own user does', async () => {
+    async function waitingIn(agent: string, channel: string) {
+      const opening = send({ user: ALLOWED, text: 'please clean up', channel, channelType: 'channel' });
+      expect((await opening.res).status).toBe(200);
+      const turn = await admissionOf(opening.eventId);
+      await eventually(() => fakeSlack.posts().find((c) => c.args.channel === channel), 'the first answer');
+      const parked = await parkApproval(rt.db.pool, { admissionId: turn.id, command: 'rm -rf /srv/cache', reason: 'deleting files', timeoutSeconds: 600 });
+      const approve = send({ user: ALSO_ALLOWED, text: '!approve', channel, channelType: 'channel', threadTs: opening.ts });
+      expect((await approve.res).status).toBe(200);
+      const decider = await admissionOf(approve.eventId);
+      expect(decider.sessionId).toBe(turn.sessionId); // one thread, one session
+      return { parked, decider, url: `${gw.url}/hooks/slack/default/${agent}` };
+    }
+    const prev = hook;
+    try {
+      hook = `${gw.url}/hooks/slack/default/approvers`;
+      const team = await waitingIn('approvers', 'CAPPROVE');
+      expect((await approvalDecidedBy(rt.db.pool, team.decider.id))?.id).toBe(team.parked.id);
+      hook = `${gw.url}/hooks/slack/default/team`;
+      const open = await waitingIn('team', 'COPEN');
+      expect(await approvalDecidedBy(rt.db.pool, open.decider.id)).toBeUndefined();
+    } finally {
+      hook = prev;
+    }
   });
 
   it('answers a channel mention in its thread; later messages in that thread (mentioned or not) continue the session', async () => {
