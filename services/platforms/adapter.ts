@@ -166,12 +166,13 @@ export function splitMessage(text: string, limit: number): string[] {
 }
 
 /** A notice that names a built-in command (core BUILTIN_COMMANDS: the gateway's and the worker's, /memory, /curator … too) is reworded per platform. */
-const COMMAND_MENTION = new RegExp(`(^|[\\s(\`"'«“])/(${[...BUILTIN_COMMANDS].join('|')})(?=$|[\\s.,;:!?)\`"'»”])`, 'gim');
+const COMMAND_MENTION = new RegExp(`(^|[\\s([\`"'«“])/(${[...BUILTIN_COMMANDS].join('|')})(?=$|[\\s.,;:!?)\\]\`"'»”])`, 'gim');
 
 /**
  * Rewrites the commands a text names (`/retry`, `/new`, …) as users write them on a platform whose
  * prefix is not `/` (Slack: `!retry`, since Slack keeps `/…` for its own commands). Only whole
- * command words after a space or an opening quote are touched; paths such as `/new/file` are not.
+ * command words after a space, an opening bracket or quote are touched (and before a closing one:
+ * `[interrupted: stopped by /stop]`); paths such as `/new/file` are not.
  */
 export function phraseCommands(text: string, prefix: string): string {
   return prefix === '/' ? text : text.replace(COMMAND_MENTION, (_m, before: string, name: string) => `${before}${prefix}${name}`);

@@ -114,6 +114,9 @@ describe('phraseCommands (notices name commands as users write them on the platf
     const notice = 'The turn was interrupted. Send /retry or /discard (or start over with /new). See "/help".';
     expect(phraseCommands(notice, '!')).toBe('The turn was interrupted. Send !retry or !discard (or start over with !new). See "!help".');
     expect(phraseCommands('/retry', '!')).toBe('!retry');
+    // The interrupted turn's marker (worker stopReason) names the command inside brackets.
+    expect(phraseCommands('Once upo\n\n[interrupted: stopped by /stop]', '!')).toBe('Once upo\n\n[interrupted: stopped by !stop]');
+    expect(phraseCommands('[/new] and (/help)', '!')).toBe('[!new] and (!help)');
     expect(phraseCommands('Edit /new/file.txt, /usr/bin/stop and a/retry; /retrying is no command', '!')).toBe('Edit /new/file.txt, /usr/bin/stop and a/retry; /retrying is no command');
     expect(phraseCommands(notice, '/')).toBe(notice);
   });
