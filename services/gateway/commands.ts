@@ -98,7 +98,7 @@ async function stopRunning(sql: Sql, sessionId: string, admissionId: string, tex
   return true;
 }
 
-/** `/new`, `/reset`: the session key gets a fresh session and the old one ends (its transcript stays); a running turn is stopped, queued messages dropped. */
+/** `/new`, `/reset`: the session key gets a fresh session and the old one ends (its transcript stays); a running turn and delegated tasks are stopped, queued messages dropped. */
 function newSession(call: CommandCall): CommandAction {
   const signals: SessionSignal[] = [];
   const word = commandWord(call.input.platform, call.command.name);
@@ -106,9 +106,13 @@ function newSession(call: CommandCall): CommandAction {
     kind: 'answer', signals,
     reply: async (sql, admitted) => {
       const stopped = await stopRunning(sql, admitted.sessionId, admitted.admissionId, word, signals);
+      // Its delegated children stop too, as on /stop: their results must not come back as a turn of the conversation left.
+      const children = await stopSubagents(sql, admitted.sessionId);
+      signals.push(...children.signals);
       const { dropped } = await startNewSession(sql, admitted.sessionId, admitted.admissionId);
       const left = dropped ? ` ${dropped === 1 ? 'The message' : `The ${dropped} messages`} waiting in it ${dropped === 1 ? 'was' : 'were'} dropped.` : '';
-      return `Started a new conversation; the previous one is kept.${stopped ? ' Its running turn was stopped.' : ''}${left}`;
+      const tasks = children.ids.length ? ` Stopped ${children.ids.length} delegated task(s).` : '';
+      return `Started a new conversation; the previous one is kept.${stopped ? ' Its running turn was stopped.' : ''}${tasks}${left}`;
     },
   };
 }

@@ -274,7 +274,8 @@ export function batchResultsText(children: readonly Pick<Subagent, 'id' | 'goal'
 /**
  * When every child spawned by `parentAdmissionId` has ended and the batch is not reported yet
  * (and not all of it was stopped): one new queued admission in the parent session carrying the
- * results, going where the parent turn's reply went. All under row locks, so it happens once.
+ * results, going where the parent turn's reply went — none into a session `/new` ended (the person
+ * left that conversation). All under row locks, so it happens once.
  */
 async function reportBatch(sql: Sql, parentAdmissionId: string): Promise<ReportedBatch | undefined> {
   const { rows } = await sql.query<Subagent & { reportedAdmissionId: string | null }>(
@@ -283,7 +284,8 @@ async function reportBatch(sql: Sql, parentAdmissionId: string): Promise<Reporte
   if (rows.every((r) => r.status === 'stopped')) return undefined; // stopped by the person or the parent: nothing to continue
   const { rows: [adm] } = await sql.query<{ id: string; session_id: string }>(
     `INSERT INTO admissions (id, agent_id, session_id, user_id, platform, intent, content, reply_target, trace_context)
-     SELECT gen_random_uuid(), agent_id, session_id, user_id, platform, 'queue', $2, reply_target, trace_context FROM admissions WHERE id = $1
+     SELECT gen_random_uuid(), a.agent_id, a.session_id, a.user_id, a.platform, 'queue', $2, a.reply_target, a.trace_context
+     FROM admissions a JOIN sessions s ON s.id = a.session_id WHERE a.id = $1 AND s.state <> 'ended'
      RETURNING id, session_id`,
     [parentAdmissionId, pgText(batchResultsText(rows))]);
   if (!adm) return undefined;

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_ROUNDS_WITHOUT_PERSON, getAdmission, getObligationForAdmission, listSubagents, spawnSubagents, steerSubagent, stopSubagents, sweepOnce, type Admission } from '../../../services/core/index.js';
 import { eventually } from '../../support/services.js';
 import { lastUser, type ChatRequestBody, type Script } from '../../support/fake-openai.js';
-import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
+import { createTestAgent, runTurn, testApiKey, useGatewaySystem } from '../../support/system.js';
 
 const firstUser = (b: ChatRequestBody) => b.messages.find((m) => m.role === 'user')?.content ?? '';
 const isChild = (b: ChatRequestBody) => firstUser(b).startsWith('You are a subagent');
@@ -44,7 +44,7 @@ function childScript(b: ChatRequestBody): Script {
   return { text: `${goal} done` };
 }
 
-const sys = useAgentSystem((b) => (isChild(b) ? childScript(b) : parentScript(b)));
+const sys = useGatewaySystem((b) => (isChild(b) ? childScript(b) : parentScript(b)));
 
 async function agent(name: string, extra: Record<string, unknown> = {}): Promise<string> {
   return createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name }, toolsets: ['delegation', 'memory', 'clock'], ...extra });
@@ -161,6 +161,30 @@ describe('delegate_task', () => {
     }, 'the child stopped');
     await eventually(() => call.aborted || undefined, 'the child\'s model call aborted'); // seen when its socket closes
     expect((await getAdmission(sys.rt.db.pool, child!.childAdmissionId))!.outcome).toBe('interrupted');
+    const { rows } = await sys.rt.db.pool.query(`SELECT 1 FROM admissions WHERE session_id = $1 AND content LIKE '[Delegated task results%'`, [parent.sessionId]);
+    expect(rows).toEqual([]);
+  });
+
+  it('stops the children when /new leaves the conversation; their results never come back as a turn of it', async () => {
+    await agent('deleg-new');
+    const post = async (content: string) => {
+      const res = await fetch(`${sys.gateway.url}/v1/agents/default/deleg-new/messages`, {
+        method: 'POST', headers: { authorization: `Bearer ${testApiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ content, conversation: 'left' }),
+      });
+      return (await res.json()) as { admissionId: string; sessionId: string };
+    };
+    const parent = await post(`delegate ${JSON.stringify([{ goal: 'slow' }])}`);
+    await eventually(() => sys.model.inFlight().find((r) => goalOf(r.body) === 'slow'), 'the child calling the model');
+    await eventually(async () => ((await getAdmission(sys.rt.db.pool, parent.admissionId))?.state === 'terminal' ? true : undefined), 'the parent turn ended');
+    const fresh = await post('/new');
+    expect((await getObligationForAdmission(sys.rt.db.pool, fresh.admissionId))?.content).toBe('Started a new conversation; the previous one is kept. Stopped 1 delegated task(s).');
+    for (const release of releases.splice(0)) release(); // a child that ignored the stop would now finish
+    const [child] = await eventually(async () => {
+      const rows = await listSubagents(sys.rt.db.pool, parent.sessionId);
+      return rows[0] && rows[0].status !== 'running' && rows[0].status !== 'queued' ? rows : undefined;
+    }, 'the child ended');
+    expect(child!.status).toBe('stopped');
+    await sweepOnce(sys.rt.db, sys.rt.queues, sys.rt.config);
     const { rows } = await sys.rt.db.pool.query(`SELECT 1 FROM admissions WHERE session_id = $1 AND content LIKE '[Delegated task results%'`, [parent.sessionId]);
     expect(rows).toEqual([]);
   });
