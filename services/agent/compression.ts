@@ -131,6 +131,21 @@ export function splitPoint(messages: readonly ChatMessage[], opts: TailOptions =
   return cut < n ? cut : 0;
 }
 
+/**
+ * Where the last `turns` turns start (a turn: a real user message and what follows it), for
+ * Hermes' `/compress here [N]`: the person chose how much stays verbatim, so neither the 20-message
+ * floor nor the token budget applies. 0 when there is nothing before them.
+ */
+export function turnsSplitPoint(messages: readonly ChatMessage[], turns: number): number {
+  const start = pastToolResults(messages, 0);
+  let cut = messages.length;
+  for (let left = turns; left > 0 && cut > start;) {
+    cut--;
+    if (isRealUser(messages[cut]!)) left--;
+  }
+  return cut > start ? cut : 0;
+}
+
 const line = (m: ChatMessage): string => {
   const calls = (m.toolCalls ?? []).map((c) => `${c.name}(${c.arguments.slice(0, 100)})`).join(', ');
   const text = m.content.replace(/\s+/g, ' ').trim().slice(0, 300);
@@ -209,6 +224,8 @@ export interface CompressOptions extends TailOptions {
   summarise: (req: ChatMessage[], maxTokens: number) => Promise<string>;
   /** `/compress <focus>`: the topic the summary keeps in detail. */
   focus?: string;
+  /** `/compress here [N]`: keep exactly the last N turns verbatim (turnsSplitPoint) instead of the tail rule. */
+  keepTurns?: number;
 }
 
 /**
@@ -216,7 +233,7 @@ export interface CompressOptions extends TailOptions {
  * when it throws or the session is cooling down, the deterministic digest is used.
  */
 export async function compress(messages: readonly ChatMessage[], opts: CompressOptions): Promise<Compressed | undefined> {
-  const cut = splitPoint(messages, opts);
+  const cut = opts.keepTurns === undefined ? splitPoint(messages, opts) : turnsSplitPoint(messages, opts.keepTurns);
   if (cut === 0) return undefined;
   const head = messages.slice(0, cut);
   let summary: string | undefined;

@@ -37,7 +37,7 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'help', args: '', help: 'this list', place: 'gateway' },
   { name: 'retry', args: '', help: 'run an interrupted turn again (or your last message)', place: 'turn' },
   { name: 'discard', args: '', help: 'drop interrupted turns without running them', place: 'turn' },
-  { name: 'compress', args: '[focus]', help: 'summarise the older part of the conversation', place: 'turn' },
+  { name: 'compress', args: '[focus | here N]', help: 'summarise the older part of the conversation', place: 'turn' },
   { name: 'rollback', args: '[N]', help: 'list workspace checkpoints, or restore checkpoint N', place: 'turn' },
   { name: 'memory', args: '[pending|approve ID|reject ID]', help: 'memory writes waiting for approval', place: 'turn' },
   { name: 'skills', args: '[pending|diff ID|approve ID|reject ID]', help: 'skill writes waiting for approval', place: 'turn' },

@@ -51,12 +51,22 @@ function compressor(c: CompressCommand, task: UsageTask): CompressOptions {
   };
 }
 
-/** `/compress [focus]`: summarise the conversation now (a recent tail stays), favouring the focus. Undefined for other messages. */
+/** Hermes' `/compress here [N]`: keep the last N turns (bare `here`: none, everything so far is summarised). */
+const HERE = /^here(?:\s+(\d{1,4}))?$/i;
+
+/**
+ * `/compress [focus]`: summarise the conversation now (a recent tail stays), favouring the focus;
+ * `/compress here [N]`: summarise all but the last N turns. Undefined for other messages.
+ */
 export async function compressReply(c: CompressCommand): Promise<TurnResult | undefined> {
   const command = parseCommand(c.adm.content);
   if (command?.name !== 'compress') return undefined;
   const history = (await c.history()).slice(0, -1); // without the /compress line itself
-  const out = await compress(history, { ...compressor(c, 'compress_command'), ...(command.args ? { focus: command.args } : {}) });
+  const here = HERE.exec(command.args);
+  const keepTurns = here ? Number(here[1] ?? 0) : undefined;
+  const what = keepTurns !== undefined ? { keepTurns } : command.args ? { focus: command.args } : {};
+  const out = await compress(history, { ...compressor(c, 'compress_command'), ...what });
+  if (!out && keepTurns !== undefined) return { outcome: 'completed', reply: `Nothing to compress: the conversation has no more than ${keepTurns} turn(s).` };
   if (!out) return { outcome: 'completed', reply: 'Nothing to compress yet: the last 20 messages are always kept as they are.' };
   await recordCompression(c.db, c.lease, c.adm, out.summary, out.coversSeq);
   const how = out.source === 'model' ? 'a model-written summary' : 'an automatic digest (the summary call failed, was refused by a spend cap, or is cooling down)';

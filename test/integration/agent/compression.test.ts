@@ -150,6 +150,18 @@ describe('compression in the worker', () => {
     expect(JSON.stringify(sent)).not.toMatch(/\/compress|Compressed \d+/);
   });
 
+  it('/compress here N keeps exactly the last N turns, even in a conversation of 20 messages or fewer (Hermes\' "here [N]")', async () => {
+    const { say } = await conversation('here', 1_000_000, 16);
+    const { reply } = await say('/compress here 2');
+    expect(reply).toMatch(/^Compressed \d+ earlier messages into a model-written summary\.$/);
+    await say('after here');
+    const sent = withoutSessionFacts(requestsFor('after here')[0]!.body.messages).filter((m) => m.role !== 'system');
+    expect(sent[0]!.content).toBe('[Summary of the earlier conversation]\nSUMMARY: they talked a lot.');
+    // The last two turns (old 12 + its answer, old 14 + its answer), then the new message.
+    expect(sent.slice(1).map((m) => m.content.split(' ').slice(0, 2).join(' '))).toEqual(['old 12', 'old 13', 'old 14', 'old 15', 'after here']);
+    expect((await say('/compress here 9')).reply).toBe('Nothing to compress: the conversation has no more than 9 turn(s).');
+  });
+
   it('/compress on a conversation of 20 messages or fewer changes nothing and says why', async () => {
     const { say, sessionId } = await conversation('short', 1_000_000, 16);
     const summaries = model.requests.filter((r) => isSummary(r.body)).length;
