@@ -209,7 +209,10 @@ export async function syncFinishedRuns(sql: Sql): Promise<string[]> {
        FROM ended e WHERE r.id = e.id AND r.state = 'dispatched'
        RETURNING r.schedule_id, r.outcome, r.finished_at)
      , latest AS (SELECT DISTINCT ON (schedule_id) schedule_id, outcome FROM done ORDER BY schedule_id, finished_at DESC)
-     , marked AS (UPDATE cron_schedules s SET last_status = latest.outcome FROM latest WHERE s.id = latest.schedule_id RETURNING s.id)
+     , success AS (SELECT schedule_id, max(finished_at) AS at FROM done WHERE outcome = 'completed' GROUP BY schedule_id)
+     , marked AS (UPDATE cron_schedules s SET last_status = latest.outcome,
+                    last_success_at = GREATEST(s.last_success_at, (SELECT at FROM success WHERE success.schedule_id = s.id))
+                  FROM latest WHERE s.id = latest.schedule_id RETURNING s.id)
      SELECT schedule_id AS "scheduleId" FROM latest`);
   return rows.map((r) => r.scheduleId);
 }
@@ -279,8 +282,8 @@ export interface CronStatusView {
 export async function cronStatus(sql: Sql, namespace: string, name: string): Promise<CronStatusView | undefined> {
   const { rows } = await sql.query<Omit<CronStatusView, 'active'> & { id: string }>(
     `SELECT s.id, s.next_run_at AS "nextRunAt", s.last_run_at AS "lastScheduleTime", s.last_status AS "lastStatus", s.run_now_token AS "runNowToken",
-       (SELECT max(COALESCE(r.finished_at, a.finished_at)) FROM cron_runs r LEFT JOIN ${runChain} ON true LEFT JOIN admissions a ON a.id = ch.last
-        WHERE r.schedule_id = s.id AND COALESCE(r.outcome, a.outcome::text) = 'completed') AS "lastSuccessfulTime"
+       GREATEST(s.last_success_at, (SELECT max(COALESCE(r.finished_at, a.finished_at)) FROM cron_runs r LEFT JOIN ${runChain} ON true LEFT JOIN admissions a ON a.id = ch.last
+        WHERE r.schedule_id = s.id AND COALESCE(r.outcome, a.outcome::text) = 'completed')) AS "lastSuccessfulTime"
      FROM cron_schedules s WHERE s.namespace = $1 AND s.name = $2`, [namespace, name]);
   const s = rows[0];
   if (!s) return undefined;

@@ -235,6 +235,17 @@ describe('cron runs', () => {
     expect(h.filter((r) => r.state === 'skipped').length).toBe(1);
   });
 
+  it('lastSuccessfulTime outlives the history: successfulRunsHistoryLimit 0 keeps no run, but the status still says when one last succeeded', async () => {
+    await cronJob('no-history', { successfulRunsHistoryLimit: 0 }, plus(48));
+    await tick(plus(48, 1));
+    const run = (await runsOf('no-history'))[0]!;
+    const done = await ended(run.admissionId!);
+    await tick(plus(48, 30)); // copies the ended turn into its run, then prunes it
+    expect(await runsOf('no-history')).toEqual([]);
+    const st = (await cronStatus(rt.db.pool, 'default', 'no-history'))!;
+    expect([st.lastStatus, st.lastSuccessfulTime]).toEqual(['completed', done.finishedAt]);
+  });
+
   it('run now fires a manual run at the next tick, once per request', async () => {
     await cronJob('manual', { suspend: true });
     expect(await requestRunNow(rt.db, 'default', 'manual')).toBe(true);
