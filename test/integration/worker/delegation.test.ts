@@ -29,10 +29,12 @@ function parentScript(b: ChatRequestBody): Script {
   }
   if (user.startsWith('[Delegated task results')) return { text: `results seen: ${user.includes('alpha done') && user.includes('beta done') ? 'both' : 'some'}` };
   const m = /^delegate (.*)$/s.exec(user);
-  if (!m) return { text: 'ok' };
+  // "call <json>": delegate_task with exactly these arguments.
+  const raw = /^call (.*)$/s.exec(user);
+  if (!m && !raw) return { text: 'ok' };
   const result = toolResult(b);
   if (result !== undefined) return { text: `spawned: ${result}` };
-  return { toolCalls: [{ id: 'd1', name: 'delegate_task', arguments: JSON.stringify({ tasks: JSON.parse(m[1]!) as Tasks }) }] };
+  return { toolCalls: [{ id: 'd1', name: 'delegate_task', arguments: raw ? raw[1]! : JSON.stringify({ tasks: JSON.parse(m![1]!) as Tasks }) }] };
 }
 
 /** The children, by goal: alpha/beta answer, crash fails (401), hang/slow wait to be released, spin calls get_time forever. */
@@ -102,6 +104,18 @@ describe('delegate_task', () => {
     expect(rows.map((r) => [r.task, r.session, r.user])).toEqual([['subagent', parent.sessionId, parent.userId], ['subagent', parent.sessionId, parent.userId]]);
     const usage = await runTurn(sys.rt, { agentId, sessionKey: 'deleg:main', content: '/usage' });
     expect(usage.reply).toMatch(/delegated tasks \(subagents\) 2/);
+  });
+
+  it('takes Hermes\' single-task form (goal and context at the top level) as a batch of one; refuses goal together with tasks', async () => {
+    const agentId = await agent('deleg-single');
+    const { a: parent, reply } = await runTurn(sys.rt, { agentId, sessionKey: 'deleg:single', content: `call ${JSON.stringify({ goal: 'alpha', context: 'the alpha facts' })}` });
+    expect(spawnedIds(reply)).toHaveLength(1);
+    const child = sys.model.requests.find((r) => isChild(r.body) && goalOf(r.body) === 'alpha' && firstUser(r.body).includes('the alpha facts'));
+    expect(child).toBeDefined();
+    expect((await resultsTurn(parent.sessionId)).reply).toBe('results seen: some');
+    const both = await runTurn(sys.rt, { agentId, sessionKey: 'deleg:single-both', content: `call ${JSON.stringify({ goal: 'alpha', tasks: [{ goal: 'beta' }] })}` });
+    expect(both.reply).toContain('give goal (one task) or tasks (a batch), not both');
+    expect(await listSubagents(sys.rt.db.pool, both.a.sessionId)).toEqual([]);
   });
 
   it('refuses a spawn past the concurrent-children limit, as a tool result, spawning none', async () => {
