@@ -110,8 +110,13 @@ export function backoffMs(attempt: number, random: number, retryAfter?: number):
   return Math.round(base + random * base * 0.5);
 }
 
-/** What the user reads when the model call failed for good. */
-export function userMessageFor(c: ClassifiedError, model: string, platform?: string): string {
+/**
+ * What the user reads when the model call failed for good. `unattended` (a cron run): read in the
+ * CronJob's channel, where nobody sent a message to try again, rephrase or /new — it says what
+ * failed and who can mend it; the next run comes at its schedule.
+ */
+export function userMessageFor(c: ClassifiedError, model: string, platform?: string, unattended = false): string {
+  if (unattended) return unattendedMessageFor(c, model);
   switch (c.reason) {
     case 'auth': return `Sorry — the model provider refused our credentials for ${model}. An operator needs to check the API key.`;
     case 'billing': return `Sorry — the model provider reports a billing problem for ${model} (payment or quota). An operator needs to check the account.`;
@@ -121,5 +126,18 @@ export function userMessageFor(c: ClassifiedError, model: string, platform?: str
     case 'overloaded': case 'server_error': case 'timeout': case 'connection': case 'stream':
       return `Sorry — the model provider (${model}) is unavailable right now (${c.reason.replace('_', ' ')}). Please try again later.`;
     default: return 'Sorry — the model could not answer this time. Please try again.';
+  }
+}
+
+function unattendedMessageFor(c: ClassifiedError, model: string): string {
+  switch (c.reason) {
+    case 'auth': return `This run failed: the model provider refused our credentials for ${model}. An operator needs to check the API key.`;
+    case 'billing': return `This run failed: the model provider reports a billing problem for ${model} (payment or quota). An operator needs to check the account.`;
+    case 'content_policy': return `This run failed: the model provider refused its prompt under its content policy. Its CronJob's prompt needs changing.`;
+    case 'rate_limit': return `This run failed: the model provider was rate-limiting us on ${model}.`;
+    case 'context_overflow': case 'payload_too_large': return `This run failed: its prompt is too long for ${model}. Its CronJob's prompt or context needs shortening.`;
+    case 'overloaded': case 'server_error': case 'timeout': case 'connection': case 'stream':
+      return `This run failed: the model provider (${model}) was unavailable (${c.reason.replace('_', ' ')}).`;
+    default: return `This run failed: the model (${model}) gave no usable answer.`;
   }
 }

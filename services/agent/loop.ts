@@ -125,7 +125,7 @@ function failed(res: Extract<ModelCallResult, { ok: false }>, input: LoopInput, 
   const model = res.route.model;
   const explicit = input.explicitModel && input.routes.length > 1 ? ` You chose ${model} explicitly, so I did not switch to a fallback model.` : '';
   const error = `${c.reason}${c.status ? ` ${c.status}` : ''} from ${model}: ${c.message}`.slice(0, 2_000);
-  return { outcome: 'failed', reply: userMessageFor(c, model, input.platform) + explicit, error, usage, iterations };
+  return { outcome: 'failed', reply: userMessageFor(c, model, input.platform, input.unattended) + explicit, error, usage, iterations };
 }
 
 function optional(input: LoopInput): Partial<CompletionRequest> {

@@ -42,6 +42,7 @@ beforeAll(async () => {
   model = await startFakeOpenAI((b: ChatRequestBody) => {
     const text = lastUser(b);
     const held = b.messages.some((m) => m.role === 'user' && JSON.stringify(m.content).includes('hold'));
+    if (text.includes('key-revoked')) return { status: 401, errorMessage: 'key revoked' };
     return { text: `done: ${text}`, usage: { prompt_tokens: 11, completion_tokens: 7 }, ...(held ? { hold } : {}) };
   });
   rt = await openTestRuntime(testConfig(database.url, { HERMES_SLACK_API_URL: slack.apiUrl }), 'cron');
@@ -286,6 +287,15 @@ describe('cron failures', () => {
     expect((await history('orphan'))[0]).toMatchObject({ outcome: 'interrupted' });
     const { rows } = await rt.db.pool.query(`SELECT count(*)::int AS n FROM admissions WHERE session_id = $1`, [a.sessionId]);
     expect(rows[0].n).toBe(1);
+  });
+
+  it('a run whose model call failed tells its channel what failed and who can mend it, not to try again or rephrase', async () => {
+    await cronJob('revoked', { prompt: 'key-revoked report', deliver: 'slack:C0REVOKED' }, plus(80));
+    await tick(plus(80, 1));
+    const [run] = await runsOf('revoked');
+    expect(await ended(run!.admissionId!)).toMatchObject({ outcome: 'failed' });
+    const post = await eventually(() => slack.posts().find((p) => p.args.channel === 'C0REVOKED'), 'the failure posted');
+    expect(post.args.text).toBe(`This run failed: the model provider refused our credentials for gpt-test. An operator needs to check the API key.`);
   });
 
   it('a run cut by a worker shutdown goes on in its resume: Forbid skips the next slot, Replace stops the resume, the run ends as the resume did', async () => {
