@@ -2,7 +2,7 @@
 // cache, logger, metrics, tracing) and wiring SIGTERM/SIGINT to a graceful close.
 import type { Redis } from 'ioredis';
 import {
-  AgentCache, connectRedis, createLogger, createMetrics, initTracing, loadConfig, openDb, openQueues, redisLiveness, shutdownTracing,
+  AgentCache, closeRedis, connectRedis, createLogger, createMetrics, initTracing, loadConfig, openDb, openQueues, redisLiveness, shutdownTracing,
   type Config, type Db, type Logger, type Metrics, type Queues,
 } from '../core/index.js';
 
@@ -31,7 +31,7 @@ export async function openResources(config: Config, component: string): Promise<
     async close() {
       await queues.close();
       await agents.close();
-      await redis.quit().catch(() => undefined);
+      await closeRedis(redis);
       await db.close();
     },
   };

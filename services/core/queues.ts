@@ -63,6 +63,19 @@ export function connectRedis(url: string, opts: RedisOptions = {}): Redis {
   return guard(new Redis(url, { ...clientOptions(opts), lazyConnect: false }), opts);
 }
 
+/**
+ * Ends a connection: QUIT when it is up (replies still due arrive first), else at once — a QUIT
+ * sent while Redis cannot be reached waits in the offline queue until Redis is back, so a process
+ * told to stop during an outage never ended.
+ */
+export async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status !== 'ready') {
+    redis.disconnect();
+    return;
+  }
+  await redis.quit().catch(() => redis.disconnect());
+}
+
 /** A second connection to the same server as `redis` (a subscriber, a BullMQ worker's), guarded like `connectRedis`'s. */
 export function duplicateRedis(redis: Redis, opts: RedisOptions = {}): Redis {
   return guard(redis.duplicate(clientOptions(opts)), opts);

@@ -4,7 +4,7 @@
 // When the subscription drops (Redis restarted, or a silent connection was replaced), every
 // running turn reads again the signals recorded meanwhile, once the subscription is back.
 import type { Redis } from 'ioredis';
-import { consumeSignal, duplicateRedis, parseSignal, pendingSignals, redisLiveness, releaseSignals, type Db, type Logger, type SessionSignal } from '../core/index.js';
+import { closeRedis, consumeSignal, duplicateRedis, parseSignal, pendingSignals, redisLiveness, releaseSignals, type Db, type Logger, type SessionSignal } from '../core/index.js';
 import type { TurnControl } from '../agent/index.js';
 
 /** A turn's subscription to its session's signals. */
@@ -84,7 +84,7 @@ export async function startControlHub(redis: Redis, prefix: string, log: Logger,
       };
     },
     async close() {
-      await sub.quit().catch(() => undefined);
+      await closeRedis(sub);
     },
   };
 }

@@ -6,7 +6,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DelayedError, Worker } from 'bullmq';
 import {
-  checkEvictionPolicy, deliveryJobSchema, duplicateRedis, redisLiveness, getAdmission, markStopped, queueNames, registerInstance, reviewJobSchema, startSweeper, turnJobSchema,
+  checkEvictionPolicy, closeRedis, deliveryJobSchema, duplicateRedis, redisLiveness, getAdmission, markStopped, queueNames, registerInstance, reviewJobSchema, startSweeper, turnJobSchema,
   type Instance,
 } from '../core/index.js';
 import { startLiveness } from './liveness.js';
@@ -142,7 +142,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       await liveness.stop();
       await control.close();
       await markStopped(db.pool, instance.id).catch(() => undefined);
-      await connection.quit().catch(() => undefined);
+      await closeRedis(connection);
       log.info('Stopped worker');
     },
   };

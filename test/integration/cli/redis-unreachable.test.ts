@@ -53,4 +53,28 @@ describe('hermes gateway with Redis down at start', () => {
       await new Promise((r) => child.once('exit', r));
     }
   });
+
+  it('stops on SIGTERM while Redis is still down', async () => {
+    // Its QUIT used to wait in the offline queue for a Redis that never came: 'Shutting down', then
+    // nothing, until the kubelet's SIGKILL.
+    const port = await freePort();
+    const child = spawn(process.execPath, [hermesBin, 'gateway'], {
+      env: { PATH: process.env.PATH, DATABASE_URL: db.url, REDIS_URL: redis.url, HERMES_PORT: String(port), HERMES_HOST: '127.0.0.1', HERMES_LOG_LEVEL: 'warn', HERMES_CONNECTORS: 'off', HERMES_KANBAN_DISPATCH: 'off', HERMES_SECRETS_SOURCE: 'local' },
+      stdio: 'ignore',
+    });
+    let exited: number | null | undefined;
+    child.once('exit', (code) => { exited = code; });
+    try {
+      await redis.stop();
+      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200, 'the gateway live while Redis is down', 40_000);
+      child.kill('SIGTERM');
+      await eventually(() => exited !== undefined, 'the gateway exited on SIGTERM', 20_000);
+      expect(exited).toBe(0);
+    } finally {
+      if (exited === undefined) {
+        child.kill('SIGKILL');
+        await new Promise((r) => child.once('exit', r));
+      }
+    }
+  });
 });
