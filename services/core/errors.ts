@@ -24,6 +24,7 @@ export const errorCatalogue = {
   HERMES_TURN_FAILED: { status: 502, message: 'The agent could not answer.' },
   HERMES_TURN_INTERRUPTED: { status: 502, message: 'The turn was interrupted when the process running it stopped, and it was not run again because it may already have had effects.' },
   HERMES_ROUTE_NOT_FOUND: { status: 404, message: 'No such route.' },
+  HERMES_METHOD_NOT_ALLOWED: { status: 405, message: 'This route does not take this method.' },
   HERMES_GATEWAY_CLOSING: { status: 503, message: 'The gateway is shutting down; the message stays accepted and its reply will still be recorded. Follow it again on another replica.' },
   HERMES_ADMIN_UNAUTHENTICATED: { status: 401, message: 'The admin API needs "Authorization: Bearer <token>" with the token set in HERMES_ADMIN_TOKEN.' },
   HERMES_LEARNING_WRITE_NOT_FOUND: { status: 404, message: 'No such staged write for this agent.' },

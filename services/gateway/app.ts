@@ -1,6 +1,7 @@
 // The gateway's fastify app, without a listener (tests drive it with `app.inject()`; `startGateway`
 // listens). Wiring only: parsers, error shapes, hooks, routes, and what closing means.
 import Fastify, { type FastifyInstance } from 'fastify';
+import { recordAllowedMethods } from './allowed-methods.js';
 import { registerClientGone } from './client-gone.js';
 import { platformConnectors, startConnectors, type Connector, type ConnectorSupervisor } from './connectors/index.js';
 import { createContext } from './context.js';
@@ -63,8 +64,18 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
     else request.log.info({ code: apiError.code, reason: apiError.message }, 'Request refused');
     return sendApiError(reply, request, apiError);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendApiError(reply, request, toApiError(new HermesError('HERMES_ROUTE_NOT_FOUND', `${request.method} ${request.url.split('?')[0]} is not a route of the Hermes gateway.`), request, config.HERMES_MAX_BODY_BYTES)));
+  const allowedMethods = recordAllowedMethods(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = allowedMethods(path);
+    if (allowed.length === 0) {
+      return sendApiError(reply, request, toApiError(new HermesError('HERMES_ROUTE_NOT_FOUND', `${request.method} ${path} is not a route of the Hermes gateway.`), request, config.HERMES_MAX_BODY_BYTES));
+    }
+    const allow = [...allowed, 'OPTIONS'].join(', ');
+    if (request.method === 'OPTIONS') return reply.code(204).header('allow', allow).send();
+    reply.header('allow', allow);
+    return sendApiError(reply, request, toApiError(new HermesError('HERMES_METHOD_NOT_ALLOWED', `${path} takes ${allowed.join(', ')}, not ${request.method}.`), request, config.HERMES_MAX_BODY_BYTES));
+  });
 
   registerClientGone(app);
   refuseRepeatedHeaders(app);

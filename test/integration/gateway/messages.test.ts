@@ -99,6 +99,7 @@ describe('refusals', () => {
     ['an empty content', () => post({ content: '' }), 400, 'HERMES_BAD_REQUEST'],
     ['a wrongly typed field', () => post({ content: 'x', user: { id: 7 } }), 400, 'HERMES_BAD_REQUEST'],
     ['an unknown route', () => h.app.inject({ method: 'GET', url: '/v1/nothing' }), 404, 'HERMES_ROUTE_NOT_FOUND'],
+    ['a route asked with a method it does not take', () => h.app.inject({ method: 'GET', url: path, headers: auth() }), 405, 'HERMES_METHOD_NOT_ALLOWED'],
   ];
   it.each(cases)('answers %s with a coded JSON error', async (_what, send, status, code) => {
     const before = await countAdmissions();
@@ -107,6 +108,17 @@ describe('refusals', () => {
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.json().error).toMatchObject({ code, message: expect.any(String) });
     expect(await countAdmissions()).toBe(before);
+  });
+
+  it('answers a known path asked with another method 405 with Allow, not "no such route"', async () => {
+    // GET /v1/chat/completions used to be a 404 'GET /v1/chat/completions is not a route of the Hermes gateway.'
+    const get = await h.app.inject({ method: 'GET', url: '/v1/chat/completions', headers: auth() });
+    expect([get.statusCode, get.headers.allow, get.json().error]).toEqual([405, 'POST, OPTIONS', expect.objectContaining({ code: 'HERMES_METHOD_NOT_ALLOWED', type: 'invalid_request_error', message: expect.stringContaining('/v1/chat/completions takes POST, not GET') })]);
+    const put = await h.app.inject({ method: 'PUT', url: '/v1/responses/resp_x', headers: auth() });
+    expect([put.statusCode, put.headers.allow]).toEqual([405, 'DELETE, GET, HEAD, OPTIONS']);
+    const options = await h.app.inject({ method: 'OPTIONS', url: '/v1/runs/run_x/stop' });
+    expect([options.statusCode, options.headers.allow, options.body]).toEqual([204, 'POST, OPTIONS', '']);
+    expect((await h.app.inject({ method: 'DELETE', url: '/v1/nothing/here' })).statusCode).toBe(404);
   });
 
   it('names the offending field of a schema error', async () => {
