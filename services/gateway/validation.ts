@@ -33,7 +33,7 @@ export function acceptEmptyJsonBody(app: FastifyInstance): void {
   });
 }
 
-export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'headers' | 'params'): z.infer<S> {
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'headers' | 'params' | 'query'): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const { detail, issues } = describeIssues(result.error, where);

@@ -51,13 +51,13 @@ export function registerAdminKanbanRoutes(app: FastifyInstance, ctx: GatewayCont
 
   app.get('/v1/admin/kanban/boards', async (request) => {
     authorised(request);
-    const q = parseInput(z.object({ namespace: singleLine.max(253).optional() }).strict(), request.query ?? {}, 'params');
+    const q = parseInput(z.object({ namespace: singleLine.max(253).optional() }).strict(), request.query ?? {}, 'query');
     return { boards: await listBoards(db.pool, q.namespace) };
   });
 
   app.get('/v1/admin/agents/:namespace/:name/kanban/:board/tasks', async (request) => {
     const params = parseInput(boardParams, request.params, 'params');
-    const q = parseInput(listQuery, request.query ?? {}, 'params');
+    const q = parseInput(listQuery, request.query ?? {}, 'query');
     return onBoard(request, params, (sql, scope) => listTasks(sql, scope, { ...(q.status ? { status: q.status } : {}), ...(q.assignee ? { assignee: q.assignee } : {}), includeArchived: q.include_archived === 'true', ...(q.limit ? { limit: q.limit } : {}) }));
   });
 

@@ -78,7 +78,7 @@ async function ownedSession(ctx: GatewayContext, request: FastifyRequest) {
 export function registerSessionRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   app.get('/v1/sessions', async (request) => {
     const caller = callerFrom(request);
-    const query = parseInput(listQuery, request.query, 'params');
+    const query = parseInput(listQuery, request.query, 'query');
     const agents = await callerAgents(ctx, caller, query.model);
     // One more than asked: tells whether another page follows.
     const rows = await listCallerSessions(ctx.deps.db.pool, { scopes: scopesOf(agents, caller) }, { limit: query.limit + 1, ...(query.after ? { after: query.after } : {}) });

@@ -233,7 +233,9 @@ describe('GET /v1/sessions', () => {
     const unknown = await api('/v1/sessions?model=default/nobody');
     expect(unknown.status).toBe(404);
     expect((await json<{ error: { code: string } }>(unknown)).error.code).toBe('model_not_found');
-    expect((await api('/v1/sessions?limit=1000')).status).toBe(400);
+    // The query string is named as such (it used to say 'params.limit', as if it were the path).
+    const tooMany = await api('/v1/sessions?limit=1000');
+    expect([tooMany.status, (await json<{ error: { message: string } }>(tooMany)).error.message]).toEqual([400, expect.stringContaining('query.limit: ')]);
   });
 });
 
