@@ -10,7 +10,8 @@ const textPart = z.object({ type: z.literal('text'), text: freeText });
 const chatMessage = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
   // null: an assistant message that only carried tool calls.
-  content: z.union([freeText, z.array(textPart, { error: 'only text content parts ({"type": "text", "text": …}) are supported' }), z.null()]).optional(),
+  // The union's own error: a part of another type (an image) fails every branch, and zod would say only "Invalid input".
+  content: z.union([freeText, z.array(textPart), z.null()], { error: 'send a string or text parts ({"type": "text", "text": …}); image, audio and file parts are not supported' }).optional(),
 });
 type ChatMessage = z.infer<typeof chatMessage>;
 

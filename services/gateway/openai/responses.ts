@@ -17,7 +17,11 @@ const messageItem = z.object({
 export type MessageItem = z.infer<typeof messageItem>;
 
 /** `input` of /v1/responses and /v1/runs: a string, or message items whose last one is the user's turn. */
-export const turnInput = z.union([freeText.min(1), z.array(messageItem).min(1)]);
+// The union's own error: an item or part of another type (function_call_output, input_image) fails
+// both branches, and zod would say only "body.input: Invalid input".
+export const turnInput = z.union([freeText.min(1), z.array(messageItem).min(1)], {
+  error: 'send a string, or message items ({"role": "user", "content": …}) whose content is a string or text parts ({"type": "input_text", "text": …}); other items (function_call_output…) and image, audio and file parts are not supported',
+});
 
 export const responseBody = (maxInstructions: number) => z.object({
   model: singleLine.min(1).max(512).optional(),

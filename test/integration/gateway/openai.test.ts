@@ -153,6 +153,12 @@ describe('POST /v1/chat/completions', () => {
     ['a key of another agent (404, as OpenAI does for a model the key cannot use)', () => chat({ model: 'default/demo', messages: [{ role: 'user', content: 'q' }] }, auth('other-key')), 404, 'model_not_found'],
     ['no key', () => chat({ model: 'default/demo', messages: [{ role: 'user', content: 'q' }] }, {}), 401, 'invalid_api_key'],
   ];
+  it('says which content it takes when a message has an image part', async () => {
+    // It used to say only 'body.messages.0.content: Invalid input.'
+    const res = await chat({ model: 'default/demo', messages: [{ role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] });
+    expect([res.statusCode, res.json().error.message]).toEqual([400, expect.stringContaining('body.messages.0.content: send a string or text parts ({"type": "text", "text": …}); image, audio and file parts are not supported.')]);
+  });
+
   it.each(refusals)('refuses %s in OpenAI error shape', async (_what, send, status, code) => {
     const res = await send();
     expect(res.statusCode).toBe(status);

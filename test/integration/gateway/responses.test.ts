@@ -209,4 +209,12 @@ describe('refusals write nothing', () => {
     expect(body.error.message.length).toBeGreaterThan(10);
     expect(await ledgerCounts()).toEqual(before);
   });
+
+  it('says which input it takes for an item or part it does not (it used to say only "body.input: Invalid input.")', async () => {
+    for (const input of [[{ type: 'function_call_output', call_id: 'c', output: 'x' }], [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,AAAA' }] }], 5]) {
+      const res = await raw('/v1/responses', { body: JSON.stringify({ model: 'default/demo', input }) });
+      const body = await res.json() as { error: { message: string } };
+      expect([res.status, body.error.message]).toEqual([400, expect.stringContaining('body.input: send a string, or message items ({"role": "user", "content": …})')]);
+    }
+  });
 });
