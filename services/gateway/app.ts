@@ -2,6 +2,7 @@
 // listens). Wiring only: parsers, error shapes, hooks, routes, and what closing means.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { recordAllowedMethods } from './allowed-methods.js';
+import { answerClientError } from './client-error.js';
 import { registerClientGone } from './client-gone.js';
 import { platformConnectors, startConnectors, type Connector, type ConnectorSupervisor } from './connectors/index.js';
 import { createContext } from './context.js';
@@ -40,6 +41,8 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
     bodyLimit: config.HERMES_MAX_BODY_BYTES,
     requestIdHeader: 'x-request-id',
     return503OnClosing: true,
+    // Requests Node's parser refuses (431, 400, 408): answered in our error shape.
+    clientErrorHandler: answerClientError,
     // Path parameters as long as our own checks allow (ids up to 256, names up to 253 characters,
     // percent-encoded): the router's default of 100 answered longer ones with its own 414.
     routerOptions: { maxParamLength: 2_048 },

@@ -3,6 +3,7 @@
 // row or admissions), and text Postgres cannot store is a 400 naming the field, never a 500.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { publishRevision, sha256 } from '../../../services/core/index.js';
 import { startGateway, type RunningGateway } from '../../../services/gateway/index.js';
 import { eventually } from '../../support/services.js';
@@ -168,5 +169,29 @@ describe('text Postgres cannot store (M2, gateway side)', () => {
     expect(res.statusCode).toBe(400);
     expect(res.body).toContain(field);
     expect((await h.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM admissions')).rows[0]!.n).toBe(before);
+  });
+});
+
+describe('requests Node\'s HTTP parser refuses', () => {
+  /** Sends raw bytes to the listening gateway; resolves with all it answered before closing. */
+  const rawHttp = (request: string) => new Promise<string>((resolve, reject) => {
+    const { port, hostname } = new URL(gw.url);
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    let answer = '';
+    socket.on('data', (c: Buffer) => { answer += c.toString(); });
+    socket.on('close', () => resolve(answer));
+    socket.on('error', reject);
+  });
+  const parse = (answer: string) => {
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    return { status: Number(head.split(' ')[1]), contentType: /content-type: ([^\r]+)/i.exec(head)?.[1], body: JSON.parse(body) as unknown };
+  };
+
+  it('answers them in the gateway\'s error shape, not fastify\'s', async () => {
+    // It used to be {"error":"Request Header Fields Too Large","message":"Exceeded maximum allowed HTTP header size","statusCode":431}.
+    const big = parse(await rawHttp(`GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
+    expect(big).toEqual({ status: 431, contentType: 'application/json; charset=utf-8', body: { error: { code: 'HERMES_HEADERS_TOO_LARGE', message: expect.stringContaining('16 KiB') } } });
+    const malformed = parse(await rawHttp('GET /v1/models HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n'));
+    expect(malformed).toEqual({ status: 400, contentType: 'application/json; charset=utf-8', body: { error: { code: 'HERMES_BAD_HTTP', message: expect.any(String) } } });
   });
 });
