@@ -18,16 +18,24 @@ export interface SseStream {
   end(dropConnection?: boolean): void;
 }
 
+const sseHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no', // nginx: do not buffer the stream
+};
+
+/**
+ * HEAD on an event stream: its headers, answered at once. Following the turn for a response that
+ * has no body held the connection (and a wait slot) until the turn ended, so a keep-alive
+ * client's next request on it waited that long.
+ */
+export const sseHead = (reply: FastifyReply): FastifyReply => reply.code(200).headers(sseHeaders).send();
+
 export function openSse(request: FastifyRequest, reply: FastifyReply, opts: SseOptions = {}): SseStream {
   reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no', // nginx: do not buffer the stream
-    ...opts.headers,
-  });
+  res.writeHead(200, { ...sseHeaders, ...opts.headers });
   res.flushHeaders();
   const heartbeat = setInterval(() => { if (!res.writableEnded) res.write(': keep-alive\n\n'); }, opts.heartbeatMs ?? 15_000);
   heartbeat.unref();

@@ -13,7 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { HermesError, approvalPendingMessage, clarifyEventOf, pendingApprovalsOf, pendingClarificationOf } from '../../core/index.js';
 import { admissionLinks, waitSignal, type GatewayContext } from '../context.js';
 import { hermesErrorBody, toApiError } from '../errors.js';
-import { openSse } from '../sse.js';
+import { openSse, sseHead } from '../sse.js';
 import type { ApprovalEvent, ClarifyEvent } from '../waiter.js';
 import { admissionTarget, belongsTo, notFound } from './admissions.js';
 
@@ -30,6 +30,7 @@ export function registerAdmissionEventRoutes(app: FastifyInstance, ctx: GatewayC
       });
       try {
         if (!belongsTo(follower.first, target)) throw notFound(id, namespace, name);
+        if (request.method === 'HEAD') return sseHead(reply);
         const sse = openSse(request, reply, { heartbeatMs: ctx.deps.tuning?.heartbeatMs });
         const wait = waitSignal(ctx, request, admissionLinks(namespace, name, id));
         const seen = new Set<string>();

@@ -20,7 +20,7 @@ import { callerFrom, type Caller } from '../auth.js';
 import { waitSignal, type GatewayContext } from '../context.js';
 import { openAiErrorBody, toApiError } from '../errors.js';
 import { splitInput, turnHistory, turnInput } from '../openai/responses.js';
-import { openSse } from '../sse.js';
+import { openSse, sseHead } from '../sse.js';
 import { readTurnView, viewOfEnd, type TurnView } from '../turn-view.js';
 import { freeText, headerValue, identifier, optionalBody, parseInput, singleLine } from '../validation.js';
 import type { ApprovalEvent } from '../waiter.js';
@@ -119,6 +119,7 @@ const runEvent = (turn: ApiTurn, event: string, fields: Record<string, unknown> 
 
 async function followRun(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply) {
   const { caller, turn } = await ownedRun(ctx, request);
+  if (request.method === 'HEAD') return sseHead(reply);
   const release = ctx.waits.acquire(caller.keyId);
   try {
     if (request.clientGone.aborted) throw new HermesError('HERMES_CLIENT_CLOSED_REQUEST');

@@ -3,6 +3,7 @@
 // is stopped through the /stop signal path while the model call hangs, replays for the same
 // Idempotency-Key and refuses another body with 409; sessions list only the caller's, newest
 // first, paged; refusals (413, 400, 404) write nothing.
+import { connect } from 'node:net';
 import OpenAI from 'openai';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { publishRevision, sha256 } from '../../../services/core/index.js';
@@ -138,6 +139,27 @@ describe('GET /v1/runs/{id}/events', () => {
     expect(deltas.length).toBeGreaterThan(1);
     expect(deltas.join('')).toBe('echo: events please');
     expect(events.at(-1)).toMatchObject({ event: 'run.completed', output: 'echo: events please', usage: { input_tokens: 10 } });
+  });
+
+  it('answers HEAD with the stream\'s headers at once, leaving the connection free', async () => {
+    // HEAD used to follow the running turn for a body it never sends: a keep-alive client's next
+    // request on that connection waited until the run ended.
+    gate('head only'); // never opened: the run does not end during this test
+    const started = await startRun({ input: 'head only' });
+    const { hostname, port } = new URL(sys.gateway.url);
+    const answers = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write(
+        `HEAD /v1/runs/${started.body.run_id}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testApiKey}\r\n\r\n` +
+        'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+      let text = '';
+      socket.on('data', (c: Buffer) => { text += c.toString(); });
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const heads = answers.split('HTTP/1.1 ').slice(1);
+    expect(heads.map((h) => h.slice(0, 3))).toEqual(['200', '200']);
+    expect(heads[0]).toMatch(/content-type: text\/event-stream/i);
+    expect(heads[1]).toContain('{"status":"ok"}');
   });
 
   it('gives a late follower the final event at once', async () => {
