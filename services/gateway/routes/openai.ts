@@ -1,4 +1,4 @@
-// The OpenAI-compatible API: GET /v1/models (the agents this key may use) and
+// The OpenAI-compatible API: GET /v1/models (the agents this key may use), GET /v1/models/{model}, and
 // POST /v1/chat/completions (admit, wait for the turn, answer as a chat completion).
 // Without an X-Hermes-Session-Id header each request is its own conversation, carrying its
 // history in `messages`; the response's X-Hermes-Session-Id names that conversation, and a
@@ -8,6 +8,7 @@
 // leaves nothing following the turn, which still runs and records its reply.
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import { HermesError, injectTraceContext } from '../../core/index.js';
 import { admitApiMessage, enqueueSoon } from '../admission.js';
 import { agentName, authorizeAgent, callerFrom, usableAgents } from '../auth.js';
@@ -15,10 +16,11 @@ import { admissionLinks, waitSignal, type GatewayContext } from '../context.js';
 import { chatCompletionBody, parseModel, splitMessages } from '../openai/request.js';
 import { completion, completionIds, replyText } from '../openai/response.js';
 import { streamCompletion } from '../openai/stream.js';
-import { headerValue, parseInput, pickEventId } from '../validation.js';
+import { agentParams, headerValue, parseInput, pickEventId, singleLine } from '../validation.js';
 import type { AdmissionFollower } from '../waiter.js';
 
 const sessionHeader = 'x-hermes-session-id';
+const modelParams = z.object({ model: singleLine.min(1).max(512) });
 
 interface CompletionWait { request: FastifyRequest; reply: FastifyReply; follower: AdmissionFollower; links: { self: string }; model: string }
 
@@ -36,7 +38,7 @@ async function waitForCompletion(ctx: GatewayContext, { request, reply, follower
 
 async function listModels(ctx: GatewayContext, request: FastifyRequest) {
   const usable = await usableAgents(ctx.deps.agents, callerFrom(request));
-  return { object: 'list', data: [...usable].sort().map((id) => ({ id, object: 'model', created: 0, owned_by: 'hermes' })) };
+  return { object: 'list', data: [...usable].sort().map(modelEntry) };
 }
 
 async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, reply: FastifyReply) {
@@ -85,7 +87,21 @@ async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, rep
   }
 }
 
+const modelEntry = (id: string) => ({ id, object: 'model', created: 0, owned_by: 'hermes' });
+
+/** GET /v1/models/{model} (the SDK's models.retrieve): `<ns>/<name>` percent-encoded in one segment, as the SDK sends it, or in two. */
+async function retrieveModel(ctx: GatewayContext, request: FastifyRequest, model: string) {
+  const { namespace, name } = parseModel(model);
+  await authorizeAgent(ctx.deps.agents, callerFrom(request), namespace, name);
+  return modelEntry(`${namespace}/${name}`);
+}
+
 export function registerOpenAiRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   app.get('/v1/models', (request) => listModels(ctx, request));
+  app.get('/v1/models/:model', (request) => retrieveModel(ctx, request, parseInput(modelParams, request.params, 'params').model));
+  app.get('/v1/models/:namespace/:name', (request) => {
+    const p = parseInput(agentParams, request.params, 'params');
+    return retrieveModel(ctx, request, `${p.namespace}/${p.name}`);
+  });
   app.post('/v1/chat/completions', (request, reply) => chatCompletions(ctx, request, reply));
 }

@@ -38,6 +38,15 @@ describe('GET /v1/models', () => {
     expect(models.data[0]).toMatchObject({ object: 'model', owned_by: 'hermes' });
   });
 
+  it('retrieves one model as the SDK asks for it, and 404s one the key may not use', async () => {
+    // GET /v1/models/{model} used to be a 404 'No such route', so client.models.retrieve failed for every model.
+    expect(await client.models.retrieve('default/demo')).toMatchObject({ id: 'default/demo', object: 'model', owned_by: 'hermes' });
+    expect(await client.models.retrieve('demo')).toMatchObject({ id: 'default/demo' });
+    const twoSegments = await h.app.inject({ method: 'GET', url: '/v1/models/default/demo', headers: auth() });
+    expect([twoSegments.statusCode, twoSegments.json().id]).toEqual([200, 'default/demo']);
+    await expect(client.models.retrieve('default/nobody')).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
+  });
+
   it('refuses a key no agent accepts with 401', async () => {
     const bad = new OpenAI({ apiKey: 'nope', baseURL: `${gw.url}/v1`, maxRetries: 0 });
     await expect(bad.models.list()).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
