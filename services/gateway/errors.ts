@@ -32,11 +32,18 @@ export function describeIssues(err: ZodError, where: string): { detail: string; 
   return { detail: issues.map((i) => `${i.path}: ${i.message}.`).join(' '), issues };
 }
 
+/** A body of the route asked, for the malformed-JSON answer (the message API's example misled OpenAI-route callers). */
+function jsonExample(url: string): string {
+  if (url.startsWith('/v1/chat/completions')) return '{"model": "<namespace>/<agent>", "messages": [{"role": "user", "content": "hello"}]}';
+  if (/^\/v1\/(responses|runs)(\/|\?|$)/.test(url)) return '{"model": "<namespace>/<agent>", "input": "hello"}';
+  return '{"content": "hello"}';
+}
+
 function fromFastify(err: { code?: string; statusCode?: number; message: string }, request: FastifyRequest, maxBodyBytes: number): ApiError | undefined {
   const code = err.code ? fastifyCodes[err.code] : undefined;
   if (code === 'HERMES_PAYLOAD_TOO_LARGE') return fromCatalogue(code, `The limit is ${maxBodyBytes} bytes (HERMES_MAX_BODY_BYTES).`);
   if (code === 'HERMES_UNSUPPORTED_MEDIA_TYPE') return fromCatalogue(code, `Got "${request.headers['content-type'] ?? 'none'}".`);
-  if (code === 'HERMES_BAD_JSON') return fromCatalogue(code, 'Send a JSON object, e.g. {"content": "hello"}.');
+  if (code === 'HERMES_BAD_JSON') return fromCatalogue(code, `Send a JSON object, e.g. ${jsonExample(request.url)}.`);
   if (code) return fromCatalogue(code, err.message);
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return { ...fromCatalogue('HERMES_BAD_REQUEST', err.message), status: err.statusCode };
   return undefined;

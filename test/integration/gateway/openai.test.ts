@@ -162,6 +162,11 @@ describe('POST /v1/chat/completions', () => {
     ['a key of another agent (404, as OpenAI does for a model the key cannot use)', () => chat({ model: 'default/demo', messages: [{ role: 'user', content: 'q' }] }, auth('other-key')), 404, 'model_not_found'],
     ['no key', () => chat({ model: 'default/demo', messages: [{ role: 'user', content: 'q' }] }, {}), 401, 'invalid_api_key'],
   ];
+  it('shows a chat completion body when the JSON is malformed', async () => {
+    // It used to suggest the message API's {"content": "hello"}, which this route refuses.
+    expect((await chat('{"model":')).json().error.message).toBe('The request body is not valid JSON. Send a JSON object, e.g. {"model": "<namespace>/<agent>", "messages": [{"role": "user", "content": "hello"}]}.');
+  });
+
   it('says which content it takes when a message has an image part', async () => {
     // It used to say only 'body.messages.0.content: Invalid input.'
     const res = await chat({ model: 'default/demo', messages: [{ role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] });
