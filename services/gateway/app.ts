@@ -27,7 +27,7 @@ import { registerTeamsRoutes } from './routes/teams.js';
 import { registerWebhookRoutes } from './routes/webhook.js';
 import { registerTelegramRoutes } from './routes/telegram.js';
 import { registerTracing } from './tracing.js';
-import { acceptEmptyJsonBody, refuseRepeatedHeaders } from './validation.js';
+import { acceptEmptyJsonBody, refuseEncodedBodies, refuseRepeatedHeaders } from './validation.js';
 
 export interface AppOptions {
   /** The long-lived platform connections a listening gateway campaigns for. @defaultValue platformConnectors */
@@ -82,6 +82,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
 
   registerClientGone(app);
   refuseRepeatedHeaders(app);
+  refuseEncodedBodies(app);
   registerTracing(app);
   registerRequestMetrics(app, deps.metrics);
   registerHealthRoutes(app, ctx);

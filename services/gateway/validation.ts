@@ -76,6 +76,17 @@ export function refuseRepeatedHeaders(app: FastifyInstance): void {
   });
 }
 
+/**
+ * Refuses a compressed body (415): fastify does not decode Content-Encoding, so a gzip body was
+ * read as text and answered "not valid JSON", which sent the caller looking at its JSON.
+ */
+export function refuseEncodedBodies(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    const encoding = request.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity') throw new HermesError('HERMES_UNSUPPORTED_MEDIA_TYPE', `Content-Encoding "${encoding}" is not supported: send the body uncompressed.`);
+  });
+}
+
 /** One value of an optional header (a repeated header is refused rather than guessed). */
 export function headerValue(value: string | string[] | undefined, name: string): string | undefined {
   if (Array.isArray(value)) throw new HermesError('HERMES_BAD_REQUEST', `Send the ${name} header once.`);

@@ -1,5 +1,6 @@
 // POST /v1/agents/:ns/:name/messages and GET …/admissions/:id against real Postgres and Redis:
 // the admission is durable before the answer, dedupe holds, every refusal is coded JSON.
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { trace } from '@opentelemetry/api';
 import { AgentCache, getAdmission, initTracing, openDb, publishRevision, sha256 } from '../../../services/core/index.js';
@@ -96,6 +97,7 @@ describe('refusals', () => {
     ['an unknown agent', () => h.app.inject({ method: 'POST', url: '/v1/agents/default/nobody/messages', headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"content":"x"}' }), 404, 'HERMES_AGENT_NOT_FOUND'],
     ['a body over HERMES_MAX_BODY_BYTES', () => post({ content: 'x'.repeat(5000) }), 413, 'HERMES_PAYLOAD_TOO_LARGE'],
     ['a non-JSON content type', () => h.app.inject({ method: 'POST', url: path, headers: { ...auth(), 'content-type': 'text/plain' }, payload: 'hello' }), 415, 'HERMES_UNSUPPORTED_MEDIA_TYPE'],
+    ['a compressed body (it used to be "not valid JSON")', () => h.app.inject({ method: 'POST', url: path, headers: { ...auth(), 'content-type': 'application/json', 'content-encoding': 'gzip' }, payload: gzipSync('{"content":"x"}') }), 415, 'HERMES_UNSUPPORTED_MEDIA_TYPE'],
     ['an empty content', () => post({ content: '' }), 400, 'HERMES_BAD_REQUEST'],
     ['a wrongly typed field', () => post({ content: 'x', user: { id: 7 } }), 400, 'HERMES_BAD_REQUEST'],
     ['an unknown route', () => h.app.inject({ method: 'GET', url: '/v1/nothing' }), 404, 'HERMES_ROUTE_NOT_FOUND'],
