@@ -59,6 +59,15 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
+/** How long past the grace period a cut turn may take to settle before a worker without Redis stops anyway. */
+const SETTLE_AFTER_GRACE_SECONDS = 15;
+
+/** Resolves once `running` is empty, or after `boundMs`. */
+async function untilIdle(running: ReadonlySet<string>, boundMs: number): Promise<void> {
+  const until = Date.now() + boundMs;
+  while (running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+}
+
 export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const { config, db, log } = deps;
   const warning = await checkEvictionPolicy(deps.redis);
@@ -133,7 +142,19 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       const grace = setTimeout(() => shutdown.abort(new ShutdownCut()), config.HERMES_SHUTDOWN_GRACE_SECONDS * 1_000);
       grace.unref();
       clearInterval(curator);
-      await Promise.allSettled([turns.close(), deliveries.close(), reviews.close(), sweeper?.stop(), cron?.stop()]);
+      const consumers = [turns, deliveries, reviews];
+      if (connection.status === 'ready') {
+        await Promise.allSettled([...consumers.map((w) => w.close()), sweeper?.stop(), cron?.stop()]);
+      } else {
+        // BullMQ's polite close marks each finished job in Redis and QUITs its connections: with
+        // Redis down both wait in the offline queue for as long as the outage lasts. So wait for our
+        // own turns (they settle in Postgres; the grace period cuts them), then close without
+        // Redis; a job left active there is picked up again by BullMQ's stalled-job check, and the
+        // ledger makes it a no-op.
+        log.warn({ running: running.size }, 'Redis is not reachable: closing the queue consumers without it once the running turns end');
+        await untilIdle(running, (config.HERMES_SHUTDOWN_GRACE_SECONDS + SETTLE_AFTER_GRACE_SECONDS) * 1_000);
+        await Promise.allSettled([...consumers.map((w) => w.close(true)), sweeper?.stop(), cron?.stop()]);
+      }
       clearTimeout(grace);
       loop.processes?.close();
       await loop.mcp?.pool.close().catch(() => undefined);
