@@ -1,4 +1,5 @@
-// Probes and metrics: /healthz (the process answers), /readyz (Postgres and Redis answer within
+// Probes and metrics: /healthz (the process answers; Hermes' API server calls it /health and
+// /v1/health, served too so its clients and monitors work unchanged), /readyz (Postgres and Redis answer within
 // a short timeout; 503 names what failed, the cause is logged), /metrics (Prometheus text; here
 // unless HERMES_METRICS_PORT moves it to its own listener, behind HERMES_METRICS_TOKEN when set).
 import type { FastifyInstance } from 'fastify';
@@ -9,7 +10,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: GatewayContext):
   const { config, metrics } = ctx.deps;
   const timeoutMs = ctx.deps.tuning?.readinessTimeoutMs ?? 1_500;
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  for (const path of ['/healthz', '/health', '/v1/health']) app.get(path, async () => ({ status: 'ok' }));
 
   app.get('/readyz', async (_request, reply) => {
     const r = await readiness(ctx.deps, timeoutMs);

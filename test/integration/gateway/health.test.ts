@@ -11,6 +11,8 @@ afterAll(async () => { await h?.close(); });
 describe('probes', () => {
   it('answers /healthz and, with Postgres and Redis up, /readyz', async () => {
     expect((await h.app.inject('/healthz')).json()).toEqual({ status: 'ok' });
+    // Hermes' API server's names for it, unauthenticated as there.
+    for (const path of ['/health', '/v1/health']) expect((await h.app.inject(path)).json()).toEqual({ status: 'ok' });
     const ready = await h.app.inject('/readyz');
     expect(ready.statusCode).toBe(200);
     expect(ready.json()).toMatchObject({ status: 'ready', checks: { postgres: { ok: true }, redis: { ok: true } } });
