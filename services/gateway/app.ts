@@ -16,6 +16,7 @@ import { registerAdminKanbanRoutes } from './routes/admin-kanban.js';
 import { registerAdmissionEventRoutes } from './routes/admission-events.js';
 import { registerAdmissionRoutes } from './routes/admissions.js';
 import { registerDiscordRoutes } from './routes/discord.js';
+import { registerCapabilitiesRoute } from './routes/capabilities.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerMessageRoutes } from './routes/messages.js';
 import { registerOpenAiRoutes } from './routes/openai.js';
@@ -86,6 +87,7 @@ export function buildGatewayApp(deps: GatewayDeps, opts: AppOptions = {}): Fasti
   registerTracing(app);
   registerRequestMetrics(app, deps.metrics);
   registerHealthRoutes(app, ctx);
+  registerCapabilitiesRoute(app);
   registerMessageRoutes(app, ctx);
   registerAdmissionRoutes(app, ctx);
   registerAdmissionEventRoutes(app, ctx);

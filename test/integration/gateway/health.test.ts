@@ -13,6 +13,15 @@ describe('probes', () => {
     expect((await h.app.inject('/healthz')).json()).toEqual({ status: 'ok' });
     // Hermes' API server's names for it, unauthenticated as there.
     for (const path of ['/health', '/v1/health']) expect((await h.app.inject(path)).json()).toEqual({ status: 'ok' });
+    // Hermes' discovery document: its clients check these features before using the run API.
+    expect((await h.app.inject('/v1/capabilities')).statusCode).toBe(401);
+    const caps = await h.app.inject({ url: '/v1/capabilities', headers: { authorization: 'Bearer any-key' } });
+    expect(caps.json()).toMatchObject({ object: 'hermes.api_server.capabilities', auth: { type: 'bearer', required: true }, features: { run_submission: true, run_status: true, run_events_sse: true, run_stop: true, run_approval_response: false } });
+    // Every endpoint it names is served (the path's {run_id} as a run that does not exist: 404 from the route, not 'is not a route').
+    for (const { method, path } of Object.values(caps.json().endpoints as Record<string, { method: string; path: string }>)) {
+      const res = await h.app.inject({ method: method as 'GET', url: path.replace('{run_id}', 'run_missing'), headers: { authorization: 'Bearer any-key' } });
+      expect([path, res.json()?.error?.code]).not.toEqual([path, 'HERMES_ROUTE_NOT_FOUND']);
+    }
     const ready = await h.app.inject('/readyz');
     expect(ready.statusCode).toBe(200);
     expect(ready.json()).toMatchObject({ status: 'ready', checks: { postgres: { ok: true }, redis: { ok: true } } });
