@@ -188,10 +188,13 @@ describe('delegate_task', () => {
       return (await res.json()) as { admissionId: string; sessionId: string };
     };
     const parent = await post(`delegate ${JSON.stringify([{ goal: 'slow' }])}`);
-    await eventually(() => sys.model.inFlight().find((r) => goalOf(r.body) === 'slow'), 'the child calling the model');
+    const call = await eventually(() => sys.model.inFlight().find((r) => goalOf(r.body) === 'slow'), 'the child calling the model');
     await eventually(async () => ((await getAdmission(sys.rt.db.pool, parent.admissionId))?.state === 'terminal' ? true : undefined), 'the parent turn ended');
     const fresh = await post('/new');
     expect((await getObligationForAdmission(sys.rt.db.pool, fresh.admissionId))?.content).toBe('Started a new conversation; the previous one is kept. Stopped 1 delegated task(s).');
+    // The stop reaches the child's turn through its signal: its model call is cut (seen when the
+    // socket closes). Released only then — released at once, the answer could beat the signal.
+    await eventually(() => call.aborted || undefined, 'the child\'s model call aborted');
     for (const release of releases.splice(0)) release(); // a child that ignored the stop would now finish
     const [child] = await eventually(async () => {
       const rows = await listSubagents(sys.rt.db.pool, parent.sessionId);
