@@ -3,7 +3,9 @@
 // one rule on an otherwise clean ledger and expects exactly that finding.
 import { describe, expect, it } from 'vitest';
 import { unknownNotice } from '../../services/core/index.js';
-import { audit, type LedgerRow } from './audit.js';
+import pg from 'pg';
+import { audit, readLedger, type LedgerRow } from './audit.js';
+import { createTestDatabase } from '../support/services.js';
 import type { ChaosModel, ModelCall } from './model.js';
 import type { SeenRequest } from '../support/fake-openai.js';
 
@@ -76,5 +78,31 @@ describe('chaos audit', () => {
 
   it('finds a completed turn answering another input', () => {
     expect(checks([row('chaos.r.s1.1', { reply: 'answer to chaos.r.s1.9' })])).toEqual(['reply']);
+  });
+
+  it('reads seq from Postgres as a number, so a resume is placed right after the turn it continues', async () => {
+    // Seen in a clean-clone run (seed 209453281, Postgres restart): cut #13, its resume #16 run next,
+    // then #15 and #19 — a correct order, reported as FIFO breaks because seq came back as a string.
+    const db = await createTestDatabase();
+    const c = new pg.Client({ connectionString: db.url });
+    try {
+      await c.connect();
+      await c.query('SET session_replication_role = replica'); // rows without their agent and session
+      const insert = (n: number, id: string, intent: string, outcome: string, started: number, resumeOf: string | null = null) => c.query(
+        `INSERT INTO admissions (id, seq, agent_id, session_id, platform, intent, state, outcome, content, started_at, finished_at, resume_of)
+         VALUES ($1, $2, gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', 'api', $3, 'terminal', $4, 'x', $5, $6, $7)`,
+        [id, n, intent, outcome, at(started), at(started + 1), resumeOf]);
+      const cut = '00000000-0000-0000-0000-000000000013';
+      await insert(13, cut, 'queue', 'interrupted', 100);
+      await insert(15, '00000000-0000-0000-0000-000000000015', 'queue', 'completed', 104);
+      await insert(16, '00000000-0000-0000-0000-000000000016', 'resume', 'completed', 102, cut);
+      await insert(19, '00000000-0000-0000-0000-000000000019', 'queue', 'completed', 106);
+      const rows = await readLedger(c as unknown as pg.Pool);
+      expect(rows.map((r) => r.seq)).toEqual([13, 15, 16, 19]);
+      expect(audit(rows, {}).findings.filter((f) => f.check === 'FIFO' || f.check === 'overlap (ledger)')).toEqual([]);
+    } finally {
+      await c.end();
+      await db.drop();
+    }
   });
 });

@@ -42,7 +42,9 @@ export async function readLedger(pool: pg.Pool): Promise<LedgerRow[]> {
        a.updated_at AS "updatedAt", a.error,
        o.id AS "obligationId", o.content AS reply
      FROM admissions a LEFT JOIN delivery_obligations o ON o.admission_id = a.id ORDER BY a.seq`);
-  return rows;
+  // seq is a bigint, which pg returns as a string: as one, a resume's place `cut.seq + 0.5` was
+  // '13' + 0.5 = '130.5', after every later message, and a correct resume-first order read as FIFO breaks.
+  return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
 }
 
 /** Waits until no admission is queued or started; the moment (performance.now) it happened, or undefined. */
