@@ -13,7 +13,11 @@ import { kanbanAnswer } from './kanban-command.js';
 
 /** What the gateway does with a command: answer it now, or admit it (possibly rewritten) for a turn. */
 export type CommandAction =
-  | { kind: 'answer'; reply: string | AnswerFn; /** Signals to announce once the answer is committed. */ signals?: SessionSignal[] }
+  | {
+    kind: 'answer'; reply: string | AnswerFn; /** Signals to announce once the answer is committed. */ signals?: SessionSignal[];
+    /** The answer rebinds the session key (`/new`): admitted with the key locked, see AnswerOptions. */
+    rebindsKey?: boolean;
+  }
   | { kind: 'admit'; content: string; /** Skip the busy policy (`/queue`). */ queue: boolean };
 
 export interface CommandCall {
@@ -103,7 +107,7 @@ function newSession(call: CommandCall): CommandAction {
   const signals: SessionSignal[] = [];
   const word = commandWord(call.input.platform, call.command.name);
   return {
-    kind: 'answer', signals,
+    kind: 'answer', signals, rebindsKey: true,
     reply: async (sql, admitted) => {
       const stopped = await stopRunning(sql, admitted.sessionId, admitted.admissionId, word, signals);
       // Its delegated children stop too, as on /stop: their results must not come back as a turn of the conversation left.

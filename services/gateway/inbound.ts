@@ -76,7 +76,7 @@ export async function recordClarifyAnswer(ctx: GatewayContext, admitted: Admitte
  * the running turn." goes out before the stopped turn's own notice.
  */
 async function answered(ctx: GatewayContext, input: AdmitInput, action: AnswerAction, via: InboundVia): Promise<Inbound> {
-  const a = await admitAnswered(ctx.deps.db, input, action.reply);
+  const a = await admitAnswered(ctx.deps.db, input, action.reply, { rebindsKey: action.rebindsKey === true });
   if (a.obligationId && a.deliveryPending) {
     // A lost wake-up is found by the sweeper (pending obligations are re-enqueued).
     await enqueueDelivery(ctx.deps.queues, { obligationId: a.obligationId, trace: via.trace })

@@ -23,16 +23,27 @@ export interface Answered {
  */
 export type AnswerFn = (sql: Sql, admitted: Admitted) => Promise<string>;
 
+export interface AnswerOptions {
+  /**
+   * The answer rebinds the session key (`/new`): the key's row is locked for update before the
+   * admission, so a second `/new` of the conversation waits for this one and then ends the session
+   * this one made. (Admitted first, each would hold the key for share and then both wait to update
+   * it: a deadlock, or the later one finding its session already left.)
+   */
+  rebindsKey?: boolean;
+}
+
 /**
  * Records `input` (its eventId decides duplicates) as answered with `reply` (a text, or computed by
  * `reply` in the same transaction); the caller enqueues the delivery.
  */
-export async function admitAnswered(db: Db, input: AdmitInput, reply: string | AnswerFn): Promise<Answered> {
-  return db.tx((sql) => admitAnsweredIn(sql, input, reply));
+export async function admitAnswered(db: Db, input: AdmitInput, reply: string | AnswerFn, options: AnswerOptions = {}): Promise<Answered> {
+  return db.tx((sql) => admitAnsweredIn(sql, input, reply, options));
 }
 
 /** {@link admitAnswered} inside a caller's transaction (DM pairing records its request with the answer). */
-export async function admitAnsweredIn(sql: Sql, input: AdmitInput, reply: string | AnswerFn): Promise<Answered> {
+export async function admitAnsweredIn(sql: Sql, input: AdmitInput, reply: string | AnswerFn, options: AnswerOptions = {}): Promise<Answered> {
+  if (options.rebindsKey) await sql.query(`SELECT 1 FROM session_keys WHERE agent_id = $1 AND key = $2 FOR UPDATE`, [input.agentId, input.sessionKey]);
   const admitted = await admitIn(sql, input);
     if (admitted.duplicate) return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: true };
     const text = typeof reply === 'string' ? reply : await reply(sql, admitted);

@@ -228,6 +228,64 @@ describe('shutdown cuts', () => {
     expect(await getObligationForAdmission(db.pool, started.id)).toBeUndefined();
   });
 
+  /** Resolves once a session of this test's database waits for a lock, or once `settled` settles (it did not wait). */
+  const lockWaitOr = async (settled: Promise<unknown>) => {
+    let done = false;
+    settled.then(() => { done = true; }, () => { done = true; });
+    await eventually(async () => done || (await db.pool.query(
+      `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`)).rows.length > 0, 'a lock wait');
+  };
+
+  it('a message admitted while /new commits lands in the new session, never queued in the ended one', async () => {
+    const first = await admit(db, input('k-new-race'));
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let inside!: () => void;
+    const rebound = new Promise<void>((r) => { inside = r; });
+    let fresh = '';
+    const renew = admitAnswered(db, input('k-new-race', { content: '/new' }), async (sql, a) => {
+      fresh = (await startNewSession(sql, a.sessionId, a.admissionId)).id;
+      inside();
+      await held; // /new has rebound the key and dropped the queue, and has not committed yet
+      return 'new';
+    }, { rebindsKey: true });
+    await rebound;
+    const racer = admit(db, input('k-new-race', { content: 'in between' }));
+    await lockWaitOr(racer); // it waits for /new (the old code admitted it into the old session at once)
+    release();
+    await renew;
+    const msg = await racer;
+    expect(msg.sessionId).toBe(fresh);
+    expect(msg.sessionId).not.toBe(first.sessionId);
+    expect(await getAdmission(db.pool, msg.admissionId)).toMatchObject({ state: 'queued' });
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM admissions WHERE session_id = $1 AND state = 'queued'`, [first.sessionId]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('two /new at once in one conversation both answer (no deadlock): each ends the session it found', async () => {
+    const first = await admit(db, input('k-new-twice'));
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let inside!: () => void;
+    const entered = new Promise<void>((r) => { inside = r; });
+    const news: string[] = [];
+    const renew = (gate: boolean) => admitAnswered(db, input('k-new-twice', { content: '/new' }), async (sql, a) => {
+      if (gate) { inside(); await held; }
+      news.push((await startNewSession(sql, a.sessionId, a.admissionId)).id);
+      return 'new';
+    }, { rebindsKey: true });
+    const a = renew(true);
+    await entered;
+    const b = renew(false);
+    await lockWaitOr(b); // the second /new waits for the first (the old code let both admit, then deadlocked on the key)
+    release();
+    const [ra, rb] = await Promise.all([a, b]);
+    expect(ra.sessionId).toBe(first.sessionId);
+    expect(rb.sessionId).toBe(news[0]);
+    const { rows } = await db.pool.query(`SELECT session_id FROM session_keys WHERE agent_id = $1 AND key = 'k-new-twice'`, [agentId]);
+    expect(rows[0].session_id).toBe(news[1]);
+  });
+
   it('a turn that ends on its own breaks the streak', async () => {
     const w = await registerInstance(db.pool, 'worker');
     const adm = await admit(db, input('k-streak'));

@@ -179,6 +179,17 @@ describe('commands while a turn runs', () => {
     expect(requestsFor('queued behind')).toHaveLength(0);
   });
 
+  it('several /new sent at once are each answered, one after another: each ends the conversation the one before it started', async () => {
+    const first = await post('before the burst', 'burst');
+    await finished(first.admissionId);
+    const news = await Promise.all(Array.from({ length: 6 }, () => post('/new', 'burst')));
+    for (const n of news) expect(await answeredNow(n)).toBe('Started a new conversation; the previous one is kept.');
+    // Each /new was admitted into the session the previous one made: a chain, not six answers to one session.
+    expect(new Set(news.map((n) => n.sessionId)).size).toBe(6);
+    const { rows } = await rt.db.pool.query(`SELECT count(*)::int AS n FROM sessions WHERE session_key = (SELECT session_key FROM sessions WHERE id = $1) AND state = 'ended'`, [first.sessionId]);
+    expect(rows[0].n).toBe(6);
+  });
+
   it('/queue runs its message after the running turn even under busy policy interrupt', async () => {
     const h = hold('q1');
     const turn = await post('hold q1', 'queue', 'interrupter');
