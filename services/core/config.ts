@@ -30,6 +30,7 @@ export const configSchema = z.object({
   HERMES_QUEUE_PREFIX: z.string().min(1).default('hermes').describe('BullMQ key prefix; isolates installs (and tests) sharing one Redis.'),
   HERMES_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576).describe('Largest accepted HTTP request body.'),
   HERMES_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(100_000).describe('Largest accepted message text.'),
+  HERMES_MAX_QUEUED_PER_SESSION: z.coerce.number().int().positive().max(1_000).default(100).describe('Messages that may wait for their turn in one conversation; one more is answered "N messages are already waiting" and not run (it stays in the ledger). Controls of the running turn (/stop, /steer, /redirect, /approve, /deny) always get through.'),
   HERMES_DB_POOL_SIZE: z.coerce.number().int().positive().max(200).default(10).describe('Postgres connections per process. Few connections kept busy beat many that wait (fewer backends to switch between); raise it for long tool-heavy turns.'),
   HERMES_DB_QUERY_TIMEOUT_SECONDS: seconds(30, 'Client-side bound on one Postgres query: a half-open connection fails instead of hanging, and is replaced.'),
   HERMES_REDIS_TIMEOUT_SECONDS: seconds(10, 'A Redis connection that answers no PING for this long (one is sent every half of it) is dropped and reconnected: a half-open connection (a vanished node, a NAT drop) is replaced instead of hanging enqueues, workers and subscribers.'),
@@ -225,7 +226,7 @@ const all: readonly Reader[] = ['gateway', 'worker', 'operator'], d: readonly Re
  */
 const settingReaders: { readonly [K in keyof typeof configSchema.shape]: readonly Reader[] } = {
   DATABASE_URL: all, REDIS_URL: gw, HERMES_PORT: g, HERMES_HOST: gw, HERMES_WORKER_PORT: w, HERMES_METRICS_PORT: gw, HERMES_METRICS_TOKEN: gw, HERMES_ADMIN_TOKEN: g,
-  HERMES_MAX_WAITS_PER_KEY: g, HERMES_LOG_LEVEL: all, HERMES_QUEUE_PREFIX: gw, HERMES_MAX_BODY_BYTES: g, HERMES_MAX_MESSAGE_CHARS: g, HERMES_DB_POOL_SIZE: all,
+  HERMES_MAX_WAITS_PER_KEY: g, HERMES_LOG_LEVEL: all, HERMES_QUEUE_PREFIX: gw, HERMES_MAX_BODY_BYTES: g, HERMES_MAX_MESSAGE_CHARS: g, HERMES_MAX_QUEUED_PER_SESSION: g, HERMES_DB_POOL_SIZE: all,
   HERMES_DB_QUERY_TIMEOUT_SECONDS: all, HERMES_REDIS_TIMEOUT_SECONDS: gw, HERMES_LEASE_TTL_SECONDS: w, HERMES_LEASE_RENEW_SECONDS: w, HERMES_HEARTBEAT_SECONDS: w,
   HERMES_INSTANCE_TTL_SECONDS: gw, HERMES_SWEEP_SECONDS: w, HERMES_SWEEP_GRACE_SECONDS: w, HERMES_TURN_CONCURRENCY: w, HERMES_DELIVERY_CONCURRENCY: w, HERMES_REVIEW_CONCURRENCY: w,
   HERMES_CURATOR_INTERVAL_HOURS: w, HERMES_CRON_TICK_SECONDS: w, HERMES_DELIVERY_MAX_ATTEMPTS: w, HERMES_DELIVERY_MAX_AGE_SECONDS: w, HERMES_PROGRESS_DELAY_SECONDS: w,

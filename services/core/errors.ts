@@ -14,6 +14,7 @@ export const errorCatalogue = {
   HERMES_SESSION_NOT_FOUND: { status: 404, message: 'No such session for this API key.' },
   HERMES_IDEMPOTENCY_CONFLICT: { status: 409, message: 'This Idempotency-Key was already used with a different request; send a new key for a new request.' },
   HERMES_TOO_MANY_WAITS: { status: 429, message: 'Too many replies and event streams are waiting for this API key at once.' },
+  HERMES_CONVERSATION_FULL: { status: 429, message: 'This message was not queued: its conversation is full.' },
   HERMES_PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   HERMES_UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Send Content-Type: application/json.' },
   HERMES_PLATFORM_SECRETS_UNAVAILABLE: { status: 503, message: 'The gateway cannot read platform secrets right now; nothing was accepted. Retry later.' },

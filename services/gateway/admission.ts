@@ -7,7 +7,7 @@ import {
   type AdmissionState, type AdmissionStatus, type AgentRecord, type CallerMessage, type TraceCarrier,
 } from '../core/index.js';
 import { keyBinding, type Caller } from './auth.js';
-import { admitInbound } from './inbound.js';
+import { admitInbound, conversationFull } from './inbound.js';
 import type { GatewayContext } from './context.js';
 
 export interface ApiMessage {
@@ -119,7 +119,9 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
     traceContext: msg.trace,
   }, { trace: msg.trace, log, perms });
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;
-  ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
+  ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.queueFull !== undefined ? 'conversation_full' : admitted.duplicate ? 'duplicate' : 'admitted' });
+  // Kept in the ledger as answered; the caller is told at once (a retry with its eventId reads that answer).
+  if (admitted.queueFull !== undefined) throw conversationFull(admitted.queueFull);
   return admitted;
 }
 

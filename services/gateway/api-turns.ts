@@ -13,7 +13,7 @@ import {
   type AgentRecord, type ApiTurn, type ApiTurnKind, type CallerMessage, type ErrorCode, type TraceCarrier,
 } from '../core/index.js';
 import { admittedBy, apiSessionKey, apiUser, dedupeId, enqueueSoon, turnUser, type ApiUser } from './admission.js';
-import { recordApprovalDecision, recordClarifyAnswer, signalRunningTurn } from './inbound.js';
+import { conversationFull, recordApprovalDecision, recordClarifyAnswer, signalRunningTurn } from './inbound.js';
 import { agentName, authorizeAgent, usableAgents, type Caller } from './auth.js';
 import type { GatewayContext } from './context.js';
 import { parseModel } from './openai/request.js';
@@ -167,6 +167,9 @@ export async function startApiTurn(ctx: GatewayContext, log: FastifyBaseLogger, 
         replyTarget: { kind: 'api' },
         traceContext: s.trace,
       });
+      // A full conversation: nothing is stored (the transaction rolls back) and the caller gets a 429.
+      const waiting = admitted.queuedAhead ?? 0;
+      if (!admitted.duplicate && waiting >= ctx.deps.config.HERMES_MAX_QUEUED_PER_SESSION) throw conversationFull(waiting);
       const row = await insertApiTurn(sql, {
         id, kind: s.kind, agentId: s.agent.agentId, admissionId: admitted.admissionId, keyId: s.caller.keyId, conversation: s.conversation,
         requestHash: s.requestHash, model: agentName(s.agent), store: s.store,

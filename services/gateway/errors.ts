@@ -72,6 +72,7 @@ const openAiCodes: Partial<Record<ApiError['code'], string>> = {
   HERMES_FORBIDDEN: 'invalid_api_key',
   HERMES_AGENT_NOT_FOUND: 'model_not_found',
   HERMES_TOO_MANY_WAITS: 'rate_limit_exceeded',
+  HERMES_CONVERSATION_FULL: 'rate_limit_exceeded',
   HERMES_IDEMPOTENCY_CONFLICT: 'idempotency_key_conflict',
   HERMES_RESPONSE_NOT_FOUND: 'response_not_found',
   HERMES_RUN_NOT_FOUND: 'run_not_found',

@@ -4,8 +4,8 @@
 // turn itself, and the agent's max-concurrent-sessions slot, are the worker's.
 import type { FastifyBaseLogger } from 'fastify';
 import {
-  admit, admitAnswered, agentStopped, answerClarification, busyInterruptText, commandAllowed, commandText, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
-  type AdmissionState, type Admitted, type AdmitInput, type AgentRecord, type Permissions, type TraceCarrier,
+  HermesError, admit, admitAnswered, agentStopped, answerClarification, answerInsteadOfRunning, commandWord, QUEUED_COUNTED, type Answered, busyInterruptText, commandAllowed, commandText, commandRefusal, decideApproval, parseApprovalCommand, enqueueDelivery, getAdmissionStatus, parseCommand, parseControlCommand, publishSignal, recordSignal, sessionActivity, stoppedReply,
+  type AdmissionState, type Admitted, type AdmitInput, type AgentRecord, type Permissions, type SessionSignal, type TraceCarrier,
 } from '../core/index.js';
 import { gatewayCommand, unavailableAnswer, type CommandAction } from './commands.js';
 import type { GatewayContext } from './context.js';
@@ -18,6 +18,8 @@ export interface Inbound {
   /** `queued`: the caller wakes a worker (enqueueSoon); `terminal`: answered here. */
   state: AdmissionState;
   duplicate: boolean;
+  /** Answered, not queued: this many messages already waited in the conversation (HERMES_MAX_QUEUED_PER_SESSION). */
+  queueFull?: number;
 }
 
 export interface InboundVia {
@@ -77,17 +79,51 @@ export async function recordClarifyAnswer(ctx: GatewayContext, admitted: Admitte
  */
 async function answered(ctx: GatewayContext, input: AdmitInput, action: AnswerAction, via: InboundVia): Promise<Inbound> {
   const a = await admitAnswered(ctx.deps.db, input, action.reply, { rebindsKey: action.rebindsKey === true });
+  await announce(ctx, a, action.signals ?? [], via);
+  const state = a.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, a.admissionId))?.state ?? 'terminal' : 'terminal';
+  return { admissionId: a.admissionId, sessionId: a.sessionId, state, duplicate: a.duplicate };
+}
+
+/** After an answer is committed: the delivery wake-up, then the answer's signals. */
+async function announce(ctx: GatewayContext, a: Answered, signals: readonly SessionSignal[], via: InboundVia): Promise<void> {
   if (a.obligationId && a.deliveryPending) {
     // A lost wake-up is found by the sweeper (pending obligations are re-enqueued).
     await enqueueDelivery(ctx.deps.queues, { obligationId: a.obligationId, trace: via.trace })
       .catch((err: unknown) => via.log.warn({ err, obligation: a.obligationId }, 'Delivery enqueue failed; the sweeper will send the answer'));
   }
-  for (const s of action.signals ?? []) {
+  for (const s of signals) {
     await publishSignal(ctx.deps.redis, ctx.deps.config.HERMES_QUEUE_PREFIX, s)
       .catch((err: unknown) => via.log.warn({ err, session: s.sessionId }, 'Control signal publish failed'));
   }
-  const state = a.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, a.admissionId))?.state ?? 'terminal' : 'terminal';
-  return { admissionId: a.admissionId, sessionId: a.sessionId, state, duplicate: a.duplicate };
+}
+
+/** The HTTP API's answer to a message past HERMES_MAX_QUEUED_PER_SESSION: 429, the same words. */
+export const conversationFull = (waiting: number): HermesError => new HermesError('HERMES_CONVERSATION_FULL',
+  `${waitingCount(waiting)} messages are already waiting for their turn in it (HERMES_MAX_QUEUED_PER_SESSION). Wait for their answers, or send /new to start over (it drops the waiting ones).`);
+
+const waitingCount = (n: number) => (n >= QUEUED_COUNTED ? `At least ${QUEUED_COUNTED}` : `${n}`);
+
+/** What a message past HERMES_MAX_QUEUED_PER_SESSION is answered. */
+export const sessionQueueFullReply = (platform: string, waiting: number): string =>
+  `${waitingCount(waiting)} messages are already waiting for their turn in this conversation, so this one was not queued. `
+  + `Wait for their answers and send it again, or send ${commandWord(platform, 'new')} to start over (it drops the waiting ones).`;
+
+/**
+ * One conversation's queue is bounded: a message admitted behind HERMES_MAX_QUEUED_PER_SESSION
+ * others is answered instead of run (it stays in the ledger, `discarded`). Controls of the running
+ * turn (`/stop`, `/steer`, `/redirect`, `/approve`, `/deny`) always get through (SPEC). Undefined:
+ * it may wait.
+ */
+async function refuseWhenQueueFull(ctx: GatewayContext, input: AdmitInput, admitted: Admitted, via: InboundVia): Promise<Inbound | undefined> {
+  const waiting = admitted.queuedAhead ?? 0;
+  if (admitted.duplicate || waiting < ctx.deps.config.HERMES_MAX_QUEUED_PER_SESSION) return undefined;
+  if (parseControlCommand(input.content) || parseApprovalCommand(input.content)) return undefined;
+  const a = await answerInsteadOfRunning(ctx.deps.db, input, admitted, `not queued: ${waiting} messages were waiting in the session (HERMES_MAX_QUEUED_PER_SESSION)`,
+    sessionQueueFullReply(input.platform, waiting));
+  if (!a) return undefined;
+  via.log.warn({ session: admitted.sessionId, admissionId: admitted.admissionId, waiting }, 'A conversation\'s queue is full; the message was answered, not queued');
+  await announce(ctx, a, [], via);
+  return { admissionId: a.admissionId, sessionId: a.sessionId, state: 'terminal', duplicate: false, queueFull: waiting };
 }
 
 /**
@@ -142,6 +178,8 @@ export async function admitInbound(ctx: GatewayContext, agent: AgentRecord, rece
     }
   }
   const admitted = await admit(ctx.deps.db, { ...input, content });
+  const full = await refuseWhenQueueFull(ctx, { ...input, content }, admitted, via);
+  if (full) return full;
   if (!admitted.duplicate) await reachRunningTurn(ctx, agent, admitted, { content, perms: via.perms, plain, busy });
   const state = admitted.duplicate ? (await getAdmissionStatus(ctx.deps.db.pool, admitted.admissionId))?.state ?? 'queued' : 'queued';
   return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, state, duplicate: admitted.duplicate };

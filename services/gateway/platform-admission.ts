@@ -141,7 +141,7 @@ export async function admitPlatformEvent(ctx: GatewayContext, agent: AgentRecord
     replyTarget: event.replyTarget,
     traceContext: trace,
   }, { ...via, perms: permissionsFor(agent.compiled, { platform: event.platform, userId: event.user.id, chatId: event.chat.id }) });
-  ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.duplicate ? 'duplicate' : 'admitted' });
+  ctx.deps.metrics.admissions.inc({ agent: agentLabel, outcome: admitted.queueFull !== undefined ? 'conversation_full' : admitted.duplicate ? 'duplicate' : 'admitted' });
   // A duplicate still queued may have lost its first enqueue; adding it again is idempotent.
   if (admitted.state === 'queued') await enqueueSoon(ctx, log, admitted, trace);
   return { outcome: admitted.duplicate ? 'duplicate' : 'admitted', admissionId: admitted.admissionId, sessionId: admitted.sessionId };

@@ -4,11 +4,14 @@
 -- the user had left. Now such a message waits for /new and lands in the new session (or, admitted
 -- first, is dropped with the old queue, as /new says). The /new path itself locks the key row
 -- FOR UPDATE before its own admission (refusals.ts), so two /new at once queue instead of deadlocking.
+--
+-- It also says how many messages already wait in the session (o_queued_ahead), so the gateway can
+-- bound one conversation's queue without another round trip.
 
 DROP FUNCTION hermes_admit(uuid, uuid, text, text, text, text, text, admission_intent, text, jsonb, jsonb, jsonb);
 CREATE FUNCTION hermes_admit(p_id uuid, p_agent uuid, p_platform text, p_key text, p_user text, p_display text,
     p_event text, p_intent admission_intent, p_content text, p_history jsonb, p_target jsonb, p_trace jsonb)
-    RETURNS TABLE (o_admission uuid, o_session uuid, o_user uuid, o_duplicate boolean, o_clarify_waiting boolean) LANGUAGE plpgsql AS $$
+    RETURNS TABLE (o_admission uuid, o_session uuid, o_user uuid, o_duplicate boolean, o_clarify_waiting boolean, o_queued_ahead int) LANGUAGE plpgsql AS $$
 DECLARE
   v_user uuid;
   v_display text;
@@ -19,7 +22,7 @@ BEGIN
   IF p_event IS NOT NULL THEN
     INSERT INTO inbound_events (agent_id, source, event_id, admission_id) VALUES (p_agent, p_platform, p_event, p_id) ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN
-      RETURN QUERY SELECT a.id, a.session_id, a.user_id, true, NULL::boolean FROM inbound_events e JOIN admissions a ON a.id = e.admission_id
+      RETURN QUERY SELECT a.id, a.session_id, a.user_id, true, NULL::boolean, NULL::int FROM inbound_events e JOIN admissions a ON a.id = e.admission_id
         WHERE e.agent_id = p_agent AND e.source = p_platform AND e.event_id = p_event;
       IF NOT FOUND THEN
         RAISE EXCEPTION 'inbound event %/% exists without its admission', p_platform, p_event;
@@ -60,5 +63,8 @@ BEGIN
     VALUES (p_id, p_agent, v_session, v_user, p_platform, p_intent, p_content, p_history, p_target, p_trace);
   RETURN QUERY SELECT p_id, v_session, v_user, false, EXISTS (
     SELECT 1 FROM clarifications c WHERE c.session_id = v_session AND c.status = 'pending'
-      AND c.user_id IS NOT DISTINCT FROM v_user AND c.expires_at > now());
+      AND c.user_id IS NOT DISTINCT FROM v_user AND c.expires_at > now()),
+    -- Messages already waiting in the session, counted up to 1 000 (an index range of at most that):
+    -- the gateway answers one past HERMES_MAX_QUEUED_PER_SESSION instead of queueing it.
+    (SELECT count(*)::int FROM (SELECT 1 FROM admissions q WHERE q.session_id = v_session AND q.state = 'queued' AND q.id <> p_id LIMIT 1000) ahead);
 END $$;

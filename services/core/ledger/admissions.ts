@@ -37,7 +37,12 @@ export interface Admitted {
   duplicate: boolean;
   /** Whether a clarify question of this user waited in the session when it was admitted; absent: not known (ask). */
   clarifyWaiting?: boolean;
+  /** Other messages queued in the session when it was admitted (counted up to {@link QUEUED_COUNTED}); absent for a duplicate. */
+  queuedAhead?: number;
 }
+
+/** hermes_admit counts the messages queued ahead of a new one up to this many. */
+export const QUEUED_COUNTED = 1_000;
 
 export interface OwnSignal { kind: 'stop' | 'steer' | 'redirect'; consumed: boolean }
 
@@ -91,15 +96,19 @@ export async function admit(db: Db, input: AdmitInput): Promise<Admitted> {
 
 /** {@link admit} on a given connection (inside a caller's transaction). */
 export async function admitIn(sql: Sql, input: AdmitInput): Promise<Admitted> {
-  const { rows } = await sql.query<{ o_admission: string; o_session: string; o_user: string; o_duplicate: boolean; o_clarify_waiting: boolean | null }>({
+  const { rows } = await sql.query<{ o_admission: string; o_session: string; o_user: string; o_duplicate: boolean; o_clarify_waiting: boolean | null; o_queued_ahead: number | null }>({
     name: 'hermes_admit', // prepared once per connection: no parse and plan per turn
-    text: `SELECT o_admission, o_session, o_user, o_duplicate, o_clarify_waiting FROM hermes_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    text: `SELECT o_admission, o_session, o_user, o_duplicate, o_clarify_waiting, o_queued_ahead FROM hermes_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     values: [randomUUID(), input.agentId, input.platform, pgId('conversation', input.sessionKey), pgId('user id', input.user.platformUserId),
       input.user.displayName == null ? null : pgText(input.user.displayName),
       input.eventId == null ? null : pgId('event id', input.eventId), input.intent ?? 'queue', pgText(input.content), pgJson(input.callerHistory), pgJson(input.replyTarget), pgJson(input.traceContext)],
   });
   const r = rows[0]!;
-  return { admissionId: r.o_admission, sessionId: r.o_session, userId: r.o_user, duplicate: r.o_duplicate, ...(r.o_clarify_waiting !== null ? { clarifyWaiting: r.o_clarify_waiting } : {}) };
+  return {
+    admissionId: r.o_admission, sessionId: r.o_session, userId: r.o_user, duplicate: r.o_duplicate,
+    ...(r.o_clarify_waiting !== null ? { clarifyWaiting: r.o_clarify_waiting } : {}),
+    ...(r.o_queued_ahead !== null ? { queuedAhead: r.o_queued_ahead } : {}),
+  };
 }
 
 const answeredFrom = (c: Record<string, unknown> | null): AnsweredClarification | null =>

@@ -45,13 +45,33 @@ export async function admitAnswered(db: Db, input: AdmitInput, reply: string | A
 export async function admitAnsweredIn(sql: Sql, input: AdmitInput, reply: string | AnswerFn, options: AnswerOptions = {}): Promise<Answered> {
   if (options.rebindsKey) await sql.query(`SELECT 1 FROM session_keys WHERE agent_id = $1 AND key = $2 FOR UPDATE`, [input.agentId, input.sessionKey]);
   const admitted = await admitIn(sql, input);
-    if (admitted.duplicate) return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: true };
-    const text = typeof reply === 'string' ? reply : await reply(sql, admitted);
-    await sql.query(`UPDATE admissions SET state = 'terminal', outcome = 'completed', finished_at = now() WHERE id = $1`, [admitted.admissionId]);
-    const { rows } = await sql.query<{ id: string; state: string }>(
-      `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, platform, target, content, state, delivered_at)
-       VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, ${initialDelivery('$4')}) RETURNING id, state`,
-      [admitted.admissionId, input.agentId, admitted.sessionId, input.platform, pgJson(input.replyTarget), pgText(text)],
+  if (admitted.duplicate) return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: true };
+  const text = typeof reply === 'string' ? reply : await reply(sql, admitted);
+  await sql.query(`UPDATE admissions SET state = 'terminal', outcome = 'completed', finished_at = now() WHERE id = $1`, [admitted.admissionId]);
+  return answerWith(sql, input, admitted, text);
+}
+
+/** The answer's delivery obligation, for an admission just made terminal. */
+async function answerWith(sql: Sql, input: AdmitInput, admitted: Admitted, text: string): Promise<Answered> {
+  const { rows } = await sql.query<{ id: string; state: string }>(
+    `INSERT INTO delivery_obligations (id, admission_id, agent_id, session_id, platform, target, content, state, delivered_at)
+     VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, ${initialDelivery('$4')}) RETURNING id, state`,
+    [admitted.admissionId, input.agentId, admitted.sessionId, input.platform, pgJson(input.replyTarget), pgText(text)],
+  );
+  return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, obligationId: rows[0]!.id, deliveryPending: rows[0]!.state === 'pending', duplicate: false };
+}
+
+/**
+ * Turns a just-admitted message that will not run into an answered one: `queued` → terminal
+ * `discarded` with `why` as its error, and `reply` as its answer, in one transaction. The message
+ * stays in the ledger. Undefined when it is no longer queued (a turn took it meanwhile).
+ */
+export async function answerInsteadOfRunning(db: Db, input: AdmitInput, admitted: Admitted, why: string, reply: string): Promise<Answered | undefined> {
+  return db.tx(async (sql) => {
+    const { rowCount } = await sql.query(
+      `UPDATE admissions SET state = 'terminal', outcome = 'discarded', finished_at = now(), updated_at = now(), error = $2 WHERE id = $1 AND state = 'queued'`,
+      [admitted.admissionId, why],
     );
-    return { admissionId: admitted.admissionId, sessionId: admitted.sessionId, obligationId: rows[0]!.id, deliveryPending: rows[0]!.state === 'pending', duplicate: false };
+    return rowCount ? answerWith(sql, input, admitted, reply) : undefined;
+  });
 }

@@ -12,6 +12,7 @@ import {
 } from '../../../services/core/index.js';
 import { builtinRegistry, defineTool, pgLearnedSkills } from '../../../services/agent/index.js';
 import { buildGatewayApp } from '../../../services/gateway/index.js';
+import { sessionQueueFullReply } from '../../../services/gateway/inbound.js';
 import type { RunningWorker } from '../../../services/worker/index.js';
 import { resetStoppedReply } from '../../../services/worker/turn-runner.js';
 import { createTestDatabase, eventually, testConfig, type TestDatabase } from '../../support/services.js';
@@ -57,7 +58,7 @@ const ids: Record<string, string> = {};
 beforeAll(async () => {
   database = await createTestDatabase();
   model = await startFakeOpenAI(script);
-  rt = await openTestRuntime(testConfig(database.url));
+  rt = await openTestRuntime(testConfig(database.url, { HERMES_MAX_QUEUED_PER_SESSION: 3 }));
   ids.demo = await createTestAgent(rt, model.baseURL, { fallbackModels: [{ ...testAgent(model.baseURL).model, provider: 'openai', model: 'gpt-backup' }] });
   ids.interrupt = await createTestAgent(rt, model.baseURL, agentNamed('interrupter', { busyPolicy: 'interrupt' }));
   ids.steer = await createTestAgent(rt, model.baseURL, agentNamed('steerer', { busyPolicy: 'steer', toolsets: ['test'] }));
@@ -188,6 +189,36 @@ describe('commands while a turn runs', () => {
     expect(new Set(news.map((n) => n.sessionId)).size).toBe(6);
     const { rows } = await rt.db.pool.query(`SELECT count(*)::int AS n FROM sessions WHERE session_key = (SELECT session_key FROM sessions WHERE id = $1) AND state = 'ended'`, [first.sessionId]);
     expect(rows[0].n).toBe(6);
+  });
+
+  it('a conversation holds at most HERMES_MAX_QUEUED_PER_SESSION waiting messages: one more is answered, kept and never run; a /steer still gets through', async () => {
+    const h = hold('f1');
+    const turn = await post('hold f1', 'full');
+    await inFlight('hold f1');
+    const waiting: Posted[] = [];
+    for (let i = 0; i < 3; i++) waiting.push(await post(`wait ${i}`, 'full'));
+    for (const w of waiting) expect(w.state).toBe('queued');
+    // The message API answers 429 at once; the message stays in the ledger, answered with the words a chat user gets in the chat.
+    const over = await app.inject({ method: 'POST', url: '/v1/agents/default/demo/messages', headers: { authorization: `Bearer ${testApiKey}` }, payload: { content: 'one too many', conversation: 'full' } });
+    expect(over.statusCode).toBe(429);
+    expect(over.json().error).toMatchObject({ code: 'HERMES_CONVERSATION_FULL', message: 'This message was not queued: its conversation is full. 3 messages are already waiting for their turn in it (HERMES_MAX_QUEUED_PER_SESSION). Wait for their answers, or send /new to start over (it drops the waiting ones).' });
+    expect(sessionQueueFullReply('api', 3)).toBe('3 messages are already waiting for their turn in this conversation, so this one was not queued. Wait for their answers and send it again, or send /new to start over (it drops the waiting ones).');
+    expect(sessionQueueFullReply('slack', 3)).toContain('send !new to start over');
+    const { rows: kept } = await rt.db.pool.query(`SELECT a.state, a.outcome, o.content FROM admissions a JOIN delivery_obligations o ON o.admission_id = a.id WHERE a.session_id = $1 AND a.content = 'one too many'`, [turn.sessionId]);
+    expect(kept).toEqual([{ state: 'terminal', outcome: 'discarded', content: sessionQueueFullReply('api', 3) }]);
+    // /queue queues a message: bounded too.
+    const queueToo = await app.inject({ method: 'POST', url: '/v1/agents/default/demo/messages', headers: { authorization: `Bearer ${testApiKey}` }, payload: { content: '/queue me too', conversation: 'full' } });
+    expect(queueToo.statusCode).toBe(429);
+    const steer = await post('/steer and be quick', 'full');
+    expect(steer.state).toBe('queued'); // a control of the running turn always gets through (SPEC)
+    expect((await post('and another', 'other-full')).state).toBe('queued'); // the bound is per conversation
+    h.release();
+    expect((await finished(turn.admissionId)).a.outcome).toBe('completed');
+    for (const w of waiting) expect((await finished(w.admissionId)).a.outcome).toBe('completed');
+    await finished(steer.admissionId);
+    expect(requestsFor('one too many')).toHaveLength(0);
+    expect(model.requests.some((r) => userLines(r.body).includes('one too many'))).toBe(false);
+    expect((await finished((await post('room again', 'full')).admissionId)).reply).toContain('room again'); // the queue drained: messages wait again
   });
 
   it('/queue runs its message after the running turn even under busy policy interrupt', async () => {

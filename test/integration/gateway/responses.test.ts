@@ -9,7 +9,7 @@ import { sha256 } from '../../../services/core/index.js';
 import { lastUser, type ChatRequestBody } from '../../support/fake-openai.js';
 import { eventually } from '../../support/services.js';
 import { createTestAgent, testAgent, testApiKey, useGatewaySystem } from '../../support/system.js';
-import { publishRevision } from '../../../services/core/index.js';
+import { acquireLease, admit, publishRevision, registerInstance, releaseLease } from '../../../services/core/index.js';
 
 const OTHER_KEY = 'second-key-0123456789';
 const STRANGER_KEY = 'stranger-key-0123456789';
@@ -208,6 +208,24 @@ describe('refusals write nothing', () => {
     expect(body.error.code).toBe(code);
     expect(body.error.message.length).toBeGreaterThan(10);
     expect(await ledgerCounts()).toEqual(before);
+  });
+
+  it('answers a turn past HERMES_MAX_QUEUED_PER_SESSION in its conversation with 429 rate_limit_exceeded, storing nothing', async () => {
+    const first = await client.responses.create({ model: 'default/demo', input: 'start a chain' });
+    const { rows: [turn] } = await sys.rt.db.pool.query(`SELECT a.session_id, a.agent_id, s.session_key FROM api_turns t JOIN admissions a ON a.id = t.admission_id JOIN sessions s ON s.id = a.session_id WHERE t.id = $1`, [first.id]);
+    // A worker that holds the session and runs nothing: what is admitted now waits.
+    const ghost = await registerInstance(sys.rt.db.pool, 'worker');
+    const lease = (await acquireLease(sys.rt.db.pool, turn.session_id, ghost.id, 300, { instanceTtlSeconds: 300, steady: true }))!;
+    try {
+      for (let i = 0; i < 100; i++) await admit(sys.rt.db, { agentId: turn.agent_id, platform: 'api', sessionKey: turn.session_key, user: { platformUserId: 'filler' }, content: `waiting ${i}` });
+      const before = await ledgerCounts();
+      const err = await client.responses.create({ model: 'default/demo', input: 'one too many', previous_response_id: first.id }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+      expect((err as InstanceType<typeof OpenAI.RateLimitError>).error).toMatchObject({ code: 'rate_limit_exceeded', message: expect.stringContaining('100 messages are already waiting for their turn in it') });
+      expect(await ledgerCounts()).toEqual(before);
+    } finally {
+      await releaseLease(sys.rt.db.pool, lease);
+    }
   });
 
   it('says which input it takes for an item or part it does not (it used to say only "body.input: Invalid input.")', async () => {
