@@ -118,6 +118,7 @@ export function turnTools(deps: { db: Db; log: Logger; config: Config; secrets: 
   return {
     tools,
     context: {
+      ...(adm.userId ? { userId: adm.userId } : {}),
       skills: {
         offered: async () => offeredSkills(await readSkillCatalog(deps.db, adm.agentId, agent), enabled),
         used: (skill) => (skill.source === 'learned' ? markSkillUsed(deps.db, adm.agentId, skill.name) : Promise.resolve()),

@@ -13,6 +13,11 @@ export const MAX_TRACKED_PROCESSES = 64;
  * that opens a new conversation per request starts 64 sandboxes each time, with no end.
  */
 export const MAX_WORKER_PROCESSES = 256;
+/**
+ * Running background commands of one person, over all their conversations on one worker: without
+ * it, one chat user (or API key) with four conversations held all 256 of the worker's places.
+ */
+export const MAX_PERSON_PROCESSES = 64;
 export const PROCESS_OUTPUT_CHARS = 200_000;
 export const FINISHED_TTL_MS = 30 * 60_000;
 /**
@@ -24,6 +29,8 @@ export const BACKGROUND_TIMEOUT_MS = 24 * 3_600_000;
 export interface TrackedProcess {
   id: string;
   sessionId: string;
+  /** The person whose turn started it (absent: a turn of nobody's, such as a cron run). */
+  userId?: string;
   command: string;
   cwd: string;
   startedAt: number;
@@ -37,6 +44,8 @@ export type StartOutcome = { ok: true; proc: TrackedProcess } | { ok: false; err
 
 export interface StartRequest {
   sessionId: string;
+  /** The person the turn acts for: their running commands over all sessions are bounded together. */
+  userId?: string;
   sandbox: SessionSandbox;
   command: string;
   cwd: string;
@@ -51,8 +60,9 @@ export class ProcessRegistry {
   /**
    * @param clock when processes started and ended (the 30-minute retention). @defaultValue Date.now
    * @param maxRunning running commands of all sessions together. @defaultValue MAX_WORKER_PROCESSES
+   * @param maxPerPerson running commands of one person, over all sessions. @defaultValue MAX_PERSON_PROCESSES
    */
-  constructor(private readonly clock: () => number = Date.now, private readonly maxRunning = MAX_WORKER_PROCESSES) {
+  constructor(private readonly clock: () => number = Date.now, private readonly maxRunning = MAX_WORKER_PROCESSES, private readonly maxPerPerson = MAX_PERSON_PROCESSES) {
     // One listener per running command (the backend's), up to 64 per session.
     setMaxListeners(0, this.stopAll.signal);
   }
@@ -63,12 +73,18 @@ export class ProcessRegistry {
     if (procs.size >= MAX_TRACKED_PROCESSES) {
       return { ok: false, error: `This session already tracks ${MAX_TRACKED_PROCESSES} running background processes (the most allowed). Kill one with process {"action": "kill", "session_id": …} first.` };
     }
+    if (req.userId !== undefined && this.running(req.userId) >= this.maxPerPerson) {
+      return { ok: false, error: `You already run ${this.maxPerPerson} background processes over your conversations on this worker (the most one person may); nothing was started. Kill one with process {"action": "kill", "session_id": …} in its conversation, or run the command in the foreground.` };
+    }
     if (this.running() >= this.maxRunning) {
       return { ok: false, error: `This worker already runs ${this.maxRunning} background processes for all its sessions (the most allowed); nothing was started. Kill one of this session's with process {"action": "kill", "session_id": …}, or run the command in the foreground.` };
     }
     // Not the turn's signal: a background command outlives the call and the turn that started it.
     const running = await req.sandbox.start({ command: req.command, cwd: req.cwd, maxOutputChars: PROCESS_OUTPUT_CHARS, timeoutMs: req.timeoutMs ?? BACKGROUND_TIMEOUT_MS }, this.stopAll.signal);
-    const proc: TrackedProcess = { id: `proc_${randomBytes(6).toString('hex')}`, sessionId: req.sessionId, command: req.command, cwd: req.cwd, startedAt: this.clock(), running };
+    const proc: TrackedProcess = {
+      id: `proc_${randomBytes(6).toString('hex')}`, sessionId: req.sessionId, ...(req.userId !== undefined ? { userId: req.userId } : {}),
+      command: req.command, cwd: req.cwd, startedAt: this.clock(), running,
+    };
     void running.done.then((r) => { proc.result = r; proc.finishedAt = this.clock(); });
     procs.set(proc.id, proc);
     this.sessions.set(req.sessionId, procs);
@@ -97,10 +113,10 @@ export class ProcessRegistry {
     this.sessions.clear();
   }
 
-  /** Running commands of every session. */
-  private running(): number {
+  /** Running commands of every session (`userId`: only that person's). */
+  private running(userId?: string): number {
     let n = 0;
-    for (const procs of this.sessions.values()) for (const p of procs.values()) if (!p.result) n++;
+    for (const procs of this.sessions.values()) for (const p of procs.values()) if (!p.result && (userId === undefined || p.userId === userId)) n++;
     return n;
   }
 

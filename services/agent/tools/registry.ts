@@ -20,6 +20,8 @@ export type SideEffect = 'read-only' | 'writes' | 'external';
 
 export interface ToolContext {
   sessionId: string;
+  /** The person the turn acts for (the admission's user; absent for a turn of nobody's, such as a cron run). */
+  userId?: string;
   signal: AbortSignal;
   now: () => number;
   /** This session's stored (spilled) tool results, where the turn can store them. */

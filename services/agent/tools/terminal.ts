@@ -35,7 +35,7 @@ async function failedAtStart(running: RunningCommand): Promise<ExecResult | unde
 }
 
 async function background(args: Args, ctx: ToolContext, cwd: string, processes: ProcessRegistry): Promise<string> {
-  const started = await processes.start({ sessionId: ctx.sessionId, sandbox: ctx.sandbox!, command: args.command, cwd, ...(args.timeout ? { timeoutMs: args.timeout * 1_000 } : {}) });
+  const started = await processes.start({ sessionId: ctx.sessionId, ...(ctx.userId !== undefined ? { userId: ctx.userId } : {}), sandbox: ctx.sandbox!, command: args.command, cwd, ...(args.timeout ? { timeoutMs: args.timeout * 1_000 } : {}) });
   if (!started.ok) return toolError(started.error, { exit_code: -1 });
   const failed = await failedAtStart(started.proc.running);
   if (failed) return JSON.stringify({ output: failed.output, exit_code: failed.exitCode, session_id: started.proc.id, ...abnormal(failed) });

@@ -117,6 +117,28 @@ describe('process', () => {
     own.close();
   });
 
+  // One chat user with four conversations held all 256 of a worker's places (64 per session).
+  it('bounds one person\'s running background commands over all their sessions', async () => {
+    const own = new ProcessRegistry(() => clock, 10, 2);
+    const ownTerminal = terminalTool(own);
+    const ownProc = processTool(own);
+    const [s1, s2, s3, s4] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const start = (sessionId: string, userId?: string) =>
+      callJson(ownTerminal, { command: 'sleep 60', background: true }, ctx({ sessionId, ...(userId ? { userId } : {}) }));
+    const first = await start(s1!, 'alice');
+    expect(first).toMatchObject({ exit_code: 0 });
+    expect(await start(s2!, 'alice')).toMatchObject({ exit_code: 0 });
+    const refused = await start(s3!, 'alice');
+    expect(refused.error).toMatch(/^You already run 2 background processes over your conversations on this worker \(the most one person may\); nothing was started\./);
+    expect(own.list(s3!)).toEqual([]);
+    expect(await start(s3!, 'bob')).toMatchObject({ exit_code: 0 }); // another person has room
+    expect(await start(s4!)).toMatchObject({ exit_code: 0 }); // a turn of nobody's (cron) is bounded by the worker only
+    await callJson(ownProc, { action: 'kill', session_id: first.session_id }, ctx({ sessionId: s1! }));
+    await eventually(() => own.get(s1!, String(first.session_id))?.finishedAt !== undefined, 'the killed command to end');
+    expect(await start(s3!, 'alice')).toMatchObject({ exit_code: 0 });
+    own.close();
+  });
+
   it('ends every background command when the worker closes its registry', async () => {
     const own = new ProcessRegistry();
     const started = await own.start({ sessionId: session, sandbox: box, command: 'sleep 60', cwd: '/workspace' });
