@@ -1,6 +1,6 @@
 // Skill content in Postgres: immutable versions identified by the hash of their canonical JSON,
 // and the skill's current version. Re-publishing unchanged content writes nothing.
-import { canonicalJson, sha256, type Db } from '../../services/core/index.js';
+import { canonicalJson, pruneSkillVersions, sha256, type Db } from '../../services/core/index.js';
 import type { SkillSpec } from '../api/skill.js';
 
 export const skillHash = (spec: SkillSpec): string => sha256(canonicalJson(spec));
@@ -31,6 +31,7 @@ export async function publishSkill(db: Db, key: { namespace: string; name: strin
       version = v!.version;
     }
     await sql.query('UPDATE skills SET current_version = $2, hash = $3, trust = $4, skill_name = $5, updated_at = now() WHERE id = $1', [skill!.id, version, hash, spec.trust, spec.name]);
+    await pruneSkillVersions(sql, skill!.id);
     return { version, hash, changed: true };
   });
 }

@@ -4,7 +4,7 @@
 // with its provenance (author 'agent', the source session, the content hash); nothing is
 // overwritten, and a delete is a tombstone version, so any version can be restored later.
 // A write takes the skill's transaction-scoped advisory lock and works on its current version.
-import { sha256, canonicalJson, type Db } from '../../core/index.js';
+import { sha256, canonicalJson, pruneSkillVersions, type Db } from '../../core/index.js';
 
 export const learnedNamespace = (agentId: string): string => `hermes:agent:${agentId}`;
 
@@ -98,6 +98,7 @@ export function pgLearnedSkills(db: Pick<Db, 'pool' | 'tx'>): LearnedSkillStore 
            SELECT gen_random_uuid(), $1, COALESCE(MAX(version), 0) + 1, $2, $3, $5, $4 FROM skill_versions WHERE skill_id = $1 RETURNING version`,
           [skill!.id, hash, JSON.stringify(content), sessionId, author])).rows[0]!.version;
         await sql.query('UPDATE skills SET current_version = $2, hash = $3, updated_at = now() WHERE id = $1', [skill!.id, version, hash]);
+        await pruneSkillVersions(sql, skill!.id);
         return { ok: true as const, version };
       });
     },

@@ -1,5 +1,5 @@
 // skill_manage through real turns: the agent creates, patches, extends and deletes its own
-// skills (Postgres, every version kept with author and source session); the new skill reaches
+// skills (Postgres, versions kept with author and source session, the newest within a bound); the new skill reaches
 // the next session's index; GitOps-managed, bundled and pinned skills are never modified;
 // poisoned text is Blocked; bad paths and ambiguous patches are refused; another agent neither
 // sees nor changes them.
@@ -11,6 +11,7 @@ import { learnedNamespace, manageSkill, pgLearnedSkills } from '../../../service
 import { MAX_LEARNED_SKILLS, MAX_SKILL_CHARS, MAX_SKILL_FILES } from '../../../services/agent/tools/skill-manage.js';
 import { publishBundledSkills, type SkillSpec } from '../../../operator/index.js';
 import { publishSkill } from '../../../operator/skills/store.js';
+import { MAX_SKILL_HISTORY_BYTES, MAX_SKILL_VERSIONS } from '../../../services/core/index.js';
 import { toolsAsTold, toldResult } from '../../support/fake-openai.js';
 import { createTestAgent, runTurn, useAgentSystem } from '../../support/system.js';
 
@@ -129,5 +130,37 @@ describe('skill_manage', () => {
     expect((await manage(agent, 'b2', { action: 'write_file', name: 'seeded-3', file_path: 'references/more.md', file_content: 'z'.repeat(60_000) })).result)
       .toMatchObject({ success: false, error: expect.stringContaining(`a skill holds at most ${MAX_SKILL_CHARS}`) });
     expect((await manage(agent, 'b2', { action: 'write_file', name: 'seeded-3', file_path: 'references/more.md', file_content: 'z'.repeat(40_000) })).result).toMatchObject({ success: true });
+  });
+
+  // A one-line patch of a 1 MB skill stored another megabyte each time, without end.
+  it('keeps a skill\'s newest versions only, by count and by stored size, never dropping the current one', async () => {
+    const agent = await createTestAgent(sys.rt, sys.model.baseURL, { agent: { namespace: 'default', name: 'learner-versions' }, toolsets: ['skills'] });
+    const store = pgLearnedSkills(sys.rt.db);
+    const skill = (name: string, body: string, files: { path: string; content: string }[] = []) => ({ name, description: 'Versioned.', tags: [], relatedSkills: [], requiredEnvironmentVariables: [], body, files });
+    for (let i = 1; i <= MAX_SKILL_VERSIONS + 10; i++) expect(await store.change(agent, 'many', null, () => skill('many', `step ${i}`))).toMatchObject({ ok: true, version: i });
+    const kept = (await versions(agent, 'many')).map((v) => v.version);
+    expect(kept).toEqual(Array.from({ length: MAX_SKILL_VERSIONS }, (_, i) => i + 11));
+    // A dropped version's content written back is a version of its own; a kept one's is that version again (restore).
+    expect(await store.change(agent, 'many', null, () => skill('many', 'step 5'))).toMatchObject({ ok: true, version: MAX_SKILL_VERSIONS + 11 });
+    expect(await store.change(agent, 'many', null, () => skill('many', 'step 30'))).toMatchObject({ ok: true, version: 30 });
+    expect((await store.read(agent, 'many')).skill?.body).toBe('step 30');
+    expect((await versions(agent, 'many')).map((v) => v.version)).toEqual(Array.from({ length: MAX_SKILL_VERSIONS }, (_, i) => i + 12));
+
+    // Large skills: older versions go once the kept ones pass MAX_SKILL_HISTORY_BYTES as stored.
+    const noise = (seed: number) => Array.from({ length: 20_000 }, (_, i) => ((seed * 7_919 + i * 104_729) % 1_000_003).toString(36)).join(' ');
+    const bigFile = [{ path: 'references/big.md', content: noise(1) + noise(2) + noise(3) + noise(4) + noise(5) + noise(6) + noise(7) + noise(8) }];
+    for (let i = 1; i <= 30; i++) expect(await store.change(agent, 'large', null, () => skill('large', `patch ${i}`, bigFile))).toMatchObject({ ok: true, version: i });
+    const { rows: [sizes] } = await sys.rt.db.pool.query<{ n: number; bytes: number; newest: number }>(
+      `SELECT count(*)::int AS n, sum(pg_column_size(v.content))::int AS bytes, max(v.version) AS newest FROM skills s JOIN skill_versions v ON v.skill_id = s.id WHERE s.namespace = $1 AND s.name = 'large'`, [learnedNamespace(agent)]);
+    expect(sizes!.newest).toBe(30);
+    expect(sizes!.n).toBeLessThan(30);
+    expect(sizes!.n).toBeGreaterThan(1);
+    expect(sizes!.bytes).toBeLessThanOrEqual(MAX_SKILL_HISTORY_BYTES);
+    // GitOps skills keep the same bound.
+    for (let i = 1; i <= MAX_SKILL_VERSIONS + 2; i++) {
+      await publishSkill(sys.rt.db, { namespace: 'default', name: 'gitops-many' }, { name: 'gitops-many', description: 'G.', tags: [], relatedSkills: [], requiredEnvironmentVariables: [], trust: 'community', body: `v${i}`, files: [] } as SkillSpec);
+    }
+    const { rows: [g] } = await sys.rt.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM skills s JOIN skill_versions v ON v.skill_id = s.id WHERE s.namespace = 'default' AND s.name = 'gitops-many'`);
+    expect(g!.n).toBe(MAX_SKILL_VERSIONS);
   });
 });
