@@ -3,6 +3,10 @@
 // rate-limit waits are off: the delivery ledger retries, and a 429 becomes RateLimited so the
 // ledger waits Retry-After (`not_before`) without spending an attempt. A refusal that names the
 // conversation as gone or closed to the bot (SLACK_GONE) is Undeliverable: the ledger gives up at once.
+// Every text is sent with `&`, `<` and `>` escaped (slackText): Slack reads `<!channel>`, `<!here>`,
+// `<@U…>` and `<url|label>` in a message's text as markup, so a model (or a user who talks it into
+// it) could notify a whole channel or show a link under a false label; escaped, the reply shows
+// exactly the text the model wrote and pings nobody (as Discord's allowed_mentions: none).
 import { ErrorCode, WebClient, type FetchFunction } from '@slack/web-api';
 import { z } from 'zod';
 import { RateLimited, Undeliverable, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
@@ -26,6 +30,13 @@ export interface SlackSenderOptions {
   /** Bound on one HTTP call. @defaultValue 30 000 */
   timeoutMs?: number;
 }
+
+/**
+ * The text as Slack shows it literally: Slack's escaping of the three characters it reads as
+ * markup (`<!channel>`, `<@U…>`, `<https://…|label>`, `&amp;`). Applied after splitting, so a
+ * piece never ends inside an entity.
+ */
+export const slackText = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 const rateLimitCode = 'slack_webapi_rate_limited_error';
 
@@ -88,7 +99,7 @@ export class SlackSender implements PlatformSender {
     for (const piece of splitMessage(text, this.maxMessageChars)) {
       for (;;) {
         try {
-          const res = await client.chat.postMessage({ channel: t.channel, text: piece, ...(t.threadTs ? { thread_ts: t.threadTs } : {}), unfurl_links: false, unfurl_media: false });
+          const res = await client.chat.postMessage({ channel: t.channel, text: slackText(piece), ...(t.threadTs ? { thread_ts: t.threadTs } : {}), unfurl_links: false, unfurl_media: false });
           sent.push({ id: String(res.ts ?? '') });
           break;
         } catch (err) {
@@ -114,7 +125,7 @@ export class SlackSender implements PlatformSender {
   async edit(target: ReplyTarget, message: SentMessage, text: string, signal: AbortSignal): Promise<void> {
     const t = slackTargetSchema.parse(target);
     try {
-      await this.client(signal).chat.update({ channel: t.channel, ts: message.id, text: text.slice(0, this.maxMessageChars) });
+      await this.client(signal).chat.update({ channel: t.channel, ts: message.id, text: slackText(text.slice(0, this.maxMessageChars)) });
     } catch (err) {
       throw asRateLimited(err) ?? err;
     }

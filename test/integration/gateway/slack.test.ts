@@ -362,7 +362,8 @@ describe('Slack conversations', () => {
     await m.res;
     const help = await eventually(() => fakeSlack.posts().find((c) => c.args.channel === 'DHELP')?.args.text as string | undefined, 'the help post');
     expect(help).toContain('!retry — ');
-    expect(help).toContain('!queue <message> (or !q) — ');
+    // Escaped as Slack asks, so Slack shows `<message>` instead of reading it as a link.
+    expect(help).toContain('!queue &lt;message&gt; (or !q) — ');
     expect(help).not.toMatch(/(^|\s)\/retry/);
   });
 

@@ -21,6 +21,16 @@ describe('SlackSender', () => {
     expect(to('C1').map((c) => [c.method, c.args.text, c.args.thread_ts ?? c.args.ts])).toEqual([['chat.postMessage', 'working…', '1.5'], ['chat.update', 'done', sent!.id]]);
   });
 
+  it('sends the text as written: no @channel, @here, mention or disguised link a model writes is read as markup', async () => {
+    const text = 'Sure: <!channel> <!here> <@U012ALICE> & <https://evil.example|your bank>';
+    const [sent] = await sender().send({ kind: 'slack', channel: 'C8' }, text, never());
+    await sender().edit({ kind: 'slack', channel: 'C8' }, sent!, 'now <!everyone>', never());
+    expect(to('C8').map((c) => c.args.text)).toEqual([
+      'Sure: &lt;!channel&gt; &lt;!here&gt; &lt;@U012ALICE&gt; &amp; &lt;https://evil.example|your bank&gt;',
+      'now &lt;!everyone&gt;',
+    ]);
+  });
+
   it('sends nothing for a blank reply (Slack would refuse it as no_text)', async () => {
     expect(await sender().send({ kind: 'slack', channel: 'C7' }, ' \n ', never())).toEqual([]);
     expect(to('C7')).toHaveLength(0);
