@@ -142,27 +142,62 @@ export interface PlatformSender {
   typing?(target: ReplyTarget, signal: AbortSignal): Promise<void>;
 }
 
+/** A Markdown code fence line (``` with an optional language tag). */
+const FENCE_LINE = /^ {0,3}```/;
+
+/** The opening line of the code block still open at the end of `text`, or undefined when none is. */
+function openFence(text: string): string | undefined {
+  let open: string | undefined;
+  for (const line of text.split('\n')) if (FENCE_LINE.test(line)) open = open === undefined ? line.trim() : undefined;
+  return open;
+}
+
+/** Where to cut `window` (all of it fits one piece): paragraph, line, then word boundaries, else its end. */
+function cutPoint(window: string, limit: number, min: number): number {
+  let cut = window.lastIndexOf('\n\n');
+  if (cut < min) cut = window.lastIndexOf('\n');
+  if (cut < min) cut = window.lastIndexOf(' ');
+  if (cut < min) cut = window.length;
+  const code = window.charCodeAt(cut - 1);
+  if (cut === limit && code >= 0xd800 && code <= 0xdbff) cut -= 1;
+  return cut;
+}
+
 /**
  * Splits `text` into pieces of at most `limit` characters, preferring paragraph, then line, then
- * word boundaries, and never cutting a UTF-16 surrogate pair.
+ * word boundaries, and never cutting a UTF-16 surrogate pair. A cut inside a Markdown code block
+ * closes it at the end of the piece and opens it again (with its language tag) at the start of
+ * the next, as Hermes' adapters do, so each piece renders as code on Slack, Discord and Teams;
+ * inside a code block only the line break at the cut is dropped, not the next line's indentation.
+ * The same text always gives the same pieces (the ledger resends only those not sent yet).
  */
 export function splitMessage(text: string, limit: number): string[] {
   if (text.length <= limit) return [text];
   const out: string[] = [];
   let rest = text;
-  while (rest.length > limit) {
-    const window = rest.slice(0, limit);
-    let cut = Math.max(window.lastIndexOf('\n\n'), -1);
-    if (cut < limit / 2) cut = window.lastIndexOf('\n');
-    if (cut < limit / 2) cut = window.lastIndexOf(' ');
-    if (cut < limit / 2) cut = limit;
-    const code = rest.charCodeAt(cut - 1);
-    if (cut === limit && code >= 0xd800 && code <= 0xdbff) cut -= 1;
-    out.push(rest.slice(0, cut).trimEnd());
-    rest = rest.slice(cut).replace(/^\s+/, '');
+  let reopen = '';
+  while (reopen.length + rest.length > limit) {
+    const body = reopen + rest;
+    // Room for the "\n```" that closes a block left open; the reopened fence must fit well inside.
+    const room = limit - 4;
+    let cut = cutPoint(body.slice(0, room), room, Math.max(room / 2, reopen.length + 1));
+    let piece = body.slice(0, cut).trimEnd();
+    const open = openFence(piece);
+    if (open === undefined) {
+      // Nothing left open: the full limit may be used, as before.
+      cut = cutPoint(body.slice(0, limit), limit, Math.max(limit / 2, reopen.length + 1));
+      piece = body.slice(0, cut).trimEnd();
+    }
+    const stillOpen = openFence(piece);
+    out.push(stillOpen === undefined ? piece : `${piece}\n\`\`\``);
+    rest = body.slice(cut);
+    rest = stillOpen === undefined ? rest.replace(/^\s+/, '') : rest.replace(/^[ \t]*\n/, '');
+    reopen = stillOpen === undefined ? '' : stillOpen.length > limit / 4 ? '```\n' : `${stillOpen}\n`;
+    // The cut fell just before the block's own closing fence: the piece closed it already.
+    if (reopen && FENCE_LINE.test(rest)) [reopen, rest] = ['', rest.replace(/^[^\n]*\n?/, '')];
   }
-  if (rest) out.push(rest);
-  return out.filter((p) => p.length > 0);
+  if (rest) out.push(reopen + rest);
+  return out.filter((p) => p.trim().length > 0);
 }
 
 /** A notice that names a built-in command (core BUILTIN_COMMANDS: the gateway's and the worker's, /memory, /curator … too) is reworded per platform. */

@@ -35,6 +35,23 @@ describe('splitMessage', () => {
     expect(words).toEqual(['x'.repeat(10), 'x'.repeat(10), 'x'.repeat(5)]);
   });
 
+  it('closes a code block at a cut and opens it again, with its language, in the next piece', () => {
+    const lines = Array.from({ length: 60 }, (_, i) => `  line(${i});`);
+    const text = `Here:\n\`\`\`js\n${lines.join('\n')}\n\`\`\`\nDone.`;
+    const pieces = splitMessage(text, 200);
+    expect(pieces.length).toBeGreaterThan(3);
+    for (const [i, p] of pieces.entries()) {
+      expect(p.length).toBeLessThanOrEqual(200);
+      expect(p.match(/^```/gm)?.length ?? 0).toBe(2); // every piece holds a whole block
+      if (i > 0) expect(p.startsWith('```js\n  line(')).toBe(true); // reopened, indentation kept
+    }
+    expect(pieces.at(-1)!.endsWith('```\nDone.')).toBe(true);
+    // Without the added fences the pieces are the text itself.
+    const joined = pieces.map((p, i) => (i > 0 ? p.replace(/^```js\n/, '') : p).replace(/\n```$/, (m) => (i < pieces.length - 1 ? '' : m))).join('\n');
+    expect(joined).toBe(text);
+    expect(splitMessage(text, 200)).toEqual(pieces); // the same cuts on every attempt
+  });
+
   it('never cuts a surrogate pair', () => {
     const pieces = splitMessage(`${'a'.repeat(9)}😀${'b'.repeat(5)}`, 10);
     expect(pieces.join('')).toBe(`${'a'.repeat(9)}😀${'b'.repeat(5)}`);
