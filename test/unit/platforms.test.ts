@@ -26,6 +26,18 @@ describe('Slack v0 signatures', () => {
   });
 });
 
+describe('Slack reply text (slackText)', () => {
+  it('writes a model\'s Markdown as mrkdwn: bold, strike, links, headings', () => {
+    expect(slack.slackText('# Plan\n**bold** and __also__, ~~gone~~, see [the docs](https://example.com/a?b=1&c=2).'))
+      .toBe('*Plan*\n*bold* and *also*, ~gone~, see <https://example.com/a?b=1&amp;c=2|the docs>.');
+  });
+
+  it('keeps code as written (escaped only) and leaves snake_case and lone asterisks alone', () => {
+    expect(slack.slackText('run `a **b** <c>` then\n```\n# not a heading\nx = **y** && z\n```\nmy_var_name 2 * 3')).toBe(
+      'run `a **b** &lt;c&gt;` then\n```\n# not a heading\nx = **y** &amp;&amp; z\n```\nmy_var_name 2 * 3');
+  });
+});
+
 describe('splitMessage', () => {
   it('keeps short text whole and cuts long text at boundaries, within the limit', () => {
     expect(splitMessage('hello', 10)).toEqual(['hello']);

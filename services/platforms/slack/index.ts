@@ -4,6 +4,7 @@ import type { PlatformSettings } from '../adapter.js';
 export { SLACK_MAX_SKEW_SECONDS, checkTimestamp, slackSignature, verifySlackRequest } from './verify.js';
 export { normaliseSlack, parseSlackEnvelope, type SlackEnvelope } from './events.js';
 export { SLACK_MAX_MESSAGE_CHARS, SlackSender, slackTargetSchema, type SlackTarget } from './send.js';
+export { slackText } from './format.js';
 
 /** Secret keys read from the platform's `credentials.secretRef` (in `hermes dev`: the variables of the same names). */
 export const SLACK_KEYS = { botToken: 'SLACK_BOT_TOKEN', signingSecret: 'SLACK_SIGNING_SECRET', appToken: 'SLACK_APP_TOKEN' } as const;

@@ -3,12 +3,11 @@
 // rate-limit waits are off: the delivery ledger retries, and a 429 becomes RateLimited so the
 // ledger waits Retry-After (`not_before`) without spending an attempt. A refusal that names the
 // conversation as gone or closed to the bot (SLACK_GONE) is Undeliverable: the ledger gives up at once.
-// Every text is sent with `&`, `<` and `>` escaped (slackText): Slack reads `<!channel>`, `<!here>`,
-// `<@U…>` and `<url|label>` in a message's text as markup, so a model (or a user who talks it into
-// it) could notify a whole channel or show a link under a false label; escaped, the reply shows
-// exactly the text the model wrote and pings nobody (as Discord's allowed_mentions: none).
+// Every text goes through slackText (format.ts): Slack's markup characters escaped, so a reply
+// notifies nobody, and the model's Markdown written as Slack's mrkdwn.
 import { ErrorCode, WebClient, type FetchFunction } from '@slack/web-api';
 import { z } from 'zod';
+import { slackText } from './format.js';
 import { RateLimited, Undeliverable, splitMessage, type PlatformSender, type ReplyTarget, type SentMessage } from '../adapter.js';
 
 /**
@@ -30,13 +29,6 @@ export interface SlackSenderOptions {
   /** Bound on one HTTP call. @defaultValue 30 000 */
   timeoutMs?: number;
 }
-
-/**
- * The text as Slack shows it literally: Slack's escaping of the three characters it reads as
- * markup (`<!channel>`, `<@U…>`, `<https://…|label>`, `&amp;`). Applied after splitting, so a
- * piece never ends inside an entity.
- */
-export const slackText = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 const rateLimitCode = 'slack_webapi_rate_limited_error';
 

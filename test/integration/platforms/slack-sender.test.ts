@@ -31,6 +31,11 @@ describe('SlackSender', () => {
     ]);
   });
 
+  it('posts the model\'s Markdown as Slack mrkdwn, code kept as written', async () => {
+    await sender().send({ kind: 'slack', channel: 'C9' }, '## Result\n**done**, see [the log](https://ci.example/1) and `a**b**`', never());
+    expect(to('C9').map((c) => c.args.text)).toEqual(['*Result*\n*done*, see <https://ci.example/1|the log> and `a**b**`']);
+  });
+
   it('sends nothing for a blank reply (Slack would refuse it as no_text)', async () => {
     expect(await sender().send({ kind: 'slack', channel: 'C7' }, ' \n ', never())).toEqual([]);
     expect(to('C7')).toHaveLength(0);
