@@ -9,7 +9,8 @@
 //   503 secrets unreadable / Postgres down (the sender retries);
 //   400 malformed JSON, an unknown field (a `reply_url` included: replies go to the Agent's
 //       callbackUrl), a bad Idempotency-Key, or one that differs from the body's `id`;
-//   202 admitted, a duplicate (same Idempotency-Key / id, or the exact same signed request), or
+//   202 admitted, a duplicate (same Idempotency-Key / id, or a signed request seen before, whatever
+//       Idempotency-Key it now carries: webhook-replay.ts), or
 //       refused (a `user` outside the platform's allowlist): `{ outcome, admissionId }`.
 // Authorisation: the signature authenticates the sender (Hermes: webhooks are always allowed);
 // the `user` it names must be in the platform's allowlist when one is set.
@@ -21,6 +22,7 @@ import type { GatewayContext } from '../context.js';
 import { admitPlatformEvent } from '../platform-admission.js';
 import { parseRawJson, readPlatformSecret } from '../platform-secrets.js';
 import { agentParams, parseInput } from '../validation.js';
+import { admitOnceSigned } from '../webhook-replay.js';
 import { admissionView } from './admissions.js';
 
 const unverified = (reason: string) => new HermesError('HERMES_SIGNATURE_INVALID', `(${reason})`);
@@ -76,13 +78,21 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: GatewayContext)
       const { agent, settings, namespace, name } = await verifyRequest(ctx, request, raw, Math.floor(now() / 1_000));
       const key = idempotencyKey(request);
       const body = parseBody(raw);
-      const made = webhook.webhookEvent(body, key, String(request.headers[webhook.WEBHOOK_HEADERS.signature]));
+      const signature = String(request.headers[webhook.WEBHOOK_HEADERS.signature]);
+      const made = webhook.webhookEvent(body, key, signature);
       if (!made.ok) throw new HermesError('HERMES_BAD_REQUEST', made.detail);
       const maxChars = ctx.deps.config.HERMES_MAX_MESSAGE_CHARS;
       if (made.event.text.length > maxChars) throw new HermesError('HERMES_BAD_REQUEST', `The message has ${made.event.text.length} characters; this gateway takes at most ${maxChars} (HERMES_MAX_MESSAGE_CHARS).`);
       // Signed means allowed, unless the platform lists the users it accepts.
       const effective = settings.allowlist.length > 0 ? settings : { ...settings, allowAll: true };
-      const admitted = await admitPlatformEvent(ctx, agent, effective, made.event, { trace: injectTraceContext(request.otelContext), log: request.log });
+      const admit = () => admitPlatformEvent(ctx, agent, effective, made.event, { trace: injectTraceContext(request.otelContext), log: request.log });
+      // Keyed by the (unsigned) Idempotency-Key header: the signature must not admit twice under another key.
+      const once = key !== undefined && body.id === undefined ? await admitOnceSigned(ctx.deps.db, agent.agentId, signature, admit) : { admitted: await admit() };
+      if ('replayOf' in once) {
+        request.log.warn({ agent: `${namespace}/${name}`, platform: 'webhook', eventId: made.event.eventId, replayOf: once.replayOf }, 'A signed webhook request was sent again under another Idempotency-Key: answered as the duplicate it is');
+        return reply.code(202).send({ outcome: 'duplicate', admissionId: once.replayOf });
+      }
+      const { admitted } = once;
       request.log.info({ agent: `${namespace}/${name}`, platform: 'webhook', eventId: made.event.eventId, ...admitted }, 'Admitted webhook message');
       return reply.code(202).send({ outcome: admitted.outcome, admissionId: admitted.admissionId });
     });

@@ -39,6 +39,9 @@ export interface WebhookTarget {
 
 export type WebhookEventResult = { ok: true; event: InboundEvent } | { ok: false; detail: string };
 
+/** The dedupe id of a request by its signature as verified (hex in any case: an exact replay re-cased is still the same request). */
+export const signatureEventId = (signature: string) => `sig:${createHash('sha256').update(signature.toLowerCase()).digest('hex')}`;
+
 /** The event of a verified body; `idempotencyKey` from the header, `signature` the request's. */
 export function webhookEvent(body: WebhookBody, idempotencyKey: string | undefined, signature: string): WebhookEventResult {
   if (idempotencyKey !== undefined && body.id !== undefined && idempotencyKey !== body.id) {
@@ -46,8 +49,7 @@ export function webhookEvent(body: WebhookBody, idempotencyKey: string | undefin
   }
   const text = body.text.trim();
   if (!text) return { ok: false, detail: '"text" is blank.' };
-  // The signature as verified (hex in any case is accepted): an exact replay re-cased is still the same request.
-  const eventId = idempotencyKey ?? body.id ?? `sig:${createHash('sha256').update(signature.toLowerCase()).digest('hex')}`;
+  const eventId = idempotencyKey ?? body.id ?? signatureEventId(signature);
   const target: WebhookTarget = { kind: 'webhook', user: body.user, eventId, ...(body.conversation !== undefined ? { conversation: body.conversation } : {}) };
   return {
     ok: true,

@@ -1,7 +1,7 @@
 // The signed webhook platform: HMAC-signed POSTs from anything (CI, monitoring, scripts), replies
 // stored or POSTed (signed) to the Agent's callbackUrl, and a restricted toolset for untrusted input.
 export { WEBHOOK_HEADERS, WEBHOOK_MAX_SKEW_SECONDS, checkWebhookTimestamp, signWebhook, verifyWebhookRequest, webhookSignature } from './verify.js';
-export { idempotencyKeySchema, webhookBodySchema, webhookEvent, type WebhookBody, type WebhookTarget } from './events.js';
+export { idempotencyKeySchema, signatureEventId, webhookBodySchema, webhookEvent, type WebhookBody, type WebhookTarget } from './events.js';
 export { postWebhookReply, webhookTargetSchema, type WebhookReply } from './send.js';
 
 /** Secret key read from the platform's `credentials.secretRef` (in `hermes dev`: the variable of the same name). */

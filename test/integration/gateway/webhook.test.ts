@@ -162,6 +162,24 @@ describe('signed webhook conversations', () => {
     expect(receiver.calls.filter((c) => c.body.text === 'answer to: deploy done')).toHaveLength(1);
   });
 
+  it('admits a captured signed request once, whatever Idempotency-Key a replay adds or changes (the header is not signed)', async () => {
+    const raw = JSON.stringify({ text: 'rotate the keys', user: 'ci' });
+    const signed = webhookSignedHeaders(SECRET, raw);
+    const first = await accepted(await post(raw, { ...signed, 'idempotency-key': 'rotate-1' }));
+    const replays = await Promise.all(['evil-1', 'evil-2', 'evil-3'].map(async (k) => accepted(await post(raw, { ...signed, 'idempotency-key': k }))));
+    const bare = await accepted(await post(raw, signed));
+    for (const r of [...replays, bare]) expect(r).toEqual({ outcome: 'duplicate', admissionId: first.admissionId });
+    // And the other way: a request without a key, replayed with one.
+    const raw2 = JSON.stringify({ text: 'rotate again', user: 'ci' });
+    const signed2 = webhookSignedHeaders(SECRET, raw2);
+    const unkeyed = await accepted(await post(raw2, signed2));
+    expect(await accepted(await post(raw2, { ...signed2, 'idempotency-key': 'evil-4' }))).toEqual({ outcome: 'duplicate', admissionId: unkeyed.admissionId });
+    await callbackWith('answer to: rotate the keys');
+    await callbackWith('answer to: rotate again');
+    expect(model.requests.filter((r) => lastUser(r.body) === 'rotate the keys')).toHaveLength(1);
+    expect(model.requests.filter((r) => lastUser(r.body) === 'rotate again')).toHaveLength(1);
+  });
+
   it('offers only the restricted toolset in webhook turns, while the same agent\'s API turns get all of its toolsets', async () => {
     await accepted(await signedPost({ text: 'which tools?', user: 'ci' }));
     await callbackWith('answer to: which tools?');
