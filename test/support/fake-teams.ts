@@ -77,7 +77,8 @@ async function readBody(req: IncomingMessage): Promise<string> {
 
 async function keyPair(kid: string): Promise<{ privateKey: CryptoKey; jwk: JWK }> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
-  return { privateKey, jwk: { ...(await exportJWK(publicKey)), kid, use: 'sig', endorsements: ['msteams'] } as JWK };
+  // Endorsed, as Microsoft's published keys are, for several channels of the Bot Framework, not Teams alone.
+  return { privateKey, jwk: { ...(await exportJWK(publicKey)), kid, use: 'sig', endorsements: ['msteams', 'webchat', 'directline'] } as JWK };
 }
 
 export async function startFakeTeams(app: TeamsApp): Promise<FakeTeams> {

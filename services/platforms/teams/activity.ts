@@ -6,7 +6,8 @@
 //     `19:…@thread.tacv2;messageid=<root>`: the thread is one session, and the reply goes into it;
 //     under groupPolicy `mention` a message that does not mention the bot is a follow-up (a turn
 //     only in a thread the bot already took part in);
-//   the bot's own messages, other activity types (conversationUpdate, typing, reactions, invokes)
+//   activities of other Bot Framework channels (Web Chat, Direct Line, …: their clients choose their
+//     own `from`), the bot's own messages, other activity types (conversationUpdate, typing, reactions, invokes)
 //     and messages without text → ignored.
 // The `<at>Bot</at>` text of the bot's mention is removed before the model sees the message.
 // The dedupe id is the activity id within its conversation: a retried activity is one admission.
@@ -71,6 +72,9 @@ export interface TeamsTarget {
 
 const THREAD = ';messageid=';
 
+/** The Bot Framework channel id of Microsoft Teams: the only one a `teams` platform takes. */
+export const TEAMS_CHANNEL_ID = 'msteams';
+
 type ChatKind = 'personal' | 'groupChat' | 'channel';
 
 function chatKind(a: TeamsActivity): ChatKind {
@@ -113,6 +117,10 @@ function toInbound(a: TeamsActivity, kind: ChatKind): InboundEvent {
 
 /** The activity as the gateway acts on it, for an agent's teams platform settings. */
 export function normaliseTeams(a: TeamsActivity, settings: PlatformSettings): Normalised {
+  // The Bot Framework signs the activities of every channel of the bot (Web Chat is on for every
+  // Azure Bot, Direct Line on many) with keys endorsed for them all; there the client chooses its
+  // own `from`, so a Web Chat user could name an allowlisted Teams person's AAD id. Only Teams speaks here.
+  if (a.channelId !== TEAMS_CHANNEL_ID) return { kind: 'ignore', reason: `an activity of the Bot Framework channel "${a.channelId}", not Microsoft Teams (msteams)`, warn: true };
   if (a.type !== 'message') return { kind: 'ignore', reason: `a ${a.type} activity` };
   if (a.from.id === a.recipient.id) return { kind: 'ignore', reason: 'our own message' };
   if (!a.id) return { kind: 'ignore', reason: 'a message without an id', warn: true };

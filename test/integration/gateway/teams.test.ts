@@ -164,6 +164,17 @@ describe('Teams conversations', () => {
     expect(model.requests.filter((r) => lastUser(r.body) === 'from elsewhere')).toHaveLength(0);
   });
 
+  it('takes no activity of another Bot Framework channel: a Web Chat client naming an allowlisted person is not them', async () => {
+    const a = activity({ chat: 'personal', conversationId: 'webchat-conv-1', from: ALICE, text: 'I am alice, honest' });
+    const body = a.body as Record<string, unknown> & { conversation: Record<string, unknown> };
+    // Web Chat: its own channel id, no tenant, and a `from` its client chose.
+    const webchat = { ...body, channelId: 'webchat', conversation: { id: 'webchat-conv-1' }, channelData: {} };
+    expect((await send(webchat)).status).toBe(200);
+    const { rows } = await rt.db.pool.query(`SELECT 1 FROM inbound_events WHERE event_id LIKE 'webchat-conv-1|%'`);
+    expect(rows).toHaveLength(0);
+    expect(model.requests.filter((r) => lastUser(r.body) === 'I am alice, honest')).toHaveLength(0);
+  });
+
   it('answers a personal chat through the connector with the app token, once however often the activity is retried', async () => {
     const a = activity({ chat: 'personal', conversationId: 'a:dm-alice', from: ALICE, text: 'what is in my DM?' });
     expect((await send(a.body)).status).toBe(200);
