@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import {
   admitAnswered, enqueueDelivery, pgId, pgText, hasSessionKey, isPaired, permissionsFor, type Answered, type AgentRecord, type TraceCarrier,
 } from '../core/index.js';
-import { allowedWithoutPairing, authorise, platformSessionKey, refusalText, type InboundEvent, type PlatformSettings } from '../platforms/index.js';
+import { allowedWithoutPairing, authorise, platformSessionKey, refusalText, type InboundEvent, type Normalised, type PlatformSettings } from '../platforms/index.js';
 import { enqueueSoon } from './admission.js';
 import { admitInbound } from './inbound.js';
 import type { GatewayContext } from './context.js';
@@ -99,9 +99,25 @@ async function authorised(ctx: GatewayContext, agent: AgentRecord, settings: Pla
 /** The request an event came in: its trace context and logger. */
 export interface Via { trace: TraceCarrier; log: FastifyBaseLogger }
 
-/** A follow-up (a thread message that did not address us) is a turn only in a thread that is already a session of ours. */
-export const threadIsOurs = (ctx: GatewayContext, agent: AgentRecord, event: InboundEvent) =>
+/** Whether a thread is already a session of ours (the bot took part in it). */
+const threadIsOurs = (ctx: GatewayContext, agent: AgentRecord, event: InboundEvent) =>
   hasSessionKey(ctx.deps.db.pool, agent.agentId, platformSessionKey(agent.compiled.agent, event));
+
+/**
+ * A follow-up (a thread message that did not address us) is a turn only in a thread that is
+ * already a session of ours, and only from someone the platform lets in: a person it does not
+ * allow, talking in such a thread without writing to the bot, is ignored — not sent the refusal,
+ * which would answer a message that was never addressed to us (each new person in the thread
+ * drew one). Addressed to us (a mention, a DM) they still get the refusal or a pairing code.
+ * Other kinds pass as they are.
+ */
+export async function settleFollowUp<N extends Normalised>(ctx: GatewayContext, agent: AgentRecord, settings: PlatformSettings, normalised: N): Promise<Exclude<N, { kind: 'follow-up' }> | Extract<Normalised, { kind: 'message' | 'ignore' }>> {
+  if (normalised.kind !== 'follow-up') return normalised as Exclude<N, { kind: 'follow-up' }>;
+  const { event } = normalised;
+  if (!(await threadIsOurs(ctx, agent, event))) return { kind: 'ignore', reason: 'a thread message without a mention, in a thread we did not take part in' };
+  if (!(await authorised(ctx, agent, settings, storableEvent(event))).allowed) return { kind: 'ignore', reason: 'a thread message without a mention, from someone the platform does not allow' };
+  return { kind: 'message', event };
+}
 
 /**
  * What Postgres can store of a platform's event, before anything (pairing included) is read or

@@ -6,7 +6,7 @@
 import { isStoreUnavailable, pause, sha256, type AgentRecord, type Logger } from '../../core/index.js';
 import { discord, type InboundEvent, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
-import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
+import { admitPlatformEvent, settleFollowUp } from '../platform-admission.js';
 import type { Connector } from './supervisor.js';
 
 /** Channels whose type we looked up (threads vs channels); bounded, oldest dropped first. */
@@ -49,9 +49,7 @@ async function onMessage(link: Link, botUserId: string | undefined, d: unknown):
   if (!botUserId) { log.warn({ message: m.id }, 'Ignored a Discord message that arrived before READY'); return; }
   const channel = m.guild_id !== undefined ? await link.channel(m.channel_id) : undefined;
   let normalised = discord.normaliseDiscordMessage(m, settings, { botUserId, ...(channel ? { channel } : {}) });
-  if (normalised.kind === 'follow-up') {
-    normalised = (await threadIsOurs(ctx, agent, normalised.event)) ? { kind: 'message', event: normalised.event } : { kind: 'ignore', reason: 'a thread message without a mention, in a thread we did not take part in' };
-  }
+  normalised = await settleFollowUp(ctx, agent, settings, normalised);
   if (normalised.kind !== 'message') {
     const reason = normalised.kind === 'ignore' ? normalised.reason : normalised.kind;
     log[normalised.kind === 'ignore' && normalised.warn ? 'warn' : 'debug']({ message: m.id, reason }, 'Ignored a Discord message');

@@ -4,7 +4,7 @@
 // lock, named by a hash of the app token: one connection per Slack app) opens a WebSocket through
 // `apps.connections.open` at the platform's API base URL (HERMES_SLACK_API_URL or its `apiUrl`)
 // with the official client (`@slack/socket-mode`), and every `events_api` envelope takes the same
-// path as an Events API request: parse → normaliseSlack → (follow-up: threadIsOurs) → admission.
+// path as an Events API request: parse → normaliseSlack → (follow-up: settleFollowUp) → admission.
 // The envelope is acknowledged only after the admission (or refusal) is committed; when it fails
 // (Postgres down) it is not acknowledged and Slack sends it again — with the same event_id, which
 // the ledger's dedupe row makes one admission, as for HTTP retries.
@@ -15,7 +15,7 @@ import { ZodError } from 'zod';
 import { injectTraceContext, pause, type AgentRecord, type Logger } from '../../core/index.js';
 import { slack, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
-import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
+import { admitPlatformEvent, settleFollowUp } from '../platform-admission.js';
 import type { Connector } from './supervisor.js';
 
 /** After a failed start (a refused token, Slack unreachable) wait this long before the next try. @defaultValue 30 000 */
@@ -73,9 +73,7 @@ async function handleEnvelope(ctx: GatewayContext, agent: AgentRecord, settings:
     return true;
   }
   let normalised = slack.normaliseSlack(envelope, settings);
-  if (normalised.kind === 'follow-up') {
-    normalised = (await threadIsOurs(ctx, agent, normalised.event)) ? { kind: 'message', event: normalised.event } : { kind: 'ignore', reason: 'a thread message without a mention, in a thread we did not take part in' };
-  }
+  normalised = await settleFollowUp(ctx, agent, settings, normalised);
   if (normalised.kind === 'answer') return true;
   if (normalised.kind === 'ignore') {
     log[normalised.warn ? 'warn' : 'debug']({ agent: label, reason: normalised.reason }, 'Ignored a Slack event');

@@ -15,7 +15,7 @@ import { HermesError, injectTraceContext, type AgentRecord } from '../../core/in
 import { platformOf, slack, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
 import { describeIssues } from '../errors.js';
-import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
+import { admitPlatformEvent, settleFollowUp } from '../platform-admission.js';
 import { agentParams, parseInput } from '../validation.js';
 
 /** Before any lookup (the timestamp): the reason may be told, it depends on nothing of ours. */
@@ -96,9 +96,7 @@ export function registerSlackRoutes(app: FastifyInstance, ctx: GatewayContext): 
       let normalised = slack.normaliseSlack(parseEnvelope(raw), settings);
       const retry = request.headers['x-slack-retry-num'];
       if (normalised.kind === 'answer') return reply.code(200).send(normalised.body);
-      if (normalised.kind === 'follow-up') {
-        normalised = (await threadIsOurs(ctx, agent, normalised.event)) ? { kind: 'message', event: normalised.event } : { kind: 'ignore', reason: 'a thread message without a mention, in a thread we did not take part in' };
-      }
+      normalised = await settleFollowUp(ctx, agent, settings, normalised);
       if (normalised.kind === 'ignore') {
         request.log[normalised.warn ? 'warn' : 'debug']({ agent: `${namespace}/${name}`, reason: normalised.reason }, 'Ignored a Slack event');
         return reply.code(200).send({ ok: true });

@@ -16,10 +16,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ZodError } from 'zod';
 import { HermesError, injectTraceContext, type AgentRecord } from '../../core/index.js';
-import { platformOf, teams, type Normalised, type PlatformSettings } from '../../platforms/index.js';
+import { platformOf, teams, type PlatformSettings } from '../../platforms/index.js';
 import type { GatewayContext } from '../context.js';
 import { describeIssues } from '../errors.js';
-import { admitPlatformEvent, threadIsOurs } from '../platform-admission.js';
+import { admitPlatformEvent, settleFollowUp } from '../platform-admission.js';
 import { parseRawJson, readPlatformSecret } from '../platform-secrets.js';
 import { agentParams, parseInput } from '../validation.js';
 
@@ -57,12 +57,6 @@ async function verifyToken(keys: teams.BotFrameworkKeys, request: FastifyRequest
   }
 }
 
-async function settle(ctx: GatewayContext, agent: AgentRecord, normalised: Normalised): Promise<Normalised> {
-  if (normalised.kind !== 'follow-up') return normalised;
-  return (await threadIsOurs(ctx, agent, normalised.event))
-    ? { kind: 'message', event: normalised.event }
-    : { kind: 'ignore', reason: 'a channel message without a mention, in a thread we did not take part in' };
-}
 
 export function registerTeamsRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const now = ctx.deps.tuning?.now ?? Date.now;
@@ -94,7 +88,7 @@ export function registerTeamsRoutes(app: FastifyInstance, ctx: GatewayContext): 
         request.log.warn({ agent: `${namespace}/${name}`, tenant: from }, 'Ignored a Teams activity from another tenant than TEAMS_TENANT_ID');
         return reply.code(200).send({});
       }
-      const normalised = await settle(ctx, agent, teams.normaliseTeams(activity, settings));
+      const normalised = await settleFollowUp(ctx, agent, settings, teams.normaliseTeams(activity, settings));
       if (normalised.kind !== 'message') {
         const why = normalised.kind === 'ignore' ? normalised : { reason: normalised.kind, warn: false };
         request.log[why.warn ? 'warn' : 'debug']({ agent: `${namespace}/${name}`, reason: why.reason }, 'Ignored a Teams activity');

@@ -238,6 +238,21 @@ describe('Slack conversations', () => {
     expect((await elsewhere.res).status).toBe(200);
     const { rows } = await rt.db.pool.query(`SELECT 1 FROM inbound_events WHERE event_id = $1`, [elsewhere.eventId]);
     expect(rows).toHaveLength(0);
+    // Someone the platform does not allow, talking in our thread without writing to the bot, is
+    // ignored: no refusal posted into the thread for a message never addressed to us.
+    const posted = fakeSlack.posts().length;
+    const chatter = send({ user: 'UEVE', text: 'lunch anyone?', channel: 'CTEAM', channelType: 'channel', threadTs: opening.ts });
+    expect((await chatter.res).status).toBe(200);
+    // A refusal is committed before Slack gets its 200: none was.
+    expect((await rt.db.pool.query(`SELECT 1 FROM inbound_events WHERE event_id = 'refusal:UEVE'`)).rows).toHaveLength(0);
+    // Addressed to the bot, in the same thread, they get the one refusal.
+    const asked = send({ type: 'app_mention', user: 'UEVE', text: '<@UBOT> can I ask too?', channel: 'CTEAM', threadTs: opening.ts });
+    expect((await asked.res).status).toBe(200);
+    const refusal = await eventually(() => fakeSlack.posts().slice(posted).find((c) => /allowed/.test(String(c.args.text))), 'the refusal of the mention');
+    expect(refusal.args.thread_ts).toBe(opening.ts);
+    expect(fakeSlack.posts().slice(posted).filter((c) => /allowed/.test(String(c.args.text)))).toHaveLength(1);
+    const { rows: dedupe } = await rt.db.pool.query<{ event_id: string }>(`SELECT event_id FROM inbound_events WHERE event_id IN ($1, 'refusal:UEVE')`, [chatter.eventId]);
+    expect(dedupe.map((r) => r.event_id)).toEqual(['refusal:UEVE']);
   });
 
   it('keeps one session per participant in a group DM, and one per thread in a channel (groupPolicy all, allow-all)', async () => {
