@@ -8,7 +8,7 @@
 //   503 secrets unreadable / Postgres down;
 //   400 malformed JSON or an interaction we cannot read (only for requests Discord signed);
 //   200 PING → PONG; `/ask` → a deferred response (type 5) once the turn is admitted (or refused:
-//       the refusal then replaces "thinking…"; refused before: an ephemeral refusal at once; DM
+//       an ephemeral one, which the refusal then replaces; refused before: an ephemeral refusal at once; DM
 //       pairing with nothing for the ledger to send: an ephemeral "still pending" at once);
 //       other interactions → an ephemeral hint.
 // Discord does not retry interactions, but a duplicate (same interaction id) is one admission.
@@ -108,6 +108,8 @@ export function registerDiscordRoutes(app: FastifyInstance, ctx: GatewayContext)
       // Pairing with nothing for the ledger to send (a repeat within 10 min, a refusal sent before):
       // a deferred "thinking…" would never be replaced, so the user is told now, ephemerally.
       if (admitted.outcome === 'pairing' && !admitted.answering) return reply.code(200).send({ type: 4, data: { content: pairingNotice(admitted.ask), flags: 64 } });
+      // A first refusal replaces "thinking…" through the ledger: deferred ephemerally, so the channel sees neither.
+      if (admitted.outcome === 'refused') return reply.code(200).send(discord.deferredEphemeralResponse);
       return reply.code(200).send(discord.deferredResponse);
     });
   });

@@ -6,7 +6,7 @@ import { DISCORD_DEFAULT_API_URL } from './rest.js';
 
 export { DISCORD_MAX_SKEW_SECONDS, checkDiscordTimestamp, isDiscordPublicKey, verifyDiscordRequest } from './verify.js';
 export {
-  INTERACTION_TOKEN_SECONDS, THREAD_CHANNEL_TYPES, deferredResponse, discordChat, normaliseDiscordInteraction, parseDiscordInteraction, type DiscordInteraction,
+  INTERACTION_TOKEN_SECONDS, THREAD_CHANNEL_TYPES, deferredEphemeralResponse, deferredResponse, discordChat, normaliseDiscordInteraction, parseDiscordInteraction, type DiscordInteraction,
 } from './interactions.js';
 export { normaliseDiscordMessage, parseDiscordMessage, type DiscordMessage, type MessageContext } from './messages.js';
 export { DISCORD_DEFAULT_API_URL, DiscordApiError, DiscordRest } from './rest.js';

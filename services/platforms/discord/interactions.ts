@@ -50,6 +50,8 @@ const ephemeral = (content: string) => ({ type: InteractionResponseType.CHANNEL_
 
 /** The answer Discord gets for an admitted /ask: "thinking…", the reply follows through the webhook. */
 export const deferredResponse = { type: InteractionResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE } as const;
+/** "Thinking…" only the user sees; the answer that replaces it is ephemeral too (a refusal is nobody else's business). */
+export const deferredEphemeralResponse = { type: InteractionResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, data: { flags: 64 } } as const;
 
 function askPrompt(i: DiscordInteraction): string | undefined {
   const value = i.data?.options?.find((o) => o.name === 'prompt')?.value;

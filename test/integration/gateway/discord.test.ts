@@ -196,10 +196,11 @@ describe('Discord /ask', () => {
     await delivered('answer to: dm ask');
   });
 
-  it('gives a stranger one refusal in place of "thinking…", then only ephemeral refusals, and never calls the model', async () => {
+  it('gives a stranger one refusal in place of an ephemeral "thinking…", then only ephemeral refusals, and never calls the model', async () => {
     const calls = model.requests.length;
     const first = askInteraction({ prompt: 'let me in', userId: STRANGER, channelId: '300000000000000040', applicationId: fake.applicationId });
-    expect(await (await signedPost(first)).json()).toEqual({ type: 5 });
+    // Ephemeral (flags 64): the channel sees neither "thinking…" nor the refusal that replaces it.
+    expect(await (await signedPost(first)).json()).toEqual({ type: 5, data: { flags: 64 } });
     const refusal = await eventually(() => fake.messages().find((c) => c.path.includes(first.token as string)), 'the refusal');
     expect(String(refusal.body.content)).toMatch(/allowed/);
     const second = askInteraction({ prompt: 'please', userId: STRANGER, channelId: '300000000000000040', applicationId: fake.applicationId });
