@@ -12,12 +12,24 @@ const HEADERS: Record<MemoryTarget, string> = {
   user: 'USER PROFILE (who the user is)',
 };
 const RULE = '═'.repeat(46);
+/** The block's own markup: a rule of ═ (its header's frame) or a line that is only § (the entry delimiter). */
+const MARKUP = /═{3,}|^[ \t]*§[ \t]*$/m;
+
+/**
+ * Why `text` must not be a memory entry, or undefined: the context-file scan (injection,
+ * exfiltration, invisible Unicode), or the block's own markup — an entry holding a ═ rule and a
+ * header, or a § line, would read as another entry or another block (a MEMORY entry, written by
+ * any user, shown to everyone as their USER PROFILE).
+ */
+export function unsafeEntry(text: string): string | undefined {
+  return scanForInjection(text) ?? (MARKUP.test(text) ? 'it contains the memory block\'s own markup (a ═ rule or a line that is only §), which would make it read as another entry or another block of the prompt' : undefined);
+}
 
 /** The prompt block of one store, or '' when it is empty. */
 export function renderMemoryBlock(target: MemoryTarget, entries: readonly string[], limit: number): string {
   if (entries.length === 0) return '';
   const shown = entries.map((entry) => {
-    const why = scanForInjection(entry);
+    const why = unsafeEntry(entry);
     return why ? `[BLOCKED: this ${target === 'user' ? 'USER' : 'MEMORY'} entry was kept out of the prompt: ${why}. Use memory(action=remove) to delete it.]` : entry;
   });
   return [RULE, `${HEADERS[target]} [${usageLine(entries, limit)}]`, RULE, shown.join(ENTRY_DELIMITER)].join('\n');

@@ -8,7 +8,7 @@
 // model is told to stop retrying and answer.
 import { z } from 'zod';
 import { defineTool, type ToolContext } from './registry.js';
-import { scanForInjection } from '../prompt.js';
+import { unsafeEntry } from '../memory/snapshot.js';
 import { applyMemoryOps, usageLine, usedChars, type MemoryOp, type MemoryTarget } from '../memory/entries.js';
 import { shortId, stagingFull, type StagingStore } from '../learning/staging.js';
 import type { MemoryAccess } from '../memory/access.js';
@@ -64,7 +64,7 @@ function refused(access: MemoryAccess, ops: readonly MemoryOp[]): string | undef
     const text = `${o.content ?? ''}${o.old_text ?? ''}`;
     if (text.includes('\u0000')) return failed(access, { error: `${at}the text contains a NUL character; leave it out` });
     if (!text.isWellFormed()) return failed(access, { error: `${at}the text contains an unpaired UTF-16 surrogate (half of an emoji or other character); send whole characters` });
-    const why = o.action === 'remove' ? undefined : scanForInjection(o.content ?? '');
+    const why = o.action === 'remove' ? undefined : unsafeEntry(o.content ?? '');
     // Refused outright (not a consolidation failure): the text must not enter any future prompt.
     if (why) return json({ success: false, error: `Blocked: ${at}this text was not saved because ${why}. Memory must hold plain facts, never instructions.` });
   }
