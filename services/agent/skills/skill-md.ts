@@ -1,23 +1,50 @@
 // Hermes' SKILL.md: YAML front matter between --- lines, then the Markdown body. The snake_case
 // front matter maps to the Skill spec's camelCase fields (operator/api/skill.ts); used by
 // `hermes skills import`, the bundled skills and the agent's own skill_manage.
-import { parse, stringify } from 'yaml';
+import { parse, stringify, YAMLParseError } from 'yaml';
 
 type Front = Record<string, unknown>;
 
 /** Front-matter keys the spec has a field for; others are kept aside by the importer. */
 export const KNOWN_FRONT_MATTER = new Set(['name', 'description', 'version', 'author', 'license', 'platforms', 'tags', 'related_skills', 'required_environment_variables', 'metadata']);
 
-/** Splits SKILL.md into front matter and body; throws when the front matter is missing. */
+/**
+ * The front matter's YAML; a syntax error says so, at its line of SKILL.md (the parser counts
+ * from the front matter, one line below the opening ---), with the parser's reason.
+ */
+function parseFront(yaml: string): unknown {
+  try {
+    return parse(yaml);
+  } catch (err) {
+    if (!(err instanceof YAMLParseError)) throw err;
+    const at = err.linePos?.[0];
+    const reason = err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    throw new Error(`the front matter of SKILL.md is not valid YAML${at ? ` (line ${at.line + 1}, column ${at.col})` : ''}: ${reason}`, { cause: err });
+  }
+}
+
+/** Splits SKILL.md into front matter and body; throws when the front matter is missing or not YAML. */
 export function splitSkillMd(text: string): { front: Front; body: string } {
   const m = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text);
   if (!m) throw new Error('SKILL.md must start with YAML front matter between --- lines');
-  const front = (parse(m[1]!) ?? {}) as Front;
+  const front = (parseFront(m[1]!) ?? {}) as Front;
   if (typeof front !== 'object' || Array.isArray(front)) throw new Error('the front matter of SKILL.md must be a YAML mapping');
   return { front, body: m[2]!.replace(/^\s*\n/, '') };
 }
 
 const list = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.map(String) : undefined);
+
+/**
+ * The text of the scalar field `key` (a string, number or boolean, as YAML reads `version: 1.2`);
+ * undefined when absent; throws, naming it, for a mapping or a list (it is no text: stored it
+ * would read "[object Object]").
+ */
+function scalar(front: Front, key: string): string | undefined {
+  const v = front[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'object') throw new Error(`${key} in the front matter of SKILL.md must be text, not ${Array.isArray(v) ? 'a list' : 'a mapping'}`);
+  return String(v);
+}
 
 /**
  * The mappings of the list `v` (front-matter key `key`; a plain string item is `{ [named]: item }`);
@@ -56,10 +83,8 @@ export function skillFieldsFrom(front: Front, body: string, files: { path: strin
   })) ?? [];
   const hermes = hermesMeta(front);
   return Object.fromEntries(Object.entries({
-    name: String(front.name ?? ''), description: String(front.description ?? '').trim(),
-    version: front.version === undefined ? undefined : String(front.version),
-    author: front.author === undefined ? undefined : String(front.author),
-    license: front.license === undefined ? undefined : String(front.license),
+    name: scalar(front, 'name') ?? '', description: (scalar(front, 'description') ?? '').trim(),
+    version: scalar(front, 'version'), author: scalar(front, 'author'), license: scalar(front, 'license'),
     platforms: list(front.platforms), tags: list(front.tags) ?? [], relatedSkills: list(front.related_skills) ?? [],
     requiredEnvironmentVariables: env, ...(hermes ? { hermes } : {}), trust, body, files,
   }).filter(([, v]) => v !== undefined));

@@ -94,6 +94,14 @@ describe('skill_manage', () => {
       .toEqual({ success: false, error: 'metadata.hermes.config[0] in the front matter of SKILL.md must be a mapping (got number)' });
     expect(toldResult(await say({ action: 'create', name: 'odd', content: front('required_environment_variables: GITHUB_TOKEN') })))
       .toMatchObject({ success: false, error: expect.stringContaining('must be a list of mappings') });
+    // A field that must be text given as a mapping or a list is named (it was stored as "[object Object]").
+    expect(toldResult(await say({ action: 'create', name: 'odd', content: '---\nname: odd\ndescription:\n  what: odd\n---\nbody\n' })))
+      .toEqual({ success: false, error: 'description in the front matter of SKILL.md must be text, not a mapping' });
+    expect(toldResult(await say({ action: 'create', name: 'odd', content: front('version: [1, 2]') })))
+      .toEqual({ success: false, error: 'version in the front matter of SKILL.md must be text, not a list' });
+    // A YAML error says it is the front matter's, at its line of SKILL.md (the parser counts from the line after ---).
+    expect(toldResult(await say({ action: 'create', name: 'odd', content: '---\nname: odd\ndescription: Odd: really odd: yes\n---\nbody\n' })))
+      .toEqual({ success: false, error: 'the front matter of SKILL.md is not valid YAML (line 3, column 14): Nested mappings are not allowed in compact mappings' });
     // A NUL or half of a surrogate pair (a model's JSON escape) is named, not a driver error from the write.
     expect(await say({ action: 'create', name: 'odd', content: skillMd('odd', 'Odd.', 'a\u0000b') }))
       .toBe('tool said: Invalid arguments for skill_manage: content contains a NUL (U+0000) character, which cannot be stored; leave it out. Tool was not executed.');
