@@ -66,7 +66,8 @@ export function unmetRequirement(skill: CatalogSkill, enabled: Enabled): string 
   if (replacedSet) return `is a fallback for the ${replacedSet} toolset, which is enabled`;
   const replacedTool = (h.fallbackForTools ?? []).find((t) => tools.has(t));
   if (replacedTool) return `is a fallback for the ${replacedTool} tool, which is enabled`;
-  if (skill.platforms?.length && !skill.platforms.includes('linux')) return `runs on ${skill.platforms.join(', ')} only (commands run on linux)`;
+  // Hermes compares platform names without case (`platforms: [Linux]` runs on linux).
+  if (skill.platforms?.length && !skill.platforms.some((p) => p.trim().toLowerCase() === 'linux')) return `runs on ${skill.platforms.join(', ')} only (commands run on linux)`;
   return undefined;
 }
 

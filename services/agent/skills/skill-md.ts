@@ -32,7 +32,16 @@ export function splitSkillMd(text: string): { front: Front; body: string } {
   return { front, body: m[2]!.replace(/^\s*\n/, '') };
 }
 
-const list = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.map(String) : undefined);
+/**
+ * A list field as Hermes reads it: a YAML list, or one value written without brackets
+ * (`platforms: macos`, `tags: git, writing` — Hermes takes a lone value as a one-item list and
+ * splits tags on commas); anything else (a mapping) is not a list.
+ */
+const list = (v: unknown): string[] | undefined => {
+  if (Array.isArray(v)) return v.map(String);
+  if (typeof v === 'string') return v.split(',').map((s) => s.trim()).filter(Boolean);
+  return typeof v === 'number' || typeof v === 'boolean' ? [String(v)] : undefined;
+};
 
 /**
  * The text of the scalar field `key` (a string, number or boolean, as YAML reads `version: 1.2`);

@@ -1,6 +1,7 @@
 // Which skills are offered (Hermes' requirement fields), the index text, and /<skill> parsing.
 import { describe, expect, it } from 'vitest';
 import { skillInvocation, skillsIndexBlock, unmetRequirement, type CatalogSkill } from '../../../services/agent/index.js';
+import { skillFieldsFrom, splitSkillMd } from '../../../services/agent/skills/skill-md.js';
 
 const skill = (name: string, over: Partial<CatalogSkill> = {}): CatalogSkill => ({
   name, description: `${name} does a thing.`, source: 'bundled', tags: [], relatedSkills: [], requiredEnvironmentVariables: [], body: `${name} body`, files: [], ...over,
@@ -17,6 +18,22 @@ describe('skill requirements', () => {
     expect(unmetRequirement(skill('f', { hermes: { fallbackForTools: ['process'] } }), enabled)).toBe('is a fallback for the process tool, which is enabled');
     expect(unmetRequirement(skill('g', { platforms: ['macos', 'windows'] }), enabled)).toBe('runs on macos, windows only (commands run on linux)');
     expect(unmetRequirement(skill('h', { platforms: ['linux', 'macos'] }), enabled)).toBeUndefined();
+  });
+
+  it('reads list fields written without brackets as Hermes does: a lone value is a one-item list, tags split on commas', () => {
+    const fields = (front: string) => {
+      const { front: f, body } = splitSkillMd(`---\nname: x\ndescription: X.\n${front}\n---\nbody\n`);
+      return skillFieldsFrom(f, body, []) as unknown as CatalogSkill;
+    };
+    // `platforms: macos` is a macOS-only skill in Hermes; it was read as no restriction and offered on linux.
+    const mac = { ...fields('platforms: macos'), source: 'learned' as const };
+    expect(mac.platforms).toEqual(['macos']);
+    expect(unmetRequirement(mac, enabled)).toBe('runs on macos only (commands run on linux)');
+    expect(unmetRequirement({ ...fields('platforms: [Linux]'), source: 'learned' }, enabled)).toBeUndefined();
+    expect(fields('tags: git, writing\nrelated_skills: changelog').tags).toEqual(['git', 'writing']);
+    expect(fields('related_skills: changelog').relatedSkills).toEqual(['changelog']);
+    const needs = { ...fields('metadata:\n  hermes:\n    requires_toolsets: browser'), source: 'learned' as const };
+    expect(unmetRequirement(needs, enabled)).toBe('needs the browser toolset');
   });
 
   it('renders the index sorted as given, one line per skill, nothing when none', () => {
