@@ -1,6 +1,7 @@
 // The curator (SPEC: review weekly, stale after 14 days unused, archived after 30, pinned exempt,
 // archive never deletes): keeps an agent's learned skills from piling up. A learned skill is
-// "used" when the agent loads it (skill_view, /<skill>); a used stale skill is active again.
+// "used" when the agent loads it (skill_view, /<skill>); a used stale skill is active again, and so
+// is a stale or archived one the agent writes (learned.ts): a write is as recent as a use.
 // Archived skills are not offered (the index, skills_list, skill_view) but keep every version;
 // `/curator restore` brings one back. Only learned skills are curated: GitOps and bundled skills
 // belong to people. Every step is one idempotent UPDATE, so any number of workers may run it.
@@ -35,7 +36,8 @@ export async function markSkillUsed(db: Pick<Db, 'pool'>, agentId: string, name:
 export async function runCurator(db: Pick<Db, 'pool'>, now: Date, agentId?: string): Promise<{ stale: string[]; archived: string[] }> {
   const scope = agentId ? `namespace = $2` : LEARNED;
   const params = (days: number) => (agentId ? [new Date(now.getTime() - days * 86_400_000), learnedNamespace(agentId)] : [new Date(now.getTime() - days * 86_400_000)]);
-  const lastUse = 'COALESCE(last_used_at, updated_at)';
+  // Unused since its last use or its last write, whichever is later (GREATEST skips a NULL: never loaded).
+  const lastUse = 'GREATEST(last_used_at, updated_at)';
   const archived = await db.pool.query<{ name: string }>(`UPDATE skills SET curator_state = 'archived'
     WHERE ${scope} AND NOT pinned AND curator_state <> 'archived' AND ${lastUse} < $1 RETURNING name`, params(ARCHIVE_DAYS));
   const stale = await db.pool.query<{ name: string }>(`UPDATE skills SET curator_state = 'stale'

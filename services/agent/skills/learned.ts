@@ -97,7 +97,8 @@ export function pgLearnedSkills(db: Pick<Db, 'pool' | 'tx'>): LearnedSkillStore 
           `INSERT INTO skill_versions (id, skill_id, version, hash, content, author, source_session_id)
            SELECT gen_random_uuid(), $1, COALESCE(MAX(version), 0) + 1, $2, $3, $5, $4 FROM skill_versions WHERE skill_id = $1 RETURNING version`,
           [skill!.id, hash, JSON.stringify(content), sessionId, author])).rows[0]!.version;
-        await sql.query('UPDATE skills SET current_version = $2, hash = $3, updated_at = now() WHERE id = $1', [skill!.id, version, hash]);
+        // A write is as recent as a use: a stale or archived skill the agent edits is active (offered) again.
+        await sql.query(`UPDATE skills SET current_version = $2, hash = $3, updated_at = now(), curator_state = 'active' WHERE id = $1`, [skill!.id, version, hash]);
         await pruneSkillVersions(sql, skill!.id);
         return { ok: true as const, version };
       });

@@ -55,4 +55,18 @@ describe('the curator', () => {
     }
     expect((await say('alice', '/curator frobnicate')).reply).toBe('Only this agent\'s admins may run the curator.');
   });
+
+  it('counts a write as recent as a use: an edit after an old load keeps a skill active, and an edit brings an archived one back', async () => {
+    const store = pgLearnedSkills(sys.rt.db);
+    await store.change(agentId, 'edited-one', null, () => skill('edited-one'));
+    // Loaded 20 days ago, then edited today: unused for 0 days, not 20.
+    await sys.rt.db.pool.query(`UPDATE skills SET last_used_at = now() - interval '20 days', updated_at = now() - interval '20 days' WHERE namespace = $1 AND name = 'edited-one'`, [`hermes:agent:${agentId}`]);
+    await store.change(agentId, 'edited-one', null, () => ({ ...skill('edited-one'), body: 'edited today' }));
+    expect((await runCurator(sys.rt.db, new Date(), agentId)).stale).not.toContain('edited-one');
+    // Archived, then written by the agent (its create answers "exists already: use edit or patch"): offered again, as the tool's answer says.
+    expect((await runCurator(sys.rt.db, new Date(Date.now() + 31 * DAY), agentId)).archived).toContain('edited-one');
+    expect(await offeredNames()).not.toContain('edited-one');
+    await store.change(agentId, 'edited-one', null, () => ({ ...skill('edited-one'), body: 'rewritten' }));
+    expect(await offeredNames()).toContain('edited-one');
+  });
 });
