@@ -56,13 +56,15 @@ export async function curatedSkills(db: Pick<Db, 'pool'>, agentId: string): Prom
 
 /**
  * pin / unpin / restore (archived → active, counted as used now; a skill that is not archived is
- * left as it is). The skill's curator state before the action; undefined when the agent has no such learned skill.
+ * left as it is). The skill's curator state before the action; undefined when the agent has no such learned skill
+ * (never written, or deleted: a pinned tombstone would refuse the agent's next create of that name).
  */
 export async function curate(db: Pick<Db, 'pool'>, agentId: string, name: string, action: 'pin' | 'unpin' | 'restore', now = new Date()): Promise<CuratorState | undefined> {
   const set = action === 'pin' ? 'pinned = true' : action === 'unpin' ? 'pinned = false' : `curator_state = CASE WHEN b.state = 'archived' THEN 'active' ELSE s.curator_state END, last_used_at = CASE WHEN b.state = 'archived' THEN $3::timestamptz ELSE s.last_used_at END`;
   const { rows } = await db.pool.query<{ state: CuratorState }>(`
     UPDATE skills s SET ${set}
-    FROM (SELECT id, curator_state AS state FROM skills WHERE namespace = $1 AND name = $2 FOR UPDATE) b
+    FROM (SELECT k.id, k.curator_state AS state FROM skills k JOIN skill_versions v ON v.skill_id = k.id AND v.version = k.current_version
+      WHERE k.namespace = $1 AND k.name = $2 AND NOT (v.content ? 'deleted') FOR UPDATE OF k) b
     WHERE s.id = b.id RETURNING b.state`, action === 'restore' ? [learnedNamespace(agentId), name, now] : [learnedNamespace(agentId), name]);
   return rows[0]?.state;
 }

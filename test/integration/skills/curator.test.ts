@@ -46,6 +46,11 @@ describe('the curator', () => {
     expect((await say('admin', '/curator restore old-one')).reply).toBe('Restored old-one: it is offered again.');
     expect(await offeredNames()).toEqual(['kept-one', 'old-one']);
     expect((await say('admin', '/curator restore nothing-here')).reply).toBe('This agent has no learned skill named nothing-here.');
+    // A deleted skill is no skill to pin (status does not list it; pinned, it refused the agent's next create of its name).
+    await pgLearnedSkills(sys.rt.db).change(agentId, 'gone-one', null, () => skill('gone-one'));
+    await pgLearnedSkills(sys.rt.db).change(agentId, 'gone-one', null, () => null);
+    for (const verb of ['pin', 'unpin', 'restore']) expect((await say('admin', `/curator ${verb} gone-one`)).reply).toBe('This agent has no learned skill named gone-one.');
+    expect(toldResult((await say('alice', `tool skill_manage ${JSON.stringify({ action: 'create', name: 'gone-one', content: '---\nname: gone-one\ndescription: Back.\n---\nbody\n' })}`)).reply)).toMatchObject({ success: true });
     // Restoring a skill that is not archived says so and changes nothing (it used to answer "Restored").
     expect((await say('admin', '/curator restore old-one')).reply).toBe('old-one is not archived (it is active): it is offered already.');
     expect((await say('admin', '/curator restore kept-one')).reply).toBe('kept-one is not archived (it is active): it is offered already.');
