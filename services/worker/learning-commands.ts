@@ -29,7 +29,8 @@ const done = (reply: string): TurnResult => ({ outcome: 'completed', reply });
 const noun = (kind: StagedKind) => (kind === 'memory' ? 'memory' : 'skills');
 
 function describe(w: StagedWrite): string {
-  const what = w.kind === 'memory' ? (w.target === 'user' ? 'USER profile' : 'MEMORY notes') : `skill ${w.target}`;
+  // A USER write names its person: the reviewer sees whose profile it would change.
+  const what = w.kind === 'memory' ? (w.target === 'user' ? `USER profile of ${w.person ?? 'a person no longer known'}` : 'MEMORY notes') : `skill ${w.target}`;
   const first = w.diff.split('\n').slice(0, 3).join(' / ');
   return `${shortId(w.id)} · ${what} · ${first.length > 160 ? `${first.slice(0, 160)}…` : first}`;
 }

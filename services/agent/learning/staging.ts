@@ -15,6 +15,8 @@ export interface StagedWrite {
   /** memory: `memory` | `user`; skill: the skill's name. */
   target: string;
   userId: string | null;
+  /** The person whose USER store a memory write is for, as spec.admins names people (`api:bob`); null for MEMORY and skills. */
+  person: string | null;
   payload: unknown;
   diff: string;
   contentHash: string;
@@ -47,7 +49,8 @@ export interface StagingStore {
   decide(id: string, state: Exclude<StagedState, 'pending'>, by: string, result: string): Promise<boolean>;
 }
 
-const COLUMNS = `id::text, agent_id AS "agentId", kind, target, user_id AS "userId", payload, diff, content_hash AS "contentHash", state,
+const COLUMNS = `id::text, agent_id AS "agentId", kind, target, user_id AS "userId",
+  (SELECT u.platform || ':' || u.platform_user_id FROM users u WHERE u.id = learning_writes.user_id) AS person, payload, diff, content_hash AS "contentHash", state,
   source_session_id AS "sourceSessionId", decided_by AS "decidedBy", decided_at AS "decidedAt", result, created_at AS "createdAt"`;
 
 /** The Postgres StagingStore over the process's pool. */

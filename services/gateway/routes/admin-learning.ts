@@ -20,7 +20,7 @@ const kindOf = (k: 'memory' | 'skills'): StagedKind => (k === 'memory' ? 'memory
 
 function view(w: StagedWrite) {
   return {
-    id: w.id, kind: w.kind === 'memory' ? 'memory' : 'skills', target: w.target, userId: w.userId, diff: w.diff, contentHash: w.contentHash,
+    id: w.id, kind: w.kind === 'memory' ? 'memory' : 'skills', target: w.target, userId: w.userId, person: w.person, diff: w.diff, contentHash: w.contentHash,
     state: w.state, sourceSessionId: w.sourceSessionId, createdAt: w.createdAt, decidedBy: w.decidedBy, decidedAt: w.decidedAt, result: w.result,
   };
 }

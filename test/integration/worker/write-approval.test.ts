@@ -25,7 +25,8 @@ describe('write approval', () => {
 
     expect((await say('alice', `/memory approve ${id}`)).reply).toBe('Only this agent\'s admins may review memory writes.');
     const pending = (await say('admin', '/memory pending')).reply;
-    expect(pending).toContain(`${id} · USER profile · + Alice likes tea`);
+    // Whose profile the write is for: the reviewer cannot tell a person's own profile from another's without it.
+    expect(pending).toContain(`${id} · USER profile of api:alice · + Alice likes tea`);
     expect((await say('admin', `/memory approve ${id}`)).reply).toBe(`Approved ${id}: applied as revision 1; new conversations see it.`);
     expect((await pgMemoryStore(sys.rt.db).read({ agentId, target: 'user', userId: alice })).entries).toEqual(['Alice likes tea']);
     const { rows } = await sys.rt.db.pool.query<{ state: string; decided_by: string; content_hash: string }>('SELECT state, decided_by, content_hash FROM learning_writes WHERE agent_id = $1', [agentId]);
