@@ -70,8 +70,8 @@ export const skillSpecSchema = withoutNul(withRules(z.object({
   body: z.string().min(1).max(skillBodyMax).describe(`The SKILL.md body (Markdown, without the front matter; at most ${skillBodyMax} characters).`),
   files: z.array(skillFileSchema).max(256).default([]).describe('Extra files loaded on demand (references, templates, scripts, assets).'),
 }), [
-  { rule: `size(self.name) <= ${skillNameMax}`, message: `name must be at most ${skillNameMax} characters`, check: (s) => s.name.length <= skillNameMax },
-  { rule: `size(self.description) <= ${skillDescriptionMax}`, message: `description must be at most ${skillDescriptionMax} characters`, check: (s) => s.description.length <= skillDescriptionMax },
+  { rule: `size(self.name) <= ${skillNameMax}`, message: `name must be at most ${skillNameMax} characters`, check: (s) => [...s.name].length <= skillNameMax },
+  { rule: `size(self.description) <= ${skillDescriptionMax}`, message: `description must be at most ${skillDescriptionMax} characters`, check: (s) => [...s.description].length <= skillDescriptionMax }, // code points, as CEL's size() and Hermes count
 ]));
 export type SkillSpec = z.infer<typeof skillSpecSchema>;
 

@@ -10,6 +10,7 @@ import type { LearnedSkill, LearnedState } from '../skills/learned.js';
 import { scanContent } from '../skills/scan.js';
 import { skillFieldsFrom, skillMdText, splitSkillMd } from '../skills/skill-md.js';
 import { shortId, stagingFull, type StagingStore } from '../learning/staging.js';
+import { charCount } from '../memory/entries.js';
 
 const MAX_CHARS = 100_000;
 /**
@@ -57,7 +58,8 @@ function parseSkill(name: string, content: string | undefined, files: LearnedSki
     return (err as Error).message;
   }
   if (parsed.front.name !== undefined && fields.name !== name) return `the front matter names "${fields.name}", not "${name}"`;
-  if (!fields.description || fields.description.length > 1_024) return 'the front matter needs a description (one sentence, at most 1024 characters; the index shows it every session)';
+  // Characters as Hermes counts them (code points): an emoji is one, not two.
+  if (!fields.description || charCount(fields.description) > 1_024) return 'the front matter needs a description (one sentence, at most 1024 characters; the index shows it every session)';
   if (!fields.body.trim()) return 'the skill needs a body after the front matter';
   return { ...fields, name };
 }

@@ -88,6 +88,8 @@ describe('crds/ is generated from the zod API', () => {
     expect(skill('ok', 'Does a thing.').success).toBe(true);
     expect(skill('a'.repeat(65), 'd').error?.issues[0]?.message).toMatch(/name must be at most 64/);
     expect(skill('ok', 'd'.repeat(1025)).error?.issues[0]?.message).toMatch(/description must be at most 1024/);
+    // Characters as the apiserver's CEL size() and Hermes count them (code points): 600 emoji are 600, not 1 200.
+    expect(skill('ok', `${'🔥'.repeat(600)}.`).success).toBe(true);
     const cron = (schedule: string) => cronJobSchema.safeParse({ apiVersion: 'hermes.dev/v1alpha1', kind: 'CronJob', metadata: meta, spec: { agentRef: { name: 'a' }, schedule, prompt: 'p' } }).success;
     expect(['0 9 * * 1-5', '*/15 * * * *', '@daily', '@every 30m', '0 0 1 JAN *']).toEqual(['0 9 * * 1-5', '*/15 * * * *', '@daily', '@every 30m', '0 0 1 JAN *'].filter(cron));
     expect(['', 'tomorrow', '* * * *', '* * * * * *', '@every', '@sometimes'].filter(cron)).toEqual([]);

@@ -99,6 +99,9 @@ describe('skill_manage', () => {
       .toEqual({ success: false, error: 'description in the front matter of SKILL.md must be text, not a mapping' });
     expect(toldResult(await say({ action: 'create', name: 'odd', content: front('version: [1, 2]') })))
       .toEqual({ success: false, error: 'version in the front matter of SKILL.md must be text, not a list' });
+    // The description's limit counts characters as Hermes does (code points): 600 emoji are 600, not 1 200.
+    expect(toldResult(await say({ action: 'create', name: 'emoji', content: skillMd('emoji', `${'🔥'.repeat(600)}.`, 'body') }))).toMatchObject({ success: true });
+    expect(toldResult(await say({ action: 'create', name: 'emoji-long', content: skillMd('emoji-long', '🔥'.repeat(1025), 'body') }))).toMatchObject({ success: false, error: expect.stringContaining('at most 1024 characters') });
     // A YAML error says it is the front matter's, at its line of SKILL.md (the parser counts from the line after ---).
     expect(toldResult(await say({ action: 'create', name: 'odd', content: '---\nname: odd\ndescription: Odd: really odd: yes\n---\nbody\n' })))
       .toEqual({ success: false, error: 'the front matter of SKILL.md is not valid YAML (line 3, column 14): Nested mappings are not allowed in compact mappings' });
