@@ -99,8 +99,40 @@ export function skillFieldsFrom(front: Front, body: string, files: { path: strin
   }).filter(([, v]) => v !== undefined));
 }
 
-/** SKILL.md text for stored fields (what skill_view shows as the whole document for edits). */
-export function skillMdText(fields: { name: string; description: string; body: string; version?: string; tags?: string[] }): string {
-  const front: Front = { name: fields.name, description: fields.description, ...(fields.version ? { version: fields.version } : {}), ...(fields.tags?.length ? { tags: fields.tags } : {}) };
+/** Stored (camelCase) fields of a skill, as skillFieldsFrom returns them. */
+export interface SkillMdFields {
+  name: string;
+  description: string;
+  body: string;
+  version?: string;
+  author?: string;
+  license?: string;
+  platforms?: string[];
+  tags?: string[];
+  relatedSkills?: string[];
+  requiredEnvironmentVariables?: { name: string; prompt?: string; help?: string; requiredFor?: string }[];
+  hermes?: Record<string, unknown>;
+}
+
+/** The mapping without its empty fields (undefined, or an empty list). */
+const present = (o: Record<string, unknown>): Front => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && !(Array.isArray(v) && v.length === 0)));
+
+/**
+ * SKILL.md text for stored fields — the inverse of {@link skillFieldsFrom}: every field of the front
+ * matter in Hermes' snake_case (requirements, environment variables, metadata.hermes), so an
+ * exported folder, a staged edit's diff and an edit built from it lose none of them.
+ */
+export function skillMdText(fields: SkillMdFields): string {
+  const h = fields.hermes ?? {};
+  const hermes = present({
+    tags: h.tags, related_skills: h.relatedSkills, requires_toolsets: h.requiresToolsets, requires_tools: h.requiresTools,
+    fallback_for_toolsets: h.fallbackForToolsets, fallback_for_tools: h.fallbackForTools, config: h.config,
+  });
+  const front = present({
+    name: fields.name, description: fields.description, version: fields.version, author: fields.author, license: fields.license,
+    platforms: fields.platforms, tags: fields.tags, related_skills: fields.relatedSkills,
+    required_environment_variables: fields.requiredEnvironmentVariables?.map((e) => present({ name: e.name, prompt: e.prompt, help: e.help, required_for: e.requiredFor })),
+    metadata: Object.keys(hermes).length ? { hermes } : undefined,
+  });
   return `---\n${stringify(front, { lineWidth: 0 }).trimEnd()}\n---\n${fields.body}`;
 }

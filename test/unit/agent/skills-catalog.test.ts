@@ -1,7 +1,7 @@
 // Which skills are offered (Hermes' requirement fields), the index text, and /<skill> parsing.
 import { describe, expect, it } from 'vitest';
 import { skillInvocation, skillsIndexBlock, unmetRequirement, type CatalogSkill } from '../../../services/agent/index.js';
-import { skillFieldsFrom, splitSkillMd } from '../../../services/agent/skills/skill-md.js';
+import { skillFieldsFrom, skillMdText, splitSkillMd } from '../../../services/agent/skills/skill-md.js';
 
 const skill = (name: string, over: Partial<CatalogSkill> = {}): CatalogSkill => ({
   name, description: `${name} does a thing.`, source: 'bundled', tags: [], relatedSkills: [], requiredEnvironmentVariables: [], body: `${name} body`, files: [], ...over,
@@ -34,6 +34,21 @@ describe('skill requirements', () => {
     expect(fields('related_skills: changelog').relatedSkills).toEqual(['changelog']);
     const needs = { ...fields('metadata:\n  hermes:\n    requires_toolsets: browser'), source: 'learned' as const };
     expect(unmetRequirement(needs, enabled)).toBe('needs the browser toolset');
+  });
+
+  it('writes SKILL.md with every front-matter field it reads: an edit\'s diff, an export and a read-back lose none', () => {
+    const text = [
+      '---', 'name: full', 'description: Every field.', 'version: 1.2.0', 'author: Ops', 'license: MIT', 'platforms: [windows]', 'tags: [a, b]', 'related_skills: [other]',
+      'required_environment_variables:', '  - name: TOKEN', '    prompt: The token', '    required_for: calls',
+      'metadata:', '  hermes:', '    requires_toolsets: [terminal]', '    fallback_for_tools: [web_search]', '    config:', '      - key: style', '        default: terse',
+      '---', 'Step 1.', '',
+    ].join('\n');
+    const { front, body } = splitSkillMd(text);
+    const fields = skillFieldsFrom(front, body, []) as unknown as Parameters<typeof skillMdText>[0];
+    // The staged diff of an edit that only made a skill windows-only showed the same lines before and after.
+    const again = splitSkillMd(skillMdText(fields));
+    expect(skillFieldsFrom(again.front, again.body, [])).toEqual(fields);
+    expect(skillMdText(fields)).toContain('platforms:\n  - windows');
   });
 
   it('renders the index sorted as given, one line per skill, nothing when none', () => {
