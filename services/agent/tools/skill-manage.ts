@@ -32,7 +32,7 @@ const validFilePath = (path: string): boolean => {
 const schema = z.object({
   action: z.enum(['create', 'edit', 'patch', 'delete', 'write_file', 'remove_file']),
   name: z.string().min(1).max(64).describe('Skill name: lowercase letters, digits, hyphens, underscores (at most 64)'),
-  content: z.string().max(MAX_CHARS).optional().describe('The whole SKILL.md (YAML front matter with name and description, then the body): create and edit. For edit, read the skill with skill_view first.'),
+  content: z.string().max(MAX_CHARS).optional().describe('The whole SKILL.md (YAML front matter with name and description, then the body): create and edit. For edit, start from the skill_md that skill_view gives (the whole SKILL.md, front matter included), so nothing in it is lost.'),
   old_string: z.string().max(MAX_CHARS).optional().describe('patch: the exact text to find (unique unless replace_all), in SKILL.md or in file_path'),
   new_string: z.string().max(MAX_CHARS).optional().describe('patch: the replacement (may be empty)'),
   replace_all: z.boolean().optional().describe('patch: replace every occurrence'),
@@ -180,7 +180,7 @@ async function run(access: SkillManageAccess, args: Args): Promise<string> {
 
 export const skillManageTool = defineTool({
   name: 'skill_manage',
-  description: 'Create and maintain your own skills (procedural memory): after a task that took many steps, needed a recovery from errors, or was corrected by the user, save the working procedure so later conversations can follow it. Actions: create (a whole SKILL.md with name and description front matter), edit (rewrite it; read it with skill_view first), patch (replace one exact string — prefer it for small fixes), delete, write_file / remove_file (files under references/, templates/, scripts/, assets/). Good skills: when to use, numbered steps with exact commands, pitfalls, how to verify. Never store one-off task details, transient failures or unverified guesses. GitOps-managed and bundled skills cannot be changed.',
+  description: 'Create and maintain your own skills (procedural memory): after a task that took many steps, needed a recovery from errors, or was corrected by the user, save the working procedure so later conversations can follow it. Actions: create (a whole SKILL.md with name and description front matter), edit (rewrite the whole SKILL.md, starting from the skill_md that skill_view gives), patch (replace one exact string — prefer it for small fixes), delete, write_file / remove_file (files under references/, templates/, scripts/, assets/). Good skills: when to use, numbered steps with exact commands, pitfalls, how to verify. Never store one-off task details, transient failures or unverified guesses. GitOps-managed and bundled skills cannot be changed.',
   toolset: 'skills',
   sideEffect: 'writes',
   postgresArguments: true,

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { defineTool, type ToolContext } from './registry.js';
 import type { CatalogSkill } from '../skills/catalog.js';
+import { skillMdText } from '../skills/skill-md.js';
 
 const NO_SKILLS = 'Skills are not available here (no skill store is configured for this worker).';
 
@@ -48,6 +49,9 @@ async function view(ctx: ToolContext, name: string, filePath: string | undefined
     ...(skill.files.length ? { files: skill.files.map((f) => f.path), note: 'Load a file with skill_view(name, file_path) when the skill points to it.' } : {}),
     ...(skill.requiredEnvironmentVariables.length ? { required_environment_variables: skill.requiredEnvironmentVariables } : {}),
     ...(relatedOf(skill).length ? { related_skills: relatedOf(skill) } : {}),
+    // A learned skill is the agent's to edit, and edit takes the whole SKILL.md: here it is, front
+    // matter included (tags, platforms, requirements), so a rewrite built from it keeps them.
+    ...(skill.source === 'learned' ? { skill_md: skillMdText(skill) } : {}),
   });
 }
 

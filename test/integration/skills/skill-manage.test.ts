@@ -85,6 +85,19 @@ describe('skill_manage', () => {
     expect((await manage(agentA, 's3', { action: 'create', name: 'deploy-check', content: skillMd('deploy-check', 'Check a deploy, take two.', 'Start over.') })).result).toMatchObject({ success: true, version: 5 });
   });
 
+  it('skill_view gives a learned skill\'s whole SKILL.md, so an edit built from it keeps its front matter', async () => {
+    const content = '---\nname: keeps-meta\ndescription: Keeps its metadata.\ntags: [ops]\nplatforms: [linux]\nmetadata:\n  hermes:\n    requires_toolsets: [skills]\n---\nStep 1.\n';
+    expect((await manage(agentA, 's5', { action: 'create', name: 'keeps-meta', content })).result).toMatchObject({ success: true });
+    const viewed = await view(agentA, 'keeps-meta');
+    // It showed the body alone: a rewrite from it dropped tags, platforms and requirements without a word.
+    const skillMdOf = viewed.skill_md as string;
+    expect(skillMdOf).toContain('requires_toolsets:');
+    expect((await manage(agentA, 's5', { action: 'edit', name: 'keeps-meta', content: skillMdOf.replace('Step 1.', 'Step 1, then verify.') })).result).toMatchObject({ success: true });
+    expect((await versions(agentA, 'keeps-meta')).at(-1)!.content).toMatchObject({ tags: ['ops'], platforms: ['linux'], hermes: { requiresToolsets: ['skills'] }, body: 'Step 1, then verify.\n' });
+    // GitOps and bundled skills are not the agent's to edit: no skill_md.
+    expect(await view(agentA, 'team-runbook')).not.toHaveProperty('skill_md');
+  });
+
   it('refuses malformed front matter and text Postgres cannot store with a reason, writing nothing', async () => {
     const say = async (args: Record<string, unknown>) => (await runTurn(sys.rt, { agentId: agentA, sessionKey: `${agentA}:s4`, content: `tool skill_manage ${JSON.stringify(args)}` })).reply;
     const front = (extra: string) => `---\nname: odd\ndescription: Odd.\n${extra}\n---\nbody\n`;
