@@ -71,7 +71,8 @@ function applyOne(working: string[], op: MemoryOp): { error: string; matches?: s
 
 /**
  * Applies `ops` to `entries` as one atomic batch: any failing operation rejects the whole batch;
- * the limit is checked against the final entries only (a batch may free room and then add).
+ * the limit is checked against the final entries only (a batch may free room and then add), and
+ * not at all for a batch of removes.
  */
 export function applyMemoryOps(entries: readonly string[], ops: readonly MemoryOp[], limit: number): ApplyResult {
   if (ops.length === 0) return { ok: false, error: 'operations is empty' };
@@ -81,7 +82,9 @@ export function applyMemoryOps(entries: readonly string[], ops: readonly MemoryO
     if (failed) return { ok: false, error: ops.length > 1 ? `operation ${i + 1} (${op.action}): ${failed.error}; no operation was applied` : failed.error, ...(failed.matches ? { matches: failed.matches } : {}) };
   }
   const chars = usedChars(working);
-  if (chars > limit) return { ok: false, error: `the result would take ${chars.toLocaleString('en-US')}/${limit.toLocaleString('en-US')} characters`, overLimit: { chars } };
+  // Only what adds text is held to the limit (Hermes checks add and replace, never remove): a store
+  // over a lowered limit, or restored from a larger revision, can still shrink one entry at a time.
+  if (chars > limit && ops.some((o) => o.action !== 'remove')) return { ok: false, error: `the result would take ${chars.toLocaleString('en-US')}/${limit.toLocaleString('en-US')} characters`, overLimit: { chars } };
   const changed = working.length !== entries.length || working.some((e, i) => e !== entries[i]);
   return { ok: true, entries: working, changed };
 }

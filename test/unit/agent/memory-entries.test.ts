@@ -41,6 +41,15 @@ describe('memory entries', () => {
     expect(failed.ok ? undefined : failed.error).toContain('no operation was applied');
   });
 
+  it('lets a store over its limit (a lowered limit, a restored revision) shrink by removes, one at a time', () => {
+    const entries = ['a'.repeat(150), 'b'.repeat(150), 'c'.repeat(150)];
+    // It answered 'the result would take 303/200 characters … remove stale ones', to the remove it was asked for.
+    expect(applyMemoryOps(entries, [{ action: 'remove', old_text: 'bbb' }], 200)).toMatchObject({ ok: true, entries: ['a'.repeat(150), 'c'.repeat(150)] });
+    // What adds text is still held to the limit.
+    expect(applyMemoryOps(entries, [{ action: 'replace', old_text: 'bbb', content: 'b'.repeat(100) }], 200)).toMatchObject({ ok: false, overLimit: { chars: 406 } });
+    expect(applyMemoryOps(entries, [{ action: 'remove', old_text: 'bbb' }, { action: 'add', content: 'd' }], 200)).toMatchObject({ ok: false });
+  });
+
   it('reports usage as Hermes does, and renders a snapshot block with its header (suspicious entries kept out)', () => {
     const entries = ['a'.repeat(1_471)];
     expect(usageLine(['a'.repeat(1_474)], 2_200)).toBe('67% — 1,474/2,200 chars');
