@@ -94,7 +94,8 @@ export function skillFieldsFrom(front: Front, body: string, files: { path: strin
   return Object.fromEntries(Object.entries({
     name: scalar(front, 'name') ?? '', description: (scalar(front, 'description') ?? '').trim(),
     version: scalar(front, 'version'), author: scalar(front, 'author'), license: scalar(front, 'license'),
-    platforms: list(front.platforms), tags: list(front.tags) ?? [], relatedSkills: list(front.related_skills) ?? [],
+    // Hermes compares platform names without case: `Linux` is linux (and the Skill spec takes lower case only).
+    platforms: list(front.platforms)?.map((p) => p.toLowerCase()), tags: list(front.tags) ?? [], relatedSkills: list(front.related_skills) ?? [],
     requiredEnvironmentVariables: env, ...(hermes ? { hermes } : {}), trust, body, files,
   }).filter(([, v]) => v !== undefined));
 }

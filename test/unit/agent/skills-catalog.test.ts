@@ -30,6 +30,8 @@ describe('skill requirements', () => {
     expect(mac.platforms).toEqual(['macos']);
     expect(unmetRequirement(mac, enabled)).toBe('runs on macos only (commands run on linux)');
     expect(unmetRequirement({ ...fields('platforms: [Linux]'), source: 'learned' }, enabled)).toBeUndefined();
+    // Stored lower case, as the Skill spec's enum takes them: hermes skills import refused 'platforms: [Linux, MacOS]'.
+    expect(fields('platforms: [Linux, MacOS]').platforms).toEqual(['linux', 'macos']);
     expect(fields('tags: git, writing\nrelated_skills: changelog').tags).toEqual(['git', 'writing']);
     expect(fields('related_skills: changelog').relatedSkills).toEqual(['changelog']);
     const needs = { ...fields('metadata:\n  hermes:\n    requires_toolsets: browser'), source: 'learned' as const };
