@@ -1,7 +1,8 @@
 // What the web tools reach in a turn (ToolContext.web): search through the Profile's provider,
-// guarded page fetches turned into text, and the auxiliary summary of long pages.
+// guarded page fetches turned into text (off the event loop, within the fetch deadline), and the auxiliary summary of long pages.
 import { guardedFetch, type FetchLimits } from './fetch.js';
-import { pageText, type PageText } from './extract.js';
+import { pageTextBounded } from './convert.js';
+import type { PageText } from './extract.js';
 import { webSearch, type SearchResult, type SearchSettings } from './search.js';
 import type { UrlGuard } from './ssrf.js';
 
@@ -43,7 +44,7 @@ export function webAccess(o: WebAccessOptions): WebAccess {
     async extract(url, signal) {
       const page = await guardedFetch(o.guard, url, o.limits, signal);
       if (page.status < 200 || page.status >= 300) throw new Error(`the server answered HTTP ${page.status}`);
-      return { ...(await pageText(page)), url: page.url, truncated: page.truncated };
+      return { ...(await pageTextBounded(page, { timeoutMs: o.limits.timeoutMs }, signal)), url: page.url, truncated: page.truncated };
     },
     ...(o.summarise ? { summarise: o.summarise } : {}),
     maxChars: o.maxChars,

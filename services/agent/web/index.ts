@@ -1,4 +1,5 @@
 export * from './access.js';
+export * from './convert.js';
 export * from './extract.js';
 export * from './fetch.js';
 export * from './search.js';

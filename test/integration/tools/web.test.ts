@@ -234,6 +234,38 @@ ${Array.from({ length: 6 }, (_, i) => `<p>Paragraph ${i}: the moon's gravity pul
     setTimeout(() => stop.abort(new Error('stopped by /stop')), 50);
     await expect(pending).rejects.toThrow(/stopped by \/stop/);
   });
+
+  it('reads a hostile page off the event loop and gives up on it at the deadline', async () => {
+    // 3 000 nested <div>s (36 KB) keep Readability busy for many minutes; on the event loop that
+    // froze the whole worker (every other turn, lease and heartbeat). Now the worker's timers run
+    // while the page is read, and the read ends at the deadline with a reason.
+    const depth = 3_000;
+    pub.routes.set('/nested', (_r, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body>${'<div>'.repeat(depth)}deep${'</div>'.repeat(depth)}</body></html>`));
+    let ticks = 0;
+    const ticker = setInterval(() => { ticks++; }, 20);
+    try {
+      const tight = access({ limits: { ...limits, timeoutMs: 1_500 } });
+      await expect(tight.extract(at('public.test', '/nested'), signal())).rejects.toThrow(/could not be read within 1.5 s \(too large or too deeply nested\)/);
+      expect(ticks).toBeGreaterThan(0);
+      // The caller's abort (a /stop) ends the read too, with its own reason.
+      const stop = new AbortController();
+      const pending = access().extract(at('public.test', '/nested'), stop.signal);
+      setTimeout(() => stop.abort(new Error('stopped by /stop')), 300);
+      await expect(pending).rejects.toThrow(/stopped by \/stop/);
+      // At most two pages are read at once per process (each reader may take a core and 512 MB):
+      // a third waits for a free reader, and its deadline starts only when it is read.
+      const order: string[] = [];
+      const note = (name: string) => (v: unknown) => { order.push(name); return v; };
+      await Promise.all([
+        tight.extract(at('public.test', '/nested'), signal()).catch(note('nested 1')),
+        tight.extract(at('public.test', '/nested'), signal()).catch(note('nested 2')),
+        new Promise((r) => setTimeout(r, 200)).then(() => tight.extract(at('public.test', '/hello'), signal())).then(note('hello')),
+      ]);
+      expect(order.at(-1)).toBe('hello');
+    } finally {
+      clearInterval(ticker);
+    }
+  }, 30_000);
 });
 
 describe('web_extract tool', () => {
