@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { ServerBreaker, type BreakerOptions } from './breaker.js';
+import { answerTooLarge } from './fetch.js';
 import { redactCredentials } from './redact.js';
 import { formatCallResult } from './result.js';
 import { SandboxChannelTransport, type SandboxChannelOpener } from './sandbox-transport.js';
@@ -172,7 +173,15 @@ export class McpConnection {
       this.secrets = Object.values(values);
       this.transportError = '';
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => { void this.refreshTools(client); });
-      client.onerror = (e) => { this.transportError = this.redact(e.message); };
+      client.onerror = (e) => {
+        // An event stream cut at the byte limit leaves its request waiting for an answer that is
+        // gone (the SDK reports the stream, not the request): close, so the call (or connect) fails now.
+        const tooLarge = answerTooLarge(e.message);
+        this.transportError = this.redact(tooLarge ?? e.message);
+        if (!tooLarge) return;
+        if (this.client === client) this.client = undefined;
+        void client.close().catch(() => undefined);
+      };
       await client.connect(stdio ? this.stdioTransport(values) : this.transport(values), { timeout, ...(signal ? { signal } : {}) });
       await this.readTools(client, timeout);
     } catch (err) {

@@ -35,10 +35,10 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((c) => c.close()));
 });
 
-function connection(over: Partial<McpServerSettings> = {}, deps: { guard?: UrlGuard; onToolsChanged?: () => void; headers?: Record<string, string> } = {}): McpConnection {
+function connection(over: Partial<McpServerSettings> = {}, deps: { guard?: UrlGuard; onToolsChanged?: () => void; headers?: Record<string, string>; maxBytes?: number } = {}): McpConnection {
   const conn = new McpConnection({ name: 'fake', transport: 'http', url: mcp.url, ...over }, {
     headers: () => Promise.resolve(deps.headers ?? { authorization: TOKEN, 'x-api-key': API_KEY }),
-    fetch: guardedMcpFetch(deps.guard ?? guard),
+    fetch: guardedMcpFetch(deps.guard ?? guard, deps.maxBytes),
     now: () => now,
     ...(deps.onToolsChanged ? { onToolsChanged: deps.onToolsChanged } : {}),
   });
@@ -82,6 +82,20 @@ describe('MCP client: tools', () => {
     expect(result.startsWith('x'.repeat(MCP_MAX_RESULT_CHARS))).toBe(true);
     expect(result.slice(MCP_MAX_RESULT_CHARS)).toMatch(/^\n\[truncated: the MCP result had 70,000 characters; the first 50,000 are shown/);
     expect(result.replace(/[^x]/g, '').length).toBe(MCP_MAX_RESULT_CHARS);
+  });
+
+  it('reads an answer only up to the byte limit, over streamable HTTP and SSE: a huge one fails the call, not the worker\'s memory', async () => {
+    // The SDK buffers an answer whole before the 50 000-character cap applies: a server streaming
+    // 400 MB took a worker to 2 GB. Here the limit is 100 000 bytes and the answer 200 000 characters.
+    for (const over of [{}, { name: 'fakesse', transport: 'sse' as const, url: mcp.sseUrl }]) {
+      const tools = await mcpServerTools(connection(over, { maxBytes: 100_000 }));
+      const prefix = over.name ? 'mcp_fakesse' : 'mcp_fake';
+      const out = await run(tools, `${prefix}_big`, { chars: 200_000 });
+      expect(out.error).toMatch(/^MCP server fake(sse)? failed: .*the MCP server's answer is larger than 100,000 bytes/);
+      // An answer under the limit still comes through whole (after the reconnect the failure asks for).
+      now += 60_000;
+      expect(await run(tools, `${prefix}_big`, { chars: 50_000 })).toEqual({ result: 'x'.repeat(50_000) });
+    }
   });
 
   it('keeps names the model APIs accept: over-long ones are cut with a hash', () => {
