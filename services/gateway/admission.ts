@@ -24,6 +24,12 @@ export interface ApiMessage {
   /** The identity of an existing turn the caller may read (`ownedApiTurn` checked it): act in its session, not as the caller. */
   actAs?: ApiUser;
   callerHistory?: CallerMessage[];
+  /**
+   * Nobody can send this conversation a next message (a chat completion without
+   * X-Hermes-Session-Id: each request is a conversation of its own), so nobody can answer a
+   * question in it: the turn is not offered clarify (reply target `{kind: 'api', oneShot: true}`).
+   */
+  oneShot?: boolean;
   trace: TraceCarrier;
 }
 
@@ -115,7 +121,7 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
     ...(msg.eventId !== undefined ? { eventId: dedupeId(caller.keyId, msg.eventId, msg.scope) } : {}),
     content: msg.content,
     ...(msg.callerHistory ? { callerHistory: msg.callerHistory } : {}),
-    replyTarget: { kind: 'api' },
+    replyTarget: { kind: 'api', ...(msg.oneShot ? { oneShot: true } : {}) },
     traceContext: msg.trace,
   }, { trace: msg.trace, log, perms });
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;

@@ -137,6 +137,19 @@ describe('clarify', () => {
     expect(toolNames(chatCall.body)).toContain('clarify');
   });
 
+  it('a chat completion without X-Hermes-Session-Id is not offered clarify, even with one message: no next request can answer it', async () => {
+    // It was: the model asked, and the turn waited an hour in a conversation (chat-<uuid>) that no
+    // request can reach again, holding the caller's request. Now the call is refused at once.
+    const res = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST', headers: auth, body: JSON.stringify({ model: 'default/demo', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'ask: Which data centre?' }] }),
+    });
+    expect(res.status).toBe(200);
+    const body = await res.json() as { choices: { message: { content: string } }[] };
+    expect(body.choices[0]!.message.content).toMatch(/^got: .*Unknown tool: clarify/);
+    const call = model.requests.find((r) => lastUser(r.body) === 'ask: Which data centre?')!;
+    expect(toolNames(call.body)).not.toContain('clarify');
+  });
+
   it('clarify across a worker restart: the shutdown hands the waiting turn over, another worker resumes the wait and gets the answer', async () => {
     const turn = await post('demo', 'ask: Roll back the release?', 'dave');
     const q = await questionOf(turn);

@@ -79,6 +79,9 @@ describe('unattended turns (clarify withheld)', () => {
     expect(unattendedTurn(hooked, { platform: 'webhook', callerHistory: null })).toBe(false);
     expect(unattendedTurn(base, { platform: 'api', callerHistory: [{ role: 'user', content: 'hi' }] })).toBe(true);
     expect(unattendedTurn(base, { platform: 'api', callerHistory: null })).toBe(false);
+    // A chat completion without X-Hermes-Session-Id, even of one message: no next request reaches it.
+    expect(unattendedTurn(base, { platform: 'api', callerHistory: null, replyTarget: { kind: 'api', oneShot: true } })).toBe(true);
+    expect(unattendedTurn(base, { platform: 'api', callerHistory: null, replyTarget: { kind: 'api' } })).toBe(false);
     expect(unattendedTurn(base, { platform: 'slack', callerHistory: null })).toBe(false);
   });
 });
