@@ -25,11 +25,11 @@ export interface ApiMessage {
   actAs?: ApiUser;
   callerHistory?: CallerMessage[];
   /**
-   * Nobody can send this conversation a next message (a chat completion without
-   * X-Hermes-Session-Id: each request is a conversation of its own), so nobody can answer a
-   * question in it: the turn is not offered clarify (reply target `{kind: 'api', oneShot: true}`).
+   * The caller waits for the turn's one reply and sees nothing else of it (a chat completion, with
+   * or without X-Hermes-Session-Id): a question asked mid-turn would reach nobody while the request
+   * hangs, so the turn is not offered clarify (reply target `{kind: 'api', replyOnly: true}`).
    */
-  oneShot?: boolean;
+  replyOnly?: boolean;
   trace: TraceCarrier;
 }
 
@@ -121,7 +121,7 @@ export async function admitApiMessage(ctx: GatewayContext, agent: AgentRecord, c
     ...(msg.eventId !== undefined ? { eventId: dedupeId(caller.keyId, msg.eventId, msg.scope) } : {}),
     content: msg.content,
     ...(msg.callerHistory ? { callerHistory: msg.callerHistory } : {}),
-    replyTarget: { kind: 'api', ...(msg.oneShot ? { oneShot: true } : {}) },
+    replyTarget: { kind: 'api', ...(msg.replyOnly ? { replyOnly: true } : {}) },
     traceContext: msg.trace,
   }, { trace: msg.trace, log, perms });
   const agentLabel = `${agent.compiled.agent.namespace}/${agent.compiled.agent.name}`;

@@ -10,18 +10,18 @@ import { turnMessaging } from './messaging.js';
 import { hasCallerConversation } from './turn-context.js';
 import { platformOf } from '../platforms/index.js';
 
-/** An API turn no next message can reach: a chat completion without X-Hermes-Session-Id (admitApiMessage's oneShot). */
-const oneShotApiTurn = (adm: Pick<Admission, 'platform'> & Partial<Pick<Admission, 'replyTarget'>>): boolean =>
-  adm.platform === 'api' && (adm.replyTarget as { oneShot?: unknown } | null)?.oneShot === true;
+/** An API turn whose caller sees only its reply: a chat completion (admitApiMessage's replyOnly). */
+const replyOnlyApiTurn = (adm: Pick<Admission, 'platform'> & Partial<Pick<Admission, 'replyTarget'>>): boolean =>
+  adm.platform === 'api' && (adm.replyTarget as { replyOnly?: unknown } | null)?.replyOnly === true;
 
 /**
  * Turns where nobody could answer a question: cron (unattended), a signed webhook whose replies go
  * nowhere (no callbackUrl: only stored), and OpenAI-style API calls that bring their own
- * conversation or are one of their own (the caller waits for one response; its next request is a
- * new conversation, not an answer in this session) — a single-message chat completion too.
+ * conversation, and every chat completion (the caller waits for one response and sees no question,
+ * with or without X-Hermes-Session-Id: Hermes' API server offers no clarify either).
  */
 export const unattendedTurn = (agent: CompiledAgent, adm: Pick<Admission, 'platform' | 'callerHistory'> & Partial<Pick<Admission, 'replyTarget'>>): boolean =>
-  adm.platform === 'cron' || (adm.platform === 'webhook' && !platformOf(agent, 'webhook')?.callbackUrl) || hasCallerConversation(adm) || oneShotApiTurn(adm);
+  adm.platform === 'cron' || (adm.platform === 'webhook' && !platformOf(agent, 'webhook')?.callbackUrl) || hasCallerConversation(adm) || replyOnlyApiTurn(adm);
 
 /** Pub/sub for the clarify events of message-API followers, when the worker has Redis. */
 export const clarifyEvents = (deps: { config: Config; redis?: Redis }) => (deps.redis ? { events: { redis: deps.redis, prefix: deps.config.HERMES_QUEUE_PREFIX } } : {});

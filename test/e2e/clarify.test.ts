@@ -150,6 +150,20 @@ describe('clarify', () => {
     expect(toolNames(call.body)).not.toContain('clarify');
   });
 
+  it('a chat completion in a named session (X-Hermes-Session-Id) is not offered clarify either: its caller sees only the reply', async () => {
+    // It was: the question was asked, the request hung waiting for a turn that waited for an
+    // answer its caller could not see.
+    const res = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST', headers: { ...auth, 'x-hermes-session-id': 'named-clarify' }, body: JSON.stringify({ model: 'default/demo', messages: [{ role: 'user', content: 'ask: Which rack?' }] }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    expect(res.status).toBe(200);
+    const body = await res.json() as { choices: { message: { content: string } }[] };
+    expect(body.choices[0]!.message.content).toMatch(/^got: .*Unknown tool: clarify/);
+    const call = model.requests.find((r) => lastUser(r.body) === 'ask: Which rack?')!;
+    expect(toolNames(call.body)).not.toContain('clarify');
+  });
+
   it('clarify across a worker restart: the shutdown hands the waiting turn over, another worker resumes the wait and gets the answer', async () => {
     const turn = await post('demo', 'ask: Roll back the release?', 'dave');
     const q = await questionOf(turn);

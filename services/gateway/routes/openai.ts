@@ -57,7 +57,7 @@ async function chatCompletions(ctx: GatewayContext, request: FastifyRequest, rep
     const admitted = await admitApiMessage(ctx, agent, caller, {
       content, userId: body.user, conversation, trace, ...(eventId !== undefined ? { eventId, scope: 'chat' as const } : {}),
       ...(named === undefined && history.length > 0 ? { callerHistory: history } : {}),
-      ...(named === undefined ? { oneShot: true } : {}),
+      replyOnly: true, // the caller sees only the reply: nobody could answer a clarify question
     }, request.log);
     request.log.info({ agent: agentName(agent), admissionId: admitted.admissionId, sessionId: admitted.sessionId, duplicate: admitted.duplicate }, 'Admitted chat completion');
     const enqueue = () => (admitted.state === 'queued' ? enqueueSoon(ctx, request.log, admitted, trace) : Promise.resolve(true));

@@ -80,7 +80,7 @@ describe('unattended turns (clarify withheld)', () => {
     expect(unattendedTurn(base, { platform: 'api', callerHistory: [{ role: 'user', content: 'hi' }] })).toBe(true);
     expect(unattendedTurn(base, { platform: 'api', callerHistory: null })).toBe(false);
     // A chat completion without X-Hermes-Session-Id, even of one message: no next request reaches it.
-    expect(unattendedTurn(base, { platform: 'api', callerHistory: null, replyTarget: { kind: 'api', oneShot: true } })).toBe(true);
+    expect(unattendedTurn(base, { platform: 'api', callerHistory: null, replyTarget: { kind: 'api', replyOnly: true } })).toBe(true);
     expect(unattendedTurn(base, { platform: 'api', callerHistory: null, replyTarget: { kind: 'api' } })).toBe(false);
     expect(unattendedTurn(base, { platform: 'slack', callerHistory: null })).toBe(false);
   });
