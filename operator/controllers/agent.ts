@@ -2,7 +2,7 @@
 // (the code `hermes dev` runs) and publishes the revision to Postgres (NOTIFY → gateways and
 // workers switch). Conditions: ProfileResolved, CredentialsResolved, Ready, SandboxReady. A finalizer deletes
 // the agent's rows when the Agent is deleted.
-import { canonicalJson, compiledAgentSchema, findAgent, publishRevision, sha256, type CompiledAgent } from '../../services/core/index.js';
+import { canonicalJson, compiledAgentSchema, deleteAgent, findAgent, publishRevision, sha256, type CompiledAgent } from '../../services/core/index.js';
 import { agentSchema, type Agent } from '../api/agent.js';
 import { profileSchema, type Profile } from '../api/profile.js';
 import { compileAgent, CompileError } from '../compile.js';
@@ -97,8 +97,9 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
 }
 
 async function finalize(ctx: OperatorContext, obj: RawObject): Promise<void> {
-  const { rowCount } = await ctx.db.pool.query('DELETE FROM agents WHERE namespace = $1 AND name = $2', [obj.metadata.namespace, obj.metadata.name]);
-  ctx.log.info({ agent: keyOf(obj), rows: rowCount }, 'Deleted Agent data from Postgres');
+  // NOTIFY too: a gateway that had the agent cached would otherwise keep listing it and admit messages for it.
+  const deleted = await deleteAgent(ctx.db, obj.metadata.namespace, obj.metadata.name);
+  ctx.log.info({ agent: keyOf(obj), rows: deleted ? 1 : 0 }, 'Deleted Agent data from Postgres');
   await releaseFinalizer(ctx, 'agents', obj);
 }
 

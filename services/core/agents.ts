@@ -108,6 +108,20 @@ export async function unpublishAgentsExcept(db: Db, publisher: Publisher, keep: 
   return rows.map((r) => r.key);
 }
 
+/**
+ * Deletes an agent and every row that belongs to it (sessions, memory, history: the foreign keys
+ * cascade) and tells every gateway and worker (NOTIFY), so none keeps serving it from its cache.
+ * Returns whether there was such an agent.
+ */
+export async function deleteAgent(db: Db, namespace: string, name: string): Promise<boolean> {
+  const { rowCount } = await db.pool.query(
+    `WITH gone AS (DELETE FROM agents WHERE namespace = $1 AND name = $2 RETURNING id)
+     SELECT pg_notify($3, id::text) FROM gone`,
+    [namespace, name, configChannel],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 const selectAgent = `SELECT a.id AS "agentId", r.id AS "revisionId", r.hash, r.compiled, a.stopped_at AS "stoppedAt", a.stopped_reason AS "stoppedReason"
   FROM agents a JOIN config_revisions r ON r.id = a.current_revision_id`;
 

@@ -4,7 +4,7 @@
 // rewritten, and deleting an Agent deletes its rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { findAgent } from '../../../services/core/index.js';
+import { AgentCache, findAgent } from '../../../services/core/index.js';
 import type { OperatorHandle } from '../../../operator/manager.js';
 import { applyDevManifests, referencedSecretKeys } from '../../../services/cli/dev-k8s.js';
 import { waitFor } from '../../support/kube/index.js';
@@ -137,16 +137,26 @@ describe('Profile and Agent controllers', () => {
     expect((await findAgent(plane.db.pool, ns, 'a'))?.compiled.busyPolicy).toBe('queue');
   });
 
-  it('deleting an Agent deletes its rows in Postgres, then the finalizer lets it go', async () => {
+  it('deleting an Agent deletes its rows in Postgres and tells the gateways, then the finalizer lets it go', async () => {
     const ns = await plane.cp.createNamespace('del');
     await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=OPENAI_API_KEY=sk']);
     await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], `${profile('p')}---\n${agent('gone', 'p')}`);
     await waitForCondition(kc(), 'agents', ns, 'gone', { type: 'Ready', status: 'True' });
     expect(await findAgent(plane.db.pool, ns, 'gone')).toBeDefined();
-    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'agents.hermes.dev', 'gone', '--wait=false']);
-    await waitFor(async () => (await getObject(kc(), 'agents', ns, 'gone')) === undefined, { what: 'the Agent to be deleted' });
-    const { rows } = await plane.db.pool.query('SELECT 1 FROM agents WHERE namespace = $1 AND name = $2', [ns, 'gone']);
-    expect(rows).toHaveLength(0);
+    // A gateway's cache that has served the agent: it must drop it (it listed the agent in /v1/models
+    // and admitted messages for it into rows that no longer exist: 500 HERMES_INTERNAL).
+    const cache = new AgentCache(plane.db, plane.testDb.url);
+    await cache.start();
+    try {
+      expect(await cache.get(ns, 'gone')).toBeDefined();
+      await kubectlOk(plane.cp, ['-n', ns, 'delete', 'agents.hermes.dev', 'gone', '--wait=false']);
+      await waitFor(async () => (await getObject(kc(), 'agents', ns, 'gone')) === undefined, { what: 'the Agent to be deleted' });
+      const { rows } = await plane.db.pool.query('SELECT 1 FROM agents WHERE namespace = $1 AND name = $2', [ns, 'gone']);
+      expect(rows).toHaveLength(0);
+      await waitFor(async () => (await cache.get(ns, 'gone')) === undefined, { what: 'the gateway cache to forget the deleted Agent', timeoutMs: 10_000 });
+    } finally {
+      await cache.close();
+    }
   });
 
   it('hermes dev --k8s: installs CRDs, creates referenced Secrets from the environment and applies the manifests; the operator makes them Ready', async () => {
