@@ -35,6 +35,9 @@ export interface WatchedCacheOptions<T extends KubernetesObject> {
   labelSelector?: string;
 }
 
+/** The error a watch request reports when it was aborted on purpose (node-fetch's AbortError). */
+const isAbort = (err: unknown): boolean => (err as { name?: unknown } | null)?.name === 'AbortError';
+
 export class WatchedCache<T extends KubernetesObject> {
   private readonly informer: Informer<T> & ObjectCache<T>;
   private readonly backoff = new ItemBackoff<string>({ baseMs: 200, maxMs: 30_000 });
@@ -43,6 +46,8 @@ export class WatchedCache<T extends KubernetesObject> {
   private restartTimer: NodeJS.Timeout | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
+  /** A renewal is stopping the old watch and starting a new one: the old one's abort is no break. */
+  private renewing = false;
   /** Times the watch was restarted after it broke; for tests and metrics. */
   restarts = 0;
   /** Times a quiet watch was restarted on its timeout; for tests and metrics. */
@@ -51,7 +56,13 @@ export class WatchedCache<T extends KubernetesObject> {
   constructor(private readonly opts: WatchedCacheOptions<T>) {
     this.informer = makeInformer<T>(opts.kc, opts.path, opts.list, opts.labelSelector);
     for (const verb of ['add', 'update', 'delete'] as const) this.informer.on(verb, (obj) => opts.onChange(obj));
-    this.informer.on('error', (err) => this.restartLater(err));
+    this.informer.on('error', (err) => {
+      // The informer reports the abort of the watch a renewal stopped as an error; restarting on it
+      // aborted the new watch, whose abort was reported in turn: every watch restarted every 30 s for
+      // good, never synced again.
+      if (this.renewing && isAbort(err)) return;
+      this.restartLater(err);
+    });
   }
 
   async start(): Promise<void> {
@@ -94,7 +105,10 @@ export class WatchedCache<T extends KubernetesObject> {
       this.renewTimer = undefined;
       if (this.stopped || this.restartTimer) return;
       this.renewals++;
-      void this.informer.stop().then(() => (this.stopped ? undefined : this.startOnce())).catch((e: unknown) => this.restartLater(e));
+      this.renewing = true;
+      void this.informer.stop().then(() => (this.stopped ? undefined : this.startOnce()))
+        .catch((e: unknown) => this.restartLater(e))
+        .finally(() => { this.renewing = false; });
     }, base * (1 + Math.random()));
     this.renewTimer.unref();
   }

@@ -26,8 +26,8 @@ afterAll(async () => {
   await cp?.stop();
 });
 
-function configMapCache(watchTimeoutMs: number): WatchedCache<V1ConfigMap> {
-  const kc = kubeConfigVia(cp.kubeConfig(), proxy.port);
+function configMapCache(watchTimeoutMs: number, direct = false): WatchedCache<V1ConfigMap> {
+  const kc = direct ? cp.kubeConfig() : kubeConfigVia(cp.kubeConfig(), proxy.port);
   const core = kc.makeApiClient(CoreV1Api);
   const cache = new WatchedCache<V1ConfigMap>({
     kc, path: `/api/v1/namespaces/${ns}/configmaps`, list: () => core.listNamespacedConfigMap({ namespace: ns }),
@@ -54,5 +54,23 @@ describe('a watched cache on a silent path', () => {
     // The same silence with no watch timeout: still stale after the other one caught up.
     expect(forever.get('after', ns)).toBeUndefined();
     expect(forever.renewals).toBe(0);
+  }, 60_000);
+});
+
+describe('a watched cache on a healthy path', () => {
+  // The renewal stops the old watch, whose abort the informer reports as an error: counted as a
+  // broken watch, it restarted the new one, whose abort did the same, every 30 s for good — the
+  // operator's log said 'Watch broke' for every resource and /readyz (hasSynced) stayed false.
+  it('renews its watch on the timeout without counting it as broken: still synced, still seeing changes', async () => {
+    const core = cp.kubeConfig().makeApiClient(CoreV1Api);
+    const cache = configMapCache(300, true);
+    await cache.start();
+    expect(cache.hasSynced()).toBe(true);
+    await eventually(() => cache.renewals >= 3, 'three renewals of the watch', 15_000);
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'healthy' }, data: { c: '3' } } });
+    await eventually(() => cache.get('healthy', ns), 'the cache seeing a ConfigMap created after the renewals');
+    await eventually(() => cache.renewals >= 5, 'two more renewals', 15_000);
+    expect(cache.restarts).toBe(0);
+    expect(cache.hasSynced()).toBe(true);
   }, 60_000);
 });
