@@ -8,6 +8,7 @@ import { AppsV1Api, CoreV1Api, KubernetesObjectApi, RbacAuthorizationV1Api, Patc
 import type { Agent } from '../api/agent.js';
 import type { OperatorContext, RawObject, RuntimeOptions } from './context.js';
 import { agentKey } from '../api/sandbox-labels.js';
+import { dnsLabel } from '../../services/sandbox/index.js';
 
 export const managedBy = 'hermes-operator';
 /** The Agent a child belongs to: the same key as on sandbox Pods and workspace PVCs. */
@@ -17,7 +18,13 @@ export const childSelector = `app.kubernetes.io/managed-by=${managedBy}`;
 export const workerClusterRole = 'hermes-worker';
 
 /** Where dedicated runtimes come from. */
-export const childName = (agent: string, part?: string) => `hermes-${agent}${part ? `-${part}` : ''}`.slice(0, 63).replace(/-+$/, '');
+/**
+ * `hermes-<agent>[-<part>]`, a DNS label (a Service name is one). Past 63 characters the end is a
+ * hash of the whole: cut to 63, a long Agent's gateway, worker and Service names were one name (the
+ * worker Deployment was refused as the gateway's with an immutable selector), and two long Agents
+ * with a common prefix shared their children.
+ */
+export const childName = (agent: string, part?: string) => `hermes-${dnsLabel(part ? `${agent}-${part}` : agent, 56)}`;
 
 function labels(agent: Agent, component?: string): Record<string, string> {
   return { 'app.kubernetes.io/name': 'hermes', 'app.kubernetes.io/instance': agent.metadata.name, 'app.kubernetes.io/managed-by': managedBy,

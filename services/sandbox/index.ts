@@ -10,6 +10,7 @@ export type { SandboxLimits } from './bubblewrap-args.js';
 export { workspaceDir, ensureWorkspaceDir } from './workspace-dir.js';
 export { sandboxNamespaceProblems } from './kubernetes/readiness.js';
 export { apiNotServed, kubeErrorLine } from './kubernetes/failures.js';
+export { dnsLabel } from './kubernetes/names.js';
 export { sessionKubernetesSandbox, type SessionSandboxMetrics, type SessionSandboxOptions } from './agent-sandbox/backend.js';
 export {
   sessionPoolName, sessionTemplate, sessionWarmPool, sessionClaimName, sessionPoolLabels, sessionPoolSelector, allSessionPoolsSelector, DEFAULT_IDLE_SECONDS, SANDBOX_GROUP, EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION,

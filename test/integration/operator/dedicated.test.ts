@@ -77,6 +77,32 @@ describe('runtime: dedicated', () => {
     expect(conditionOf(shared, 'Ready')?.status).toBe('True');
   });
 
+  it('gives Agents with long names children of their own: gateway, worker and Service apart, two Agents with a common prefix apart', async () => {
+    const kc = plane.cp.kubeConfig();
+    const ns = await plane.cp.createNamespace('longnames');
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=k=v']);
+    // hermes-<name>-gateway cut to 63 was hermes-<name>, the worker's and the Service's name too.
+    const names = [`long-${'x'.repeat(51)}`, `long-${'x'.repeat(51)}-two`];
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], [
+      { apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: 'p' }, spec: { model: { provider: 'openai', model: 'm', apiKey: { secretKeyRef: { name: 'model-key', key: 'k' } } } } },
+      ...names.map((name) => ({ apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name }, spec: { profileRef: { name: 'p' }, runtime: { mode: 'dedicated' } } })),
+    ].map((o) => stringify(o)).join('---\n'));
+    for (const name of names) await waitForCondition(kc, 'agents', ns, name, { type: 'Ready', status: 'True' });
+    const apps = kc.makeApiClient(AppsV1Api);
+    const deployments = (await apps.listNamespacedDeployment({ namespace: ns })).items;
+    expect(deployments).toHaveLength(4);
+    for (const name of names) {
+      for (const part of ['gateway', 'worker']) {
+        const mine = deployments.filter((d) => d.metadata?.ownerReferences?.[0]?.name === name && d.spec?.selector.matchLabels?.['app.kubernetes.io/component'] === part);
+        expect(mine).toHaveLength(1);
+        expect(mine[0]!.metadata!.name!.length).toBeLessThanOrEqual(63);
+      }
+    }
+    const services = (await kc.makeApiClient(CoreV1Api).listNamespacedService({ namespace: ns })).items;
+    expect(services.map((x) => x.spec?.selector?.['hermes.dev/agent']).sort()).toEqual([...names].sort());
+    expect(new Set(deployments.map((d) => d.metadata!.name)).size).toBe(4);
+  });
+
   it('leaves the children to the garbage collector when the Agent goes, and never recreates them', async () => {
     const kc = plane.cp.kubeConfig();
     const ns = await plane.cp.createNamespace('dedicated-gone');
