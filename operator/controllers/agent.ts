@@ -15,6 +15,7 @@ import { childName, reconcileRuntime } from './dedicated.js';
 import { selectedSkills } from './agent-skills.js';
 import { SANDBOX_CONDITION, sandboxCondition } from './agent-sandbox.js';
 import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } from './status.js';
+import { kubeErrorLine } from '../../services/sandbox/index.js';
 
 export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready', SANDBOX_CONDITION] as const;
 
@@ -114,7 +115,8 @@ export async function reconcileAgent(ctx: OperatorContext, key: string): Promise
   try {
     draft = 'draft' in r ? r.draft : await compileAndPublish(ctx, obj, r.agent, r.profile);
   } catch (err) {
-    const msg = `Could not publish the revision to Postgres or apply the runtime: ${(err as Error).message}`;
+    // One line: client-node's own message is the whole HTTP answer, headers included.
+    const msg = `Could not publish the revision to Postgres or apply the runtime: ${kubeErrorLine(err)}`;
     await writeStatus(ctx, 'agents', obj, notReady(cond('ProfileResolved', 'True', 'Resolved', 'Profile resolved.'), cond('CredentialsResolved', 'True', 'Resolved', 'Credentials resolved.'), cond('Ready', 'False', 'PublishFailed', msg)));
     await ctx.events.emit(obj, 'Warning', 'PublishFailed', msg);
     throw err;

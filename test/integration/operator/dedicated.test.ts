@@ -103,6 +103,22 @@ describe('runtime: dedicated', () => {
     expect(new Set(deployments.map((d) => d.metadata!.name)).size).toBe(4);
   });
 
+  it('says in one line why the runtime could not be applied', async () => {
+    const kc = plane.cp.kubeConfig();
+    const ns = await plane.cp.createNamespace('clash');
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=k=v']);
+    // A Deployment of that name already exists with another selector (immutable): the apply is refused.
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'deployment', 'hermes-clash-worker', '--image=unused']);
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], [
+      { apiVersion: 'hermes.dev/v1alpha1', kind: 'Profile', metadata: { name: 'p' }, spec: { model: { provider: 'openai', model: 'm', apiKey: { secretKeyRef: { name: 'model-key', key: 'k' } } } } },
+      { apiVersion: 'hermes.dev/v1alpha1', kind: 'Agent', metadata: { name: 'clash' }, spec: { profileRef: { name: 'p' }, runtime: { mode: 'dedicated' } } },
+    ].map((o) => stringify(o)).join('---\n'));
+    const agent = await waitForCondition(kc, 'agents', ns, 'clash', { type: 'Ready', status: 'False', reason: 'PublishFailed' });
+    const message = conditionOf(agent, 'Ready')!.message;
+    expect(message).toMatch(/^Could not publish the revision to Postgres or apply the runtime: the kube-apiserver answered 422 \(Invalid\): Deployment\.apps "hermes-clash-worker" is invalid: spec\.selector/);
+    expect(message).not.toMatch(/\n|Headers|audit-id|HTTP-Code/);
+  });
+
   it('leaves the children to the garbage collector when the Agent goes, and never recreates them', async () => {
     const kc = plane.cp.kubeConfig();
     const ns = await plane.cp.createNamespace('dedicated-gone');
