@@ -114,6 +114,16 @@ export function doc<S extends z.ZodType>(schema: S, description: string): S {
   return schema.meta({ ...metaOf(schema), description }) as S;
 }
 
+/**
+ * Object names of the four kinds are DNS-1123 labels: they name Deployments, Services, sandbox
+ * pools and label values. The apiserver would store `my.agent` (a subdomain) and the controllers
+ * could only report it; the CRDs refuse it at `kubectl apply` with this rule (operator/crds/convert.ts).
+ */
+export const objectNameRule = {
+  rule: `self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 63`,
+  message: 'metadata.name must be a DNS-1123 label: at most 63 lower-case letters, digits and "-", starting and ending with a letter or digit (it names Deployments, Services and labels)',
+} as const;
+
 export const objectMetaSchema = z.object({
   name: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS-1123 label').max(63),
   namespace: z.string().default('default'),

@@ -3,7 +3,7 @@
 // to `properties`, unknown maps marked `x-kubernetes-preserve-unknown-fields`, and no JS-only
 // integer bounds.
 import { z } from 'zod';
-import { noNulPattern } from '../api/common.js';
+import { noNulPattern, objectNameRule } from '../api/common.js';
 
 export type JsonSchema = Record<string, unknown> & {
   type?: string;
@@ -93,6 +93,7 @@ export function kindSchema(spec: z.ZodType, status: z.ZodType, description: stri
     type: 'object',
     description,
     required: ['spec'],
+    'x-kubernetes-validations': [{ ...objectNameRule }],
     properties: {
       apiVersion: { type: 'string', description: 'APIVersion defines the versioned schema of this representation of an object.' },
       kind: { type: 'string', description: 'Kind is a string value representing the REST resource this object represents.' },

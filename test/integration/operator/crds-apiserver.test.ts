@@ -92,6 +92,12 @@ describe('hermes.dev CRDs on a real kube-apiserver', () => {
     ['a moa preset of 9 reference models', profile('moanine', { moa: { presets: [{ ...moaPreset('p'), referenceModels: Array.from({ length: 9 }, (_, i) => ({ provider: 'openai', model: `m${i}` })) }] } }), 'spec.moa.presets[0].referenceModels'],
     ['a send_message target that is not PLATFORM:CHAT', agent('badtarget', { messaging: { allowedTargets: ['#general'] } }), 'spec.messaging.allowedTargets[0]'],
     ['a clarify timeout under 10 s', profile('shortclarify', { clarify: { timeoutSeconds: 1 } }), 'spec.clarify.timeoutSeconds'],
+    // Names the apiserver itself would take (DNS-1123 subdomains, up to 253): the controllers could only report them.
+    ['an Agent named with a dot', agent('my.agent', {}), 'metadata.name must be a DNS-1123 label'],
+    ['an Agent name of 64 characters', agent('a'.repeat(64), {}), 'metadata.name must be a DNS-1123 label'],
+    ['a Profile named with a dot', profile('team.default', {}), 'metadata.name must be a DNS-1123 label'],
+    ['a Skill named with a dot', { ...skill('deploy', {}), metadata: { name: 'deploy.v2' } }, 'metadata.name must be a DNS-1123 label'],
+    ['a CronJob named with a dot', cron('daily.digest', '@daily'), 'metadata.name must be a DNS-1123 label'],
     ['allowAll with an allowlist', agent('allowall', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 's' } }, allowAll: true, allowlist: ['U1'] }] }), 'allowAll and allowlist are exclusive'],
   ])('refuses %s with the rule\'s message', async (_what, obj, message) => {
     const r = await apply(obj);
