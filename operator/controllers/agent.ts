@@ -16,6 +16,7 @@ import { selectedSkills } from './agent-skills.js';
 import { SANDBOX_CONDITION, sandboxCondition } from './agent-sandbox.js';
 import { prepare, releaseFinalizer, writeStatus, zodMessage, type StatusDraft } from './status.js';
 import { kubeErrorLine } from '../../services/sandbox/index.js';
+import { SANDBOX_NAMESPACE_NOT_ALLOWED, SANDBOX_NAMESPACE_RECHECK_MS, sandboxNamespaceRefusal } from './sandbox-namespace.js';
 
 export const agentConditions = ['ProfileResolved', 'CredentialsResolved', 'Ready', SANDBOX_CONDITION] as const;
 
@@ -63,6 +64,12 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   const profileOk = cond('ProfileResolved', 'True', 'Resolved', `Using Profile "${profile.metadata.name}".`);
   const missing = missingProfileSecret(ctx, profile);
   if (missing) return notReady(profileOk, cond('CredentialsResolved', 'False', missing.reason, missing.message), cond('Ready', 'False', missing.reason, missing.message), { platforms });
+  const refused = await sandboxNamespaceRefusal(ctx, profile.metadata.namespace, profile.spec.sandbox?.namespace);
+  if (refused) {
+    const msg = `Profile "${profile.metadata.name}": ${refused}`;
+    return notReady(cond('ProfileResolved', 'False', SANDBOX_NAMESPACE_NOT_ALLOWED, msg), cond('CredentialsResolved', 'Unknown', 'ProfileNotResolved', 'Waiting for the Profile.'),
+      cond('Ready', 'False', SANDBOX_NAMESPACE_NOT_ALLOWED, msg), { platforms });
+  }
   let compiled: CompiledAgent;
   try {
     compiled = await compileAgent(agent, profile, cachedSources(ctx), selectedSkills(ctx, agent));
@@ -126,4 +133,5 @@ export async function reconcileAgent(ctx: OperatorContext, key: string): Promise
     ctx.log.info({ agent: key, ready: ready.status, reason: ready.reason }, 'Updated Agent status');
     await ctx.events.emit(obj, ready.status === 'True' ? 'Normal' : 'Warning', ready.reason, ready.message);
   }
+  if (ready.reason === SANDBOX_NAMESPACE_NOT_ALLOWED) return { requeueAfterMs: SANDBOX_NAMESPACE_RECHECK_MS };
 }

@@ -12,6 +12,7 @@ import { prepare, writeStatus, zodMessage, type StatusDraft } from './status.js'
 import { compileSandbox } from '../compile-sandbox.js';
 import { poolCondition, reconcileSessionPool, SANDBOX_POOL_CONDITION, usesSessionPool } from './session-pool.js';
 import { deletePoolsOfGoneProfile } from './session-pool-cleanup.js';
+import { SANDBOX_NAMESPACE_NOT_ALLOWED, SANDBOX_NAMESPACE_RECHECK_MS, sandboxNamespaceRefusal } from './sandbox-namespace.js';
 
 /** How soon a Profile whose warm pool is still filling is looked at again (its condition counts ready sandboxes). */
 const WARMING_RECHECK_MS = 5_000;
@@ -82,16 +83,20 @@ export async function reconcileProfile(ctx: OperatorContext, key: string): Promi
   if (!(await prepare(ctx, 'profiles', obj, profileConditions, false))) return;
   const draft = draftFor(ctx, obj);
   const ready = draft.conditions.find((c) => c.type === 'Ready')!;
-  const warming = await sessionPool(ctx, obj, draft);
+  const parsed = profileSchema.safeParse(obj);
+  const refused = parsed.success ? await sandboxNamespaceRefusal(ctx, namespace, parsed.data.spec.sandbox?.namespace) : undefined;
+  if (refused && ready.status === 'True') Object.assign(ready, { status: 'False', reason: SANDBOX_NAMESPACE_NOT_ALLOWED, message: refused });
+  const warming = await sessionPool(ctx, obj, draft, refused);
   if (await writeStatus(ctx, 'profiles', obj, draft)) {
     ctx.log.info({ profile: key, ready: ready.status, reason: ready.reason }, 'Updated Profile status');
     if (ready.status === 'False') await ctx.events.emit(obj, 'Warning', ready.reason, ready.message);
   }
   if (warming) return { requeueAfterMs: WARMING_RECHECK_MS };
+  if (refused) return { requeueAfterMs: SANDBOX_NAMESPACE_RECHECK_MS };
 }
 
 /** Mode session: the Profile's SandboxTemplate + SandboxWarmPool, and its SandboxPool condition in `draft`; true while the pool fills. */
-async function sessionPool(ctx: OperatorContext, obj: RawObject, draft: StatusDraft): Promise<boolean> {
+async function sessionPool(ctx: OperatorContext, obj: RawObject, draft: StatusDraft, refused: string | undefined): Promise<boolean> {
   const parsed = profileSchema.safeParse(obj);
   let sandbox;
   try {
@@ -100,8 +105,10 @@ async function sessionPool(ctx: OperatorContext, obj: RawObject, draft: StatusDr
     sandbox = undefined; // the Agents' compile reports it; no pool for a spec that does not compile
   }
   const hadPool = obj.status?.conditions?.some((c) => c.type === SANDBOX_POOL_CONDITION) ?? false;
-  if (!usesSessionPool(ctx, sandbox) && !hadPool) return false;
-  const state = await reconcileSessionPool(ctx, obj, sandbox, hadPool);
-  draft.conditions.push(poolCondition(state));
+  const wanted = usesSessionPool(ctx, sandbox);
+  if (!wanted && !hadPool) return false;
+  // Not in a namespace that does not take them: none is written there, and what the Profile had is deleted.
+  const state = await reconcileSessionPool(ctx, obj, refused ? undefined : sandbox, hadPool);
+  draft.conditions.push(refused && wanted ? { type: SANDBOX_POOL_CONDITION, status: 'False', reason: SANDBOX_NAMESPACE_NOT_ALLOWED, message: refused } : poolCondition(state));
   return state.kind === 'warming';
 }

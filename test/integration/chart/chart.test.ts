@@ -127,7 +127,7 @@ describe('security over the rendered output', () => {
   it('renders the sandbox namespace restricted, its ServiceAccount without a token, default deny everywhere', async () => {
     const objects = await render();
     const sandboxNs = objects.find((o) => o.kind === 'Namespace' && o.metadata.name === 'hermes-sandbox')!;
-    expect(sandboxNs.metadata.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
+    expect(sandboxNs.metadata.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted', 'hermes.dev/sandbox-namespace': 'true' });
     const sa = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === 'hermes-sandbox') as unknown as { automountServiceAccountToken: boolean };
     expect(sa.automountServiceAccountToken).toBe(false);
     const deny = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.namespace === 'hermes-sandbox')!;

@@ -137,6 +137,24 @@ describe('Profile and Agent controllers', () => {
     expect((await findAgent(plane.db.pool, ns, 'a'))?.compiled.busyPolicy).toBe('queue');
   });
 
+  it('runs no sandbox in another namespace unless that namespace takes them (label hermes.dev/sandbox-namespace=true)', async () => {
+    const ns = await plane.cp.createNamespace('team-a');
+    const other = await plane.cp.createNamespace('team-b');
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=OPENAI_API_KEY=sk']);
+    // A manifest author of team-a points its sandboxes (a Pod per call, an image of its choice) at team-b.
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], `${profile('p', { toolsets: ['terminal'], sandbox: { backend: 'kubernetes', namespace: other, image: 'attacker/tools:1' } })}---\n${agent('a', 'p')}`);
+    const p = await waitForCondition(kc(), 'profiles', ns, 'p', { type: 'Ready', status: 'False', reason: 'SandboxNamespaceNotAllowed' });
+    expect(conditionOf(p, 'Ready')?.message).toContain(`kubectl label namespace ${other} hermes.dev/sandbox-namespace=true`);
+    const a = await waitForCondition(kc(), 'agents', ns, 'a', { type: 'Ready', status: 'False', reason: 'SandboxNamespaceNotAllowed' });
+    expect(conditionOf(a, 'ProfileResolved')?.reason).toBe('SandboxNamespaceNotAllowed');
+    // No revision: no worker runs a Pod in team-b for it.
+    expect(await findAgent(plane.db.pool, ns, 'a')).toBeUndefined();
+    await kubectlOk(plane.cp, ['label', 'namespace', other, 'hermes.dev/sandbox-namespace=true']);
+    await waitForCondition(kc(), 'agents', ns, 'a', { type: 'Ready', status: 'True' }, 45_000);
+    expect((await findAgent(plane.db.pool, ns, 'a'))?.compiled.sandbox?.namespace).toBe(other);
+    await waitForCondition(kc(), 'profiles', ns, 'p', { type: 'Ready', status: 'True' }, 45_000);
+  }, 120_000);
+
   it('deleting an Agent deletes its rows in Postgres and tells the gateways, then the finalizer lets it go', async () => {
     const ns = await plane.cp.createNamespace('del');
     await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'model-key', '--from-literal=OPENAI_API_KEY=sk']);

@@ -100,6 +100,11 @@ describe('operator leader election, RBAC and broken watches', () => {
     // Events and finalizer removal work with these permissions too.
     await kubectlOk(plane.cp, ['-n', ns, 'delete', 'agents.hermes.dev', 'rbac', 'solo', '--timeout=30s']);
     await op.stop();
+    // Bound cluster-wide (no watchNamespace), the role reads namespaces: whether a Profile's
+    // spec.sandbox.namespace takes its sandboxes (label hermes.dev/sandbox-namespace), and Pod Security.
+    await kubectlOk(plane.cp, ['create', 'clusterrolebinding', `hermes-operator-${ns}`, '--clusterrole=hermes-operator', `--serviceaccount=${ns}:hermes-operator`]);
+    await waitFor(async () => (await plane.cp.kubectl(['auth', 'can-i', 'get', 'namespaces'], { kubeconfig: sa.path })).stdout.trim() === 'yes',
+      { what: 'the operator ServiceAccount to read namespaces', timeoutMs: 10_000 });
   });
 
   it('relists after the watch breaks and converges on what changed while it was down', async () => {

@@ -302,7 +302,14 @@ describe('mode session on agent-sandbox', () => {
     const both = async (namespace: string) => [await has(namespace, 'sandboxtemplates'), await has(namespace, 'sandboxwarmpools')];
     const mover = (namespace: string) => profile('mover', { mode: 'session', namespace, warmPool: { size: 0 } });
     await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], mover(first));
-    await waitFor(async () => ((await both(first)).every(Boolean) ? true : undefined), { what: `the template and pool in ${first}`, timeoutMs: 30_000 });
+    // Another namespace takes the sandboxes of this one only once a cluster admin labels it so: until then nothing is written there.
+    const refused = await waitForCondition(plane.cp.kubeConfig(), 'profiles', ns, 'mover', { type: 'SandboxPool', status: 'False', reason: 'SandboxNamespaceNotAllowed' });
+    expect(conditionOf(refused, 'Ready')).toMatchObject({ status: 'False', reason: 'SandboxNamespaceNotAllowed' });
+    expect(conditionOf(refused, 'SandboxPool')?.message).toContain(`kubectl label namespace ${first} hermes.dev/sandbox-namespace=true`);
+    expect(await both(first)).toEqual([false, false]);
+    for (const target of [first, second]) await kubectlOk(plane.cp, ['label', 'namespace', target, 'hermes.dev/sandbox-namespace=true']);
+    // Namespaces are not watched: the refused Profile looks again every 15 s.
+    await waitFor(async () => ((await both(first)).every(Boolean) ? true : undefined), { what: `the template and pool in ${first}`, timeoutMs: 45_000 });
     await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], mover(second));
     await waitFor(async () => ((await both(second)).every(Boolean) ? true : undefined), { what: `the template and pool in ${second}`, timeoutMs: 30_000 });
     await waitFor(async () => ((await both(first)).some(Boolean) ? undefined : true), { what: `the template and pool in ${first} to be deleted`, timeoutMs: 30_000 });
