@@ -33,7 +33,8 @@ async function store(ctx: OperatorContext, job: CronJob, next: Date): Promise<Sc
 async function runNowFromAnnotation(ctx: OperatorContext, job: CronJob, obj: RawObject): Promise<void> {
   const { namespace, name } = job.metadata;
   const token = obj.metadata.annotations?.[runNowAnnotation];
-  if (token && (await requestRunNow(ctx.db, namespace, name, token))) ctx.log.info({ cronjob: `${namespace}/${name}`, token }, 'Requested a CronJob run now (annotation)');
+  // Logged once per value: the CronJob is reconciled every minute with the annotation still on it.
+  if (token && (await requestRunNow(ctx.db, namespace, name, token)) === 'requested') ctx.log.info({ cronjob: `${namespace}/${name}`, token }, 'Requested a CronJob run now (annotation)');
 }
 
 /** Ready and the status fields, from what the scheduler recorded in Postgres. */

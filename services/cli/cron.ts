@@ -39,7 +39,7 @@ cronCommand.command('run').description('Run a CronJob now (a manual run, whateve
   .option('-n, --namespace <namespace>', 'namespace of NAME', 'default')
   .action((ref: string, opts: { namespace: string }) => withDb(async (db) => {
     const [ns, name] = cronRef(ref, opts.namespace);
-    if (!(await requestRunNow(db, ns, name))) throw new UsageError(`no CronJob ${ns}/${name} in this database (see hermes cron list)`);
+    if ((await requestRunNow(db, ns, name)) === 'no-cronjob') throw new UsageError(`no CronJob ${ns}/${name} in this database (see hermes cron list)`);
     console.log(`Asked for a run of ${ns}/${name} now; the scheduler starts it within a tick. Follow it with: hermes cron history ${ns}/${name}`);
   }));
 

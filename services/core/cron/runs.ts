@@ -292,17 +292,20 @@ export async function cronStatus(sql: Sql, namespace: string, name: string): Pro
   return { ...rest, active };
 }
 
+/** What {@link requestRunNow} did: asked for a run, found the token already used (nothing asked), or found no such CronJob. */
+export type RunNowResult = 'requested' | 'already-requested' | 'no-cronjob';
+
 /**
  * "Run now" (`hermes cron run`, the hermes.dev/run-now annotation): the scheduler's next tick fires
- * a manual run. `token`: the annotation's value, so one value asks once. False: no such CronJob.
+ * a manual run. `token`: the annotation's value, so one value asks once.
  */
-export async function requestRunNow(db: Db, namespace: string, name: string, token?: string): Promise<boolean> {
+export async function requestRunNow(db: Db, namespace: string, name: string, token?: string): Promise<RunNowResult> {
   const { rowCount } = await db.pool.query(
     `UPDATE cron_schedules SET run_now_at = COALESCE(run_now_at, now()), run_now_token = COALESCE($3, run_now_token), updated_at = now()
      WHERE namespace = $1 AND name = $2 AND ($3::text IS NULL OR run_now_token IS DISTINCT FROM $3)`, [namespace, name, token ?? null]);
-  if (rowCount) return true;
+  if (rowCount) return 'requested';
   const { rowCount: exists } = await db.pool.query(`SELECT 1 FROM cron_schedules WHERE namespace = $1 AND name = $2`, [namespace, name]);
-  return (exists ?? 0) > 0;
+  return (exists ?? 0) > 0 ? 'already-requested' : 'no-cronjob';
 }
 
 /** The CronJobs in Postgres (for `hermes cron list`). */

@@ -249,17 +249,18 @@ describe('cron runs', () => {
 
   it('run now fires a manual run at the next tick, once per request', async () => {
     await cronJob('manual', { suspend: true });
-    expect(await requestRunNow(rt.db, 'default', 'manual')).toBe(true);
-    expect(await requestRunNow(rt.db, 'default', 'nope')).toBe(false);
+    expect(await requestRunNow(rt.db, 'default', 'manual')).toBe('requested');
+    expect(await requestRunNow(rt.db, 'default', 'nope')).toBe('no-cronjob');
     expect((await tick(plus(50))).fired).toBe(1);
     expect((await tick(plus(50, 30))).fired).toBe(0);
     const [run] = await runsOf('manual');
     expect(run).toMatchObject({ trigger: 'manual' });
     expect((await ended(run!.admissionId!)).outcome).toBe('completed');
     // The annotation's value asks once: the same value again does nothing.
-    expect(await requestRunNow(rt.db, 'default', 'manual', 'v1')).toBe(true);
+    expect(await requestRunNow(rt.db, 'default', 'manual', 'v1')).toBe('requested');
     await tick(plus(51));
-    await requestRunNow(rt.db, 'default', 'manual', 'v1');
+    // Said so: the operator logged 'Requested a CronJob run now' at every reconcile (each minute) of the same value.
+    expect(await requestRunNow(rt.db, 'default', 'manual', 'v1')).toBe('already-requested');
     expect((await tick(plus(52))).fired).toBe(0);
   });
 });
