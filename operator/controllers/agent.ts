@@ -56,6 +56,31 @@ function resolve(ctx: OperatorContext, obj: RawObject): Resolved {
   return { agent, profile: parsedProfile.data };
 }
 
+/**
+ * The first chat platform whose credentials Secret does not exist. compile checks only the keys
+ * listed in credentials.keys (none by default), so a misspelt secretRef was Ready=True with
+ * "Every referenced Secret and key exists" while every event of that platform failed.
+ */
+function missingPlatformSecret(ctx: OperatorContext, agent: Agent): string | undefined {
+  const ns = agent.metadata.namespace;
+  for (const [i, p] of agent.spec.platforms.entries()) {
+    const name = p.credentials.secretRef.name;
+    if (!ctx.caches.secrets.get(name, ns)) return `spec.platforms[${i}] (${p.type}): credentials Secret "${name}" not found in namespace ${ns}; create it with the platform's keys (kubectl -n ${ns} create secret generic ${name} --from-literal=…) or fix credentials.secretRef.name.`;
+  }
+  return undefined;
+}
+
+/** What keeps a resolved Agent from compiling before compile looks (a platform's Secret, the Profile's sandbox namespace), or undefined. */
+async function notCompilable(ctx: OperatorContext, agent: Agent, profile: Profile, profileOk: ConditionInput, platforms: string | undefined): Promise<StatusDraft | undefined> {
+  const noPlatformSecret = missingPlatformSecret(ctx, agent);
+  if (noPlatformSecret) return notReady(profileOk, cond('CredentialsResolved', 'False', 'SecretNotFound', noPlatformSecret), cond('Ready', 'False', 'SecretNotFound', noPlatformSecret), { platforms });
+  const refused = await sandboxNamespaceRefusal(ctx, profile.metadata.namespace, profile.spec.sandbox?.namespace);
+  if (!refused) return undefined;
+  const msg = `Profile "${profile.metadata.name}": ${refused}`;
+  return notReady(cond('ProfileResolved', 'False', SANDBOX_NAMESPACE_NOT_ALLOWED, msg), cond('CredentialsResolved', 'Unknown', 'ProfileNotResolved', 'Waiting for the Profile.'),
+    cond('Ready', 'False', SANDBOX_NAMESPACE_NOT_ALLOWED, msg), { platforms });
+}
+
 /** Hash of a compiled revision, as publishRevision computes it. */
 const revisionHash = (c: CompiledAgent): string => sha256(canonicalJson(compiledAgentSchema.parse(c)));
 
@@ -64,12 +89,8 @@ async function compileAndPublish(ctx: OperatorContext, raw: RawObject, agent: Ag
   const profileOk = cond('ProfileResolved', 'True', 'Resolved', `Using Profile "${profile.metadata.name}".`);
   const missing = missingProfileSecret(ctx, profile);
   if (missing) return notReady(profileOk, cond('CredentialsResolved', 'False', missing.reason, missing.message), cond('Ready', 'False', missing.reason, missing.message), { platforms });
-  const refused = await sandboxNamespaceRefusal(ctx, profile.metadata.namespace, profile.spec.sandbox?.namespace);
-  if (refused) {
-    const msg = `Profile "${profile.metadata.name}": ${refused}`;
-    return notReady(cond('ProfileResolved', 'False', SANDBOX_NAMESPACE_NOT_ALLOWED, msg), cond('CredentialsResolved', 'Unknown', 'ProfileNotResolved', 'Waiting for the Profile.'),
-      cond('Ready', 'False', SANDBOX_NAMESPACE_NOT_ALLOWED, msg), { platforms });
-  }
+  const blocked = await notCompilable(ctx, agent, profile, profileOk, platforms);
+  if (blocked) return blocked;
   let compiled: CompiledAgent;
   try {
     compiled = await compileAgent(agent, profile, cachedSources(ctx), selectedSkills(ctx, agent));

@@ -68,6 +68,14 @@ describe('Profile and Agent controllers', () => {
     const first = await findAgent(plane.db.pool, ns, 'bot');
     expect(first?.hash).toBe(ready.status?.revision);
 
+    // A chat platform whose credentials Secret does not exist (credentials.keys left empty) is not Ready either.
+    await kubectlOk(plane.cp, ['apply', '-n', ns, '-f', '-'], agent('slacky', 'p', { platforms: [{ type: 'slack', credentials: { secretRef: { name: 'slak' } }, allowlist: ['U1'] }] }));
+    const noSlack = await waitForCondition(kc(), 'agents', ns, 'slacky', { type: 'CredentialsResolved', status: 'False', reason: 'SecretNotFound' });
+    expect(conditionOf(noSlack, 'Ready')?.message).toContain('spec.platforms[0] (slack): credentials Secret "slak" not found');
+    expect(await findAgent(plane.db.pool, ns, 'slacky')).toBeUndefined();
+    await kubectlOk(plane.cp, ['-n', ns, 'create', 'secret', 'generic', 'slak', '--from-literal=SLACK_BOT_TOKEN=x']);
+    await waitForCondition(kc(), 'agents', ns, 'slacky', { type: 'Ready', status: 'True' });
+
     // Rotating the key re-publishes (the revision carries its hash).
     await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'api' }, stringData: { token: 't1' } }));
     await waitFor(async () => (await findAgent(plane.db.pool, ns, 'bot'))?.hash !== first?.hash, { what: 'a new revision after the key rotation' });
