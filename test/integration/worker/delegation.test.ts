@@ -110,9 +110,10 @@ describe('delegate_task', () => {
     const agentId = await agent('deleg-single');
     const { a: parent, reply } = await runTurn(sys.rt, { agentId, sessionKey: 'deleg:single', content: `call ${JSON.stringify({ goal: 'alpha', context: 'the alpha facts' })}` });
     expect(spawnedIds(reply)).toHaveLength(1);
+    // The child runs as its own queued turn: its model call is looked for once its results are back.
+    expect((await resultsTurn(parent.sessionId)).reply).toBe('results seen: some');
     const child = sys.model.requests.find((r) => isChild(r.body) && goalOf(r.body) === 'alpha' && firstUser(r.body).includes('the alpha facts'));
     expect(child).toBeDefined();
-    expect((await resultsTurn(parent.sessionId)).reply).toBe('results seen: some');
     const both = await runTurn(sys.rt, { agentId, sessionKey: 'deleg:single-both', content: `call ${JSON.stringify({ goal: 'alpha', tasks: [{ goal: 'beta' }] })}` });
     expect(both.reply).toContain('give goal (one task) or tasks (a batch), not both');
     expect(await listSubagents(sys.rt.db.pool, both.a.sessionId)).toEqual([]);
