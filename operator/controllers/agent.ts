@@ -132,6 +132,18 @@ async function finalize(ctx: OperatorContext, obj: RawObject): Promise<void> {
   await releaseFinalizer(ctx, 'agents', obj);
 }
 
+/**
+ * A not-Ready Agent that was published before keeps serving its last revision (a transient problem
+ * must not take a working agent down): its Ready message says so, and how to stop it. Deleting an
+ * API key's Secret, for one, does not revoke the key; removing the key from spec.api.keys does.
+ */
+async function sayWhatStillServes(ctx: OperatorContext, namespace: string, name: string, draft: StatusDraft): Promise<StatusDraft> {
+  const live = await findAgent(ctx.db.pool, namespace, name);
+  if (!live) return draft;
+  const serving = ` Revision ${live.hash.slice(0, 12)}, published before, keeps serving until this is fixed; to stop it, delete the Agent (to revoke an API key, remove it from spec.api.keys).`;
+  return { ...draft, conditions: draft.conditions.map((c) => (c.type === 'Ready' && c.status === 'False' ? { ...c, message: `${c.message}${serving}` } : c)) };
+}
+
 export async function reconcileAgent(ctx: OperatorContext, key: string): Promise<ReconcileResult | void> {
   const { namespace, name } = parseKey(key);
   const obj = ctx.caches.agents.get(name, namespace);
@@ -149,6 +161,7 @@ export async function reconcileAgent(ctx: OperatorContext, key: string): Promise
     await ctx.events.emit(obj, 'Warning', 'PublishFailed', msg);
     throw err;
   }
+  if (!draft.applied) draft = await sayWhatStillServes(ctx, namespace, name, draft);
   const ready = draft.conditions.find((c) => c.type === 'Ready')!;
   if (await writeStatus(ctx, 'agents', obj, draft)) {
     ctx.log.info({ agent: key, ready: ready.status, reason: ready.reason }, 'Updated Agent status');

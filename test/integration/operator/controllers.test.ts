@@ -79,6 +79,15 @@ describe('Profile and Agent controllers', () => {
     // Rotating the key re-publishes (the revision carries its hash).
     await kubectlOk(plane.cp, ['-n', ns, 'apply', '-f', '-'], stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'api' }, stringData: { token: 't1' } }));
     await waitFor(async () => (await findAgent(plane.db.pool, ns, 'bot'))?.hash !== first?.hash, { what: 'a new revision after the key rotation' });
+
+    // Deleting the key's Secret does not revoke the key: the last revision keeps serving, and Ready says so.
+    const rotated = (await findAgent(plane.db.pool, ns, 'bot'))!;
+    await kubectlOk(plane.cp, ['-n', ns, 'delete', 'secret', 'api']);
+    const gone = await waitForCondition(kc(), 'agents', ns, 'bot', { type: 'CredentialsResolved', status: 'False', reason: 'CredentialsMissing' });
+    expect(conditionOf(gone, 'Ready')?.message).toContain(`Revision ${rotated.hash.slice(0, 12)}, published before, keeps serving until this is fixed; to stop it, delete the Agent (to revoke an API key, remove it from spec.api.keys).`);
+    expect((await findAgent(plane.db.pool, ns, 'bot'))?.hash).toBe(rotated.hash);
+    // An Agent never published says nothing of the kind.
+    expect(conditionOf(noSlack, 'Ready')?.message).not.toContain('keeps serving');
   });
 
   it('a Profile whose key is env DATABASE_URL (never allowed) is not Ready, and neither is its Agent', async () => {
