@@ -38,6 +38,10 @@ describe('hermes worker with Redis gone', () => {
     child.once('exit', (code) => { exited = code; });
     try {
       await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, 'the worker ready', 60_000);
+      // Started, not only probed: /readyz answers before the worker's consumers are up, and a worker
+      // SIGTERMed while it still starts has no stop handler yet (a loaded clean-clone run saw it die
+      // by the signal, exit code null). This test is about a started worker.
+      await eventually(() => out.includes('"msg":"Worker probes and metrics listening"'), 'the worker started', 60_000);
       await redis.stop();
       await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 503, 'the worker unready without Redis', 30_000);
       child.kill('SIGTERM');
